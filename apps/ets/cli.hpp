@@ -1,0 +1,54 @@
+// Command registry and argument parsing shared by the `ets` subcommands (one file per subcommand).
+// The CLI only parses, calls the public library API and prints; it owns no prediction logic.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ets::cli {
+
+/// Parsed arguments of one subcommand invocation.
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> values;  ///< "--model" -> "m.etsm"
+  std::vector<std::string> flags;              ///< "--json"
+
+  bool flag(const std::string& name) const;
+  /// Value of an option, or fallback if absent.
+  std::string value(const std::string& name, const std::string& fallback = "") const;
+  bool has(const std::string& name) const { return values.count(name) != 0; }
+};
+
+/// What a subcommand accepts; used to parse and to print its help.
+struct Spec {
+  std::string usage;                          ///< e.g. "inspect TRACE... [--json]"
+  std::vector<std::string> flags;             ///< options without a value
+  std::vector<std::string> value_options;     ///< options that take one value
+  std::size_t min_positional = 0;
+};
+
+using Handler = std::function<int(const Args&)>;
+
+struct Command {
+  std::string name;
+  std::string summary;
+  Spec spec;
+  Handler run;
+};
+
+/// Registers a subcommand at static-initialisation time (the CLI is one executable, so none is dropped).
+struct Register {
+  explicit Register(Command command);
+};
+
+const std::map<std::string, Command>& commands();
+
+/// Parses argv for a spec; throws std::invalid_argument with a one-line message on unknown input.
+Args parse(const Spec& spec, const std::vector<std::string>& argv);
+
+/// The stock answer of a subcommand whose real implementation lands in a later release.
+int not_available(const std::string& name);
+
+}  // namespace ets::cli

@@ -1,0 +1,9 @@
+// The compiled-library (ETS_COMPILED_LIB) home of every header-only definition: each *-inl.hpp is built once here.
+// Importers, model I/O, trainer and the C ABI have their own translation units under src/.
+#ifndef ETS_COMPILED_LIB
+#error "src/ets.cpp is only built as part of ets::ets"
+#endif
+
+#include "ets/error-inl.hpp"
+#include "ets/log-inl.hpp"
+#include "ets/trace-inl.hpp"

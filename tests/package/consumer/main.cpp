@@ -1,0 +1,23 @@
+// Consumer of the installed package: uses the public API and checks the linked version matches the headers.
+#include <cstdio>
+
+#include <ets/error.hpp>
+#include <ets/trace.hpp>
+#include <ets/version.hpp>
+
+int main() {
+  ets::ExecutionTrace t;
+  ets::OpRecord op;
+  op.name = "conv2d";
+  op.time_us = 10;
+  op.gap_us = 2;
+  t.ops.push_back(op);
+  if (t.sum_us() != 12.0) return 1;
+  try {
+    ETS_THROW(ets::Errc::invalid_argument, "ets.test.1", "expected {}", 1);
+  } catch (const ets::Error& e) {
+    if (e.id() != "ets.test.1") return 2;
+  }
+  std::printf("ets %s ok\n", ets::version_string());
+  return 0;
+}

@@ -1,0 +1,30 @@
+# Installs the ETS build tree into a scratch prefix, then configures, builds and runs the consumer
+# project twice: once linking ets::ets, once ets::ets_header_only — both via find_package(ets CONFIG REQUIRED).
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+if(NOT CONFIG)
+  set(CONFIG Release)
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${ETS_BUILD_DIR} --prefix ${prefix} --config ${CONFIG}
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "cmake --install failed (${rc})")
+endif()
+foreach(variant ets ets_header_only)
+  set(bdir ${WORK_DIR}/build-${variant})
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${bdir} -G ${GENERATOR}
+                  -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=${CONFIG} -DETS_TARGET=${variant}
+                  RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "consumer configure (${variant}) failed")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} --build ${bdir} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "consumer build (${variant}) failed")
+  endif()
+  execute_process(COMMAND ${bdir}/consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+  if(rc)
+    message(FATAL_ERROR "consumer run (${variant}) failed: ${out}")
+  endif()
+  message(STATUS "consumer (${variant}): ${out}")
+endforeach()

@@ -1,0 +1,63 @@
+// The trace data model: sums, gap share, dtype/phase parsing, hyper-parameter slots, equality.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "ets/trace.hpp"
+
+TEST_CASE("sum and gap share of an iteration") {
+  ets::ExecutionTrace t;
+  CHECK(t.sum_us() == 0.0);
+  CHECK(t.gap_share() == 0.0);
+  CHECK_FALSE(t.has_measurement());
+  for (double d : {10.0, 20.0, 30.0}) {
+    ets::OpRecord op;
+    op.time_us = d;
+    op.gap_us = d / 10;
+    t.ops.push_back(op);
+  }
+  CHECK(t.sum_us() == Approx(66.0));
+  CHECK(t.gap_share() == Approx(6.0 / 66.0));
+}
+
+TEST_CASE("dtype spellings from PyTorch traces") {
+  CHECK(ets::parse_dtype("float") == ets::DType::Float32);
+  CHECK(ets::parse_dtype("c10::Half") == ets::DType::Float16);
+  CHECK(ets::parse_dtype("torch.bfloat16") == ets::DType::BFloat16);
+  CHECK(ets::parse_dtype("long int") == ets::DType::Int64);
+  CHECK(ets::parse_dtype("unsigned char") == ets::DType::UInt8);
+  CHECK(ets::parse_dtype("something else") == ets::DType::Unknown);
+  CHECK(ets::dtype_size(ets::DType::Float16) == 2);
+  CHECK(std::string(ets::dtype_name(ets::DType::Float32)) == "float32");
+}
+
+TEST_CASE("phase names round-trip") {
+  for (auto p : {ets::Phase::Forward, ets::Phase::Backward, ets::Phase::Update}) {
+    ets::Phase q{};
+    REQUIRE(ets::parse_phase(ets::phase_name(p), q));
+    CHECK(q == p);
+  }
+  ets::Phase q{};
+  CHECK_FALSE(ets::parse_phase("sideways", q));
+}
+
+TEST_CASE("hyper-parameter slots distinguish absent from zero") {
+  ets::HyperParams h;
+  CHECK_FALSE(h.has(ets::Hyper::PadH));
+  h.set(ets::Hyper::PadH, 0);
+  CHECK(h.has(ets::Hyper::PadH));
+  CHECK(h.get(ets::Hyper::PadH, -1) == 0);
+  CHECK(h.get(ets::Hyper::Groups, -1) == -1);
+  CHECK(std::string(ets::hyper_name(ets::Hyper::Groups)) == "groups");
+}
+
+TEST_CASE("tensor numel and equality treat unknown numbers as equal") {
+  ets::TensorInfo t{{2, 3, 4}, ets::DType::Float32};
+  CHECK(t.numel() == 24);
+  CHECK(ets::TensorInfo{}.numel() == 1);
+  ets::OpRecord a, b;
+  CHECK(std::isnan(a.flops));
+  CHECK(a == b);
+  b.gap_us = 1;
+  CHECK_FALSE(a == b);
+}
