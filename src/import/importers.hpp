@@ -1,0 +1,35 @@
+// Internal interface between the importer front door (Tracer::load, format detection) and each format's reader.
+// Every reader returns whole iterations in order, or throws ets::Error with a documented id (docs/errors.md).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ets/trace.hpp"
+
+namespace ets::import {
+
+/// Source formats ETS reads; detect_format() sniffs the first bytes (after gunzip).
+enum class Format { Unknown, KinetoJson, PytorchEt, NsightSqlite, EtsCsv, EtsTrace };
+const char* format_name(Format f) noexcept;
+
+/// Options shared by all readers.
+struct Options {
+  int rank = -1;                ///< multi-rank files: which rank (-1: the first found)
+  bool keep_incomplete = false; ///< keep a trailing iteration with no successor and no end marker
+};
+
+/// Reads a whole file, transparently gunzipping .gz content; throws ets.io.* on failure.
+std::string read_file_bytes(const std::string& path);
+
+Format detect_format(std::string_view head, const std::string& path);
+
+// One reader per format. `bytes` is the (uncompressed) content; `path` is used for messages and metadata.
+std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::string& path, const Options& opt);
+std::vector<ExecutionTrace> read_ets_csv(std::string_view bytes, const std::string& path, const Options& opt);
+std::vector<ExecutionTrace> read_ets_trace(std::string_view bytes, const std::string& path, const Options& opt);
+/// SQLite needs a file on disk; `path` is that file.
+std::vector<ExecutionTrace> read_nsight_sqlite(const std::string& path, const Options& opt);
+
+}  // namespace ets::import
