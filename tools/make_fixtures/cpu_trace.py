@@ -1,0 +1,40 @@
+# Generates tests/data/cpu_small_mlp.json.gz: a tiny CPU training trace (conv + MLP, SGD, 4 ProfilerSteps).
+# Run with Debian's torch: /usr/bin/python3 tools/make_fixtures/cpu_trace.py [OUT]; the output is committed.
+import os
+import sys
+
+import torch
+import torch.nn as nn
+from torch.profiler import ProfilerActivity, profile, schedule
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from trace_export import export_kineto_json  # noqa: E402
+
+
+def main() -> None:
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "cpu_small_mlp.json.gz")
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(2 * 4 * 4, 8), nn.ReLU(),
+                          nn.Linear(8, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(4, 1, 6, 6)
+    y = torch.randint(0, 4, (4,))
+
+    def ready(prof):
+        export_kineto_json(prof, out, {"model": "cpu_small_mlp", "batch_size": 4, "optimizer": "sgd"})
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_flops=True,
+                 schedule=schedule(wait=0, warmup=1, active=4), on_trace_ready=ready) as prof:
+        for _ in range(5):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            prof.step()
+    print(out, os.path.getsize(out), "bytes")
+
+
+if __name__ == "__main__":
+    main()
