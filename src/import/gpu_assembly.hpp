@@ -1,0 +1,91 @@
+// Turns host op spans, runtime launches, device activities and step boundaries into per-iteration ExecutionTraces.
+// Shared by the Kineto JSON reader and the CUPTI live tracer (cuda/), so its inputs are plain records, not JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ets/trace.hpp"
+
+namespace ets::import {
+
+/// How a host span takes part in op selection (docs/trace-format.md, "CPU ops").
+enum class SpanKind : std::uint8_t {
+  Auto,   ///< by name: "ns::op" names (aten::, fbgemm::, autograd::engine::evaluate_function: ...) are op
+          ///< candidates, anything else (ProfilerStep#, Optimizer.step#..., user labels) is a scope
+  Op,     ///< always an op candidate (live Tracer scopes, NVTX op ranges)
+  Scope,  ///< never an op (record_function / NVTX annotations); its name can still set the phase beneath it
+};
+
+/// One host-side span at any nesting depth. All times share one clock and origin (µs; the reader subtracts a
+/// trace origin so doubles keep ns resolution).
+struct HostSpan {
+  /// raw_name is required. name may be empty (normalised from raw_name); inputs / flops / bytes / sequence / hyper
+  /// as the source knows them (flops of nested spans are summed into the op that encloses them).
+  OpRecord rec;
+  double start_us = 0;
+  double end_us = 0;
+  std::int64_t tid = 0;             ///< host thread; nesting is computed per thread
+  std::int64_t id = -1;             ///< id launches refer to (Kineto "External id"); -1 if none
+  SpanKind kind = SpanKind::Auto;
+  bool phase_known = false;         ///< rec.phase is authoritative; else derived from enclosing spans
+};
+
+/// One runtime API call that queued device work (cudaLaunchKernel, cudaMemcpyAsync, ...).
+struct Launch {
+  std::int64_t correlation = -1;  ///< matches DeviceActivity::correlation
+  std::int64_t host_id = -1;      ///< HostSpan::id of the innermost op around the call when the source records it
+  std::int64_t tid = 0;           ///< else the enclosing span is found by (tid, ts_us)
+  double ts_us = 0;
+};
+
+enum class DeviceKind : std::uint8_t { Kernel, Memcpy, Memset, Communication };
+
+/// One interval of device work.
+struct DeviceActivity {
+  double start_us = 0;
+  double end_us = 0;
+  std::int64_t device = 0;
+  std::int64_t stream = 0;
+  std::int64_t correlation = -1;  ///< the Launch it came from; -1 / unmatched = "kernel without launch"
+  std::int64_t host_id = -1;      ///< shortcut some sources give (Kineto kernels carry "External id"); -1 if none
+  DeviceKind kind = DeviceKind::Kernel;
+};
+
+/// One iteration boundary on the host clock: ops whose host start lies in [start_us, end_us) belong to it.
+struct StepSpan {
+  std::int64_t index = 0;           ///< ProfilerStep#N's N, or a running count for marker-derived steps
+  double start_us = 0;
+  double end_us = 0;
+  double measured_us = kUnknown;    ///< the iteration-time label (ProfilerStep duration, marker distance) or NaN
+};
+
+struct AssemblyInput {
+  TraceMeta meta;                       ///< copied into every ExecutionTrace
+  std::vector<HostSpan> host;           ///< any order
+  std::vector<Launch> launches;         ///< any order (GPU only)
+  std::vector<DeviceActivity> device;   ///< any order (GPU only)
+  std::vector<StepSpan> steps;          ///< sorted by start; empty = the whole capture is one iteration
+};
+
+struct AssemblyOptions {
+  bool keep_incomplete = false;   ///< keep a last iteration that has neither a successor nor an end
+  std::int64_t training_tid = -1; ///< CPU: the thread whose ops count (-1: the thread of most op candidates)
+};
+
+/// GPU rule: op = outermost op candidate with at least one non-communication device activity; op start = its
+/// first activity start; time = measure of the union of its activities' intervals, capped at the distance to the
+/// next op's start; gap = the rest of that distance. Activities without a launch fall to the op whose
+/// [start, next start) window holds their start. The last op of the last iteration runs to the last activity end.
+std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions& opt = {});
+
+/// CPU rule: op = outermost op candidate on the training thread; time = its span; gap = to the next op's start;
+/// the last op's gap runs to the next iteration's first op (or to the step end for the last iteration).
+std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions& opt = {});
+
+/// NCCL / RCCL / gloo-style collective kernels (by name); they never count as op time (docs/trace-format.md).
+bool is_communication_kernel(std::string_view name) noexcept;
+
+}  // namespace ets::import
