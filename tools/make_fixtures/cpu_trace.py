@@ -1,4 +1,4 @@
-# Generates tests/data/cpu_small_mlp.json.gz: a tiny CPU training trace (conv + MLP, SGD, 4 ProfilerSteps).
+# Generates tests/data/cpu_small_mlp.json.gz: a small CPU training trace (conv + MLP, SGD, 4 ProfilerSteps).
 # Run with Debian's torch: /usr/bin/python3 tools/make_fixtures/cpu_trace.py [OUT]; the output is committed.
 import os
 import sys
@@ -16,14 +16,15 @@ def main() -> None:
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "cpu_small_mlp.json.gz")
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(2 * 4 * 4, 8), nn.ReLU(),
-                          nn.Linear(8, 4))
+    # Small op count (small file) but real compute, so per-step bookkeeping offsets stay far below 0.5% of a step.
+    model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.Flatten(), nn.Linear(16 * 30 * 30, 64), nn.ReLU(),
+                          nn.Linear(64, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(4, 1, 6, 6)
-    y = torch.randint(0, 4, (4,))
+    x = torch.randn(32, 3, 32, 32)
+    y = torch.randint(0, 10, (32,))
 
     def ready(prof):
-        export_kineto_json(prof, out, {"model": "cpu_small_mlp", "batch_size": 4, "optimizer": "sgd"})
+        export_kineto_json(prof, out, {"model": "cpu_small_mlp", "batch_size": 32, "optimizer": "sgd"})
 
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_flops=True,
                  schedule=schedule(wait=0, warmup=1, active=4), on_trace_ready=ready) as prof:
