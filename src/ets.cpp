@@ -7,3 +7,4 @@
 #include "ets/error-inl.hpp"
 #include "ets/log-inl.hpp"
 #include "ets/trace-inl.hpp"
+#include "ets/cuda/cudnn_weight_slice-inl.hpp"

@@ -1,0 +1,343 @@
+// cuDNN BiLSTM inference backend (include/ets/cuda/cudnn_backend.hpp): cudnnRNNForward + a cuBLAS head.
+// Host code only; every CUDA / cuDNN / cuBLAS status becomes an ets::Error naming the call and file:line.
+#include "ets/cuda/cudnn_backend.hpp"
+
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ets/cuda/cudnn_weight_slice.hpp"
+#include "ets/cuda/device.hpp"
+#include "status.hpp"
+
+#define ETS_CUBLAS_CHECK(call)                                                                   \
+  do {                                                                                           \
+    cublasStatus_t ets_status_ = (call);                                                         \
+    if (ets_status_ != CUBLAS_STATUS_SUCCESS)                                                    \
+      ETS_THROW(::ets::Errc::backend, "ets.cuda.9", "{} failed: {} ({})", #call,                 \
+                cublasGetStatusString(ets_status_), static_cast<int>(ets_status_));              \
+  } while (false)
+
+namespace ets::cuda {
+namespace {
+
+// unique_ptr over a CUDA-library handle type (a pointer to an opaque struct) and its destroy function.
+// Destroy statuses are ignored: destructors must not throw, and nothing useful can be done then.
+template <class Handle, auto Destroy>
+struct HandleDeleter {
+  void operator()(Handle h) const noexcept {
+    if (h) (void)Destroy(h);
+  }
+};
+template <class Handle, auto Destroy>
+using Unique = std::unique_ptr<std::remove_pointer_t<Handle>, HandleDeleter<Handle, Destroy>>;
+
+using StreamPtr = Unique<cudaStream_t, cudaStreamDestroy>;
+using CudnnPtr = Unique<cudnnHandle_t, cudnnDestroy>;
+using CublasPtr = Unique<cublasHandle_t, cublasDestroy_v2>;
+using RnnDescPtr = Unique<cudnnRNNDescriptor_t, cudnnDestroyRNNDescriptor>;
+using RnnDataDescPtr = Unique<cudnnRNNDataDescriptor_t, cudnnDestroyRNNDataDescriptor>;
+using TensorDescPtr = Unique<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
+using DropoutDescPtr = Unique<cudnnDropoutDescriptor_t, cudnnDestroyDropoutDescriptor>;
+
+template <class Ptr, class Handle = typename Ptr::pointer, class Create>
+Ptr create(Create&& fn) {
+  Handle h = nullptr;
+  fn(&h);
+  return Ptr(h);
+}
+
+/// Grow-only device allocation; reallocates only when a larger size is asked for.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (ptr_) (void)cudaFree(ptr_);
+  }
+  void reserve(std::size_t bytes) {
+    if (bytes <= capacity_) return;
+    if (ptr_) {
+      (void)cudaFree(ptr_);
+      ptr_ = nullptr;
+      capacity_ = 0;
+    }
+    ETS_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+    capacity_ = bytes;
+  }
+  void* get() const noexcept { return ptr_; }
+  template <class T>
+  T* as() const noexcept { return static_cast<T*>(ptr_); }
+  std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t capacity_ = 0;
+};
+
+/// Makes `device` current for the calling thread and restores the previous one on exit: the
+/// backend must not change which device the host program's own CUDA code runs on.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    ETS_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device) ETS_CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~DeviceScope() { (void)cudaSetDevice(previous_); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+void validate(const LstmWeights& w) {
+  const LstmConfig& c = w.config;
+  ETS_CHECK(c.input_size > 0 && c.hidden > 0 && c.layers > 0 && c.outputs > 0, Errc::invalid_argument,
+            "ets.cuda.5", "LSTM config has non-positive sizes (input {}, hidden {}, layers {}, outputs {})",
+            c.input_size, c.hidden, c.layers, c.outputs);
+  const std::size_t cells = static_cast<std::size_t>(c.layers) * c.directions();
+  ETS_CHECK(w.cells.size() == cells, Errc::shape, "ets.cuda.6", "LSTM weights hold {} cells, the config needs {}",
+            w.cells.size(), cells);
+  const std::size_t head = static_cast<std::size_t>(c.outputs) * c.hidden * c.directions();
+  ETS_CHECK(w.head_w.size() == head && w.head_b.size() == static_cast<std::size_t>(c.outputs), Errc::shape,
+            "ets.cuda.6", "head has {} weights and {} biases, the config needs {} and {}", w.head_w.size(),
+            w.head_b.size(), head, c.outputs);
+}
+
+}  // namespace
+
+/// Everything one forward() call mutates. Borrowed exclusively from the pool for the call's duration.
+struct ExecContext {
+  StreamPtr stream;
+  CudnnPtr cudnn;
+  CublasPtr cublas;
+  DropoutDescPtr dropout;
+  RnnDescPtr rnn;
+  RnnDataDescPtr x_desc, y_desc;
+  TensorDescPtr h_desc;
+  int windows = -1, width = -1;  // shape the descriptors and buffers were set up for
+  std::size_t work_bytes = 0;
+  DeviceBuffer x, y, out, work;
+  std::vector<float> out_host;
+};
+
+struct CudnnBackend::Impl {
+  LstmConfig config;
+  int device = 0;
+  std::vector<float> head_b;
+  DeviceBuffer weight_space;
+  std::size_t weight_bytes = 0;
+  DeviceBuffer head_w;
+  std::string description;
+
+  std::mutex mu;
+  std::vector<std::unique_ptr<ExecContext>> idle;
+
+  std::unique_ptr<ExecContext> make_context() const;
+  void pack(ExecContext& ctx, const LstmWeights& w);
+  void reshape(ExecContext& ctx, int windows, int width) const;
+  void run(ExecContext& ctx, const float* x, int windows, int width, float* y) const;
+};
+
+std::unique_ptr<ExecContext> CudnnBackend::Impl::make_context() const {
+  auto ctx = std::make_unique<ExecContext>();
+  ctx->stream = create<StreamPtr>([](cudaStream_t* s) { ETS_CUDA_CHECK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking)); });
+  ctx->cudnn = create<CudnnPtr>([](cudnnHandle_t* h) { ETS_CUDNN_CHECK(cudnnCreate(h)); });
+  ETS_CUDNN_CHECK(cudnnSetStream(ctx->cudnn.get(), ctx->stream.get()));
+  ctx->cublas = create<CublasPtr>([](cublasHandle_t* h) { ETS_CUBLAS_CHECK(cublasCreate(h)); });
+  ETS_CUBLAS_CHECK(cublasSetStream(ctx->cublas.get(), ctx->stream.get()));
+  // Plain fp32 FMA math in both libraries: TF32 would break parity with the CPU path (1e-4).
+  ETS_CUBLAS_CHECK(cublasSetMathMode(ctx->cublas.get(), CUBLAS_DEFAULT_MATH));
+
+  // Inference never applies dropout; cuDNN still wants an initialised descriptor (rate 0, no RNG state).
+  ctx->dropout = create<DropoutDescPtr>([](cudnnDropoutDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateDropoutDescriptor(d)); });
+  ETS_CUDNN_CHECK(cudnnSetDropoutDescriptor(ctx->dropout.get(), ctx->cudnn.get(), 0.0f, nullptr, 0, 0));
+
+  ctx->rnn = create<RnnDescPtr>([](cudnnRNNDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateRNNDescriptor(d)); });
+  // STANDARD algorithm: valid for every shape; the weight-space layout is the same for all contexts
+  // because it depends only on the descriptor's sizes, so one packed buffer serves them all.
+  ETS_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(
+      ctx->rnn.get(), CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
+      config.bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
+      CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, config.input_size, config.hidden, config.hidden, config.layers,
+      ctx->dropout.get(), CUDNN_RNN_PADDED_IO_ENABLED));
+  ctx->x_desc = create<RnnDataDescPtr>([](cudnnRNNDataDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(d)); });
+  ctx->y_desc = create<RnnDataDescPtr>([](cudnnRNNDataDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(d)); });
+  ctx->h_desc = create<TensorDescPtr>([](cudnnTensorDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateTensorDescriptor(d)); });
+  return ctx;
+}
+
+void CudnnBackend::Impl::pack(ExecContext& ctx, const LstmWeights& w) {
+  ETS_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(ctx.cudnn.get(), ctx.rnn.get(), &weight_bytes));
+  weight_space.reserve(weight_bytes);
+  // Zero first so any block cuDNN lays out but PyTorch lacks (none for LSTM today) is inert, not garbage.
+  ETS_CUDA_CHECK(cudaMemset(weight_space.get(), 0, weight_bytes));
+
+  auto m_desc = create<TensorDescPtr>([](cudnnTensorDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateTensorDescriptor(d)); });
+  auto b_desc = create<TensorDescPtr>([](cudnnTensorDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateTensorDescriptor(d)); });
+  const char* base = weight_space.as<const char>();
+
+  // Copies one host block to where cuDNN says it lives, after checking cuDNN agrees on its size.
+  auto place = [&](const cudnnTensorDescriptor_t desc, void* addr, const CudnnWeightSlice& s, int pseudo, int lin,
+                   const char* what) {
+    cudnnDataType_t type{};
+    int nb = 0;
+    int dims[8] = {}, strides[8] = {};
+    ETS_CUDNN_CHECK(cudnnGetTensorNdDescriptor(desc, 8, &type, &nb, dims, strides));
+    std::size_t elems = 1;
+    for (int i = 0; i < std::min(nb, 8); ++i) elems *= static_cast<std::size_t>(std::max(dims[i], 0));
+    const std::size_t bytes = s.size() * sizeof(float);
+    const char* p = static_cast<const char*>(addr);
+    ETS_CHECK(addr != nullptr && type == CUDNN_DATA_FLOAT && elems == s.size() && p >= base &&
+                  p + bytes <= base + weight_bytes,
+              Errc::backend, "ets.cuda.7",
+              "cuDNN {} block (pseudo-layer {}, linLayerID {}) has {} elements at offset {}, expected {} "
+              "(H {} × {}) inside a {}-byte weight space",
+              what, pseudo, lin, elems, addr ? static_cast<long long>(p - base) : -1LL, s.size(), s.rows, s.cols,
+              weight_bytes);
+    ETS_CUDA_CHECK(cudaMemcpy(addr, cudnn_slice_data(w, s), bytes, cudaMemcpyHostToDevice));
+  };
+
+  for (int pseudo = 0; pseudo < cudnn_pseudo_layers(config); ++pseudo) {
+    for (int lin = 0; lin < 8; ++lin) {
+      void* m_addr = nullptr;
+      void* b_addr = nullptr;
+      ETS_CUDNN_CHECK(cudnnGetRNNWeightParams(ctx.cudnn.get(), ctx.rnn.get(), pseudo, weight_bytes,
+                                              weight_space.get(), lin, m_desc.get(), &m_addr, b_desc.get(),
+                                              &b_addr));
+      place(m_desc.get(), m_addr, cudnn_weight_slice(config, pseudo, lin, false), pseudo, lin, "matrix");
+      place(b_desc.get(), b_addr, cudnn_weight_slice(config, pseudo, lin, true), pseudo, lin, "bias");
+    }
+  }
+
+  head_w.reserve(w.head_w.size() * sizeof(float));
+  ETS_CUDA_CHECK(cudaMemcpy(head_w.get(), w.head_w.data(), w.head_w.size() * sizeof(float), cudaMemcpyHostToDevice));
+  head_b = w.head_b;
+}
+
+void CudnnBackend::Impl::reshape(ExecContext& ctx, int windows, int width) const {
+  if (ctx.windows == windows && ctx.width == width) return;
+  ctx.windows = ctx.width = -1;  // stays invalid if anything below throws
+  const int dirs = config.directions();
+  // Batch-major, unpacked, every sequence the full window: the caller's N × W × F layout as is.
+  const std::vector<int> lengths(static_cast<std::size_t>(windows), width);
+  float pad = 0.0f;
+  ETS_CUDNN_CHECK(cudnnSetRNNDataDescriptor(ctx.x_desc.get(), CUDNN_DATA_FLOAT,
+                                            CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, width, windows,
+                                            config.input_size, lengths.data(), &pad));
+  ETS_CUDNN_CHECK(cudnnSetRNNDataDescriptor(ctx.y_desc.get(), CUDNN_DATA_FLOAT,
+                                            CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, width, windows,
+                                            config.hidden * dirs, lengths.data(), &pad));
+  const int h_dims[3] = {config.layers * dirs, windows, config.hidden};
+  const int h_strides[3] = {windows * config.hidden, config.hidden, 1};
+  ETS_CUDNN_CHECK(cudnnSetTensorNdDescriptor(ctx.h_desc.get(), CUDNN_DATA_FLOAT, 3, h_dims, h_strides));
+  std::size_t reserve_bytes = 0;
+  ETS_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(ctx.cudnn.get(), ctx.rnn.get(), CUDNN_FWD_MODE_INFERENCE,
+                                            ctx.x_desc.get(), &ctx.work_bytes, &reserve_bytes));
+  const std::size_t positions = static_cast<std::size_t>(windows) * static_cast<std::size_t>(width);
+  ctx.x.reserve(positions * config.input_size * sizeof(float));
+  ctx.y.reserve(positions * config.hidden * dirs * sizeof(float));
+  ctx.out.reserve(positions * config.outputs * sizeof(float));
+  ctx.work.reserve(std::max<std::size_t>(ctx.work_bytes, 1));
+  ctx.out_host.resize(positions * config.outputs);
+  ctx.windows = windows;
+  ctx.width = width;
+}
+
+void CudnnBackend::Impl::run(ExecContext& ctx, const float* x, int windows, int width, float* y) const {
+  reshape(ctx, windows, width);
+  const int dirs = config.directions();
+  const std::size_t positions = static_cast<std::size_t>(windows) * static_cast<std::size_t>(width);
+  cudaStream_t stream = ctx.stream.get();
+  ETS_CUDA_CHECK(cudaMemcpyAsync(ctx.x.get(), x, positions * config.input_size * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream));
+  // Zero initial states (hx/cx = null), no final states wanted, no reserve space in inference mode.
+  // devSeqLengths is null: cuDNN >= 8.9.1 takes the lengths from the data descriptors.
+  ETS_CUDNN_CHECK(cudnnRNNForward(ctx.cudnn.get(), ctx.rnn.get(), CUDNN_FWD_MODE_INFERENCE, nullptr,
+                                  ctx.x_desc.get(), ctx.x.get(), ctx.y_desc.get(), ctx.y.get(), ctx.h_desc.get(),
+                                  nullptr, nullptr, ctx.h_desc.get(), nullptr, nullptr, weight_bytes,
+                                  weight_space.get(), ctx.work_bytes, ctx.work.get(), 0, nullptr));
+  // Head over all positions at once. Row-major out (P × O) = Y (P × DH) · Wᵀ is, in cuBLAS's
+  // column-major terms, out' (O × P) = W'ᵀ (O × DH) · Y' (DH × P) with W' = head_w read as DH × O.
+  const float one = 1.0f, zero = 0.0f;
+  const int dh = config.hidden * dirs;
+  ETS_CUBLAS_CHECK(cublasSgemm(ctx.cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, config.outputs,
+                               static_cast<int>(positions), dh, &one, head_w.as<const float>(), dh,
+                               ctx.y.as<const float>(), dh, &zero, ctx.out.as<float>(), config.outputs));
+  ETS_CUDA_CHECK(cudaMemcpyAsync(ctx.out_host.data(), ctx.out.get(), positions * config.outputs * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream));
+  ETS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const int o = config.outputs;
+  for (std::size_t p = 0; p < positions; ++p)
+    for (int k = 0; k < o; ++k) y[p * o + k] = ctx.out_host[p * o + k] + head_b[static_cast<std::size_t>(k)];
+}
+
+CudnnBackend::CudnnBackend(const LstmWeights& weights, const CudnnOptions& options) : impl_(std::make_unique<Impl>()) {
+  validate(weights);
+  std::string why;
+  if (!device_available(&why)) ETS_THROW(Errc::backend, "ets.cuda.1", "{}", why);
+  int count = 0;
+  ETS_CUDA_CHECK(cudaGetDeviceCount(&count));
+  ETS_CHECK(options.device >= 0 && options.device < count, Errc::invalid_argument, "ets.cuda.8",
+            "CUDA device {} requested, {} present", options.device, count);
+  impl_->config = weights.config;
+  impl_->device = options.device;
+  DeviceScope scope(options.device);
+  auto ctx = impl_->make_context();
+  impl_->pack(*ctx, weights);
+  cudaDeviceProp prop{};
+  ETS_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
+  const std::size_t v = cudnnGetVersion();
+  impl_->description = fmt::format("{} (sm_{}{}), cuDNN {}.{}.{}", prop.name, prop.major, prop.minor, v / 10000,
+                                   (v % 10000) / 100, v % 100);
+  impl_->idle.push_back(std::move(ctx));
+}
+
+CudnnBackend::~CudnnBackend() {
+  if (!impl_) return;
+  // Handles and buffers belong to the backend's device; release them there.
+  int previous = 0;
+  const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != impl_->device &&
+                        cudaSetDevice(impl_->device) == cudaSuccess;
+  impl_.reset();
+  if (switched) (void)cudaSetDevice(previous);
+}
+
+const LstmConfig& CudnnBackend::config() const noexcept { return impl_->config; }
+
+std::string CudnnBackend::description() const { return impl_->description; }
+
+void CudnnBackend::forward(const float* x, int windows, int width, float* y) const {
+  ETS_CHECK(windows >= 0 && width > 0, Errc::invalid_argument, "ets.cuda.8",
+            "forward() needs windows >= 0 and width > 0 (got {} × {})", windows, width);
+  if (windows == 0) return;
+  ETS_CHECK(x != nullptr && y != nullptr, Errc::invalid_argument, "ets.cuda.8", "forward() got a null buffer");
+  DeviceScope scope(impl_->device);
+  std::unique_ptr<ExecContext> ctx;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->idle.empty()) {
+      ctx = std::move(impl_->idle.back());
+      impl_->idle.pop_back();
+    }
+  }
+  if (!ctx) ctx = impl_->make_context();
+  // A context whose call failed may hold a half-set shape or a poisoned stream: drop it, never reuse.
+  impl_->run(*ctx, x, windows, width, y);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->idle.push_back(std::move(ctx));
+}
+
+std::unique_ptr<InferenceBackend> make_cudnn_backend(const LstmWeights& weights, const CudnnOptions& options) {
+  return std::make_unique<CudnnBackend>(weights, options);
+}
+
+}  // namespace ets::cuda

@@ -1,0 +1,55 @@
+// The cuDNN BiLSTM inference backend of ets::ets_cuda, declared without any CUDA type.
+// BiLstmPredictor reaches it through make_cudnn_backend() (or the factory that enable() installs).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ets/inference_backend.hpp"
+#include "ets/lstm_weights.hpp"
+
+namespace ets::cuda {
+
+/// Construction options of the cuDNN backend.
+struct CudnnOptions {
+  int device = 0;  ///< CUDA device ordinal
+};
+
+/// BiLSTM + linear head on cuDNN's RNN API (cudnnRNNForward, inference mode, fp32 without TF32).
+///
+/// Weights are packed into cuDNN's weight space once, at construction, block by block from the
+/// PyTorch layout (cudnn_weight_slice.hpp); the opaque buffer is never stored or exported.
+/// Windows go in batch-major (N × W × F, exactly the caller's layout, so no transpose) as
+/// equal-length sequences (every length = W), which keeps cuDNN's fixed-length kernels usable.
+/// The head is one cuBLAS SGEMM over all N·W positions; its bias is added on the host while the
+/// (N·W × outputs) result is copied out.
+///
+/// Thread safety: forward() is const and may run on many threads at once. Each concurrent call
+/// borrows a private execution context (stream, cuDNN and cuBLAS handles, descriptors, grow-only
+/// device buffers) from a pool; contexts are created on demand and reused, so steady-state calls
+/// allocate nothing. The packed weights are shared read-only.
+class CudnnBackend final : public InferenceBackend {
+ public:
+  /// Throws ets::Error: ets.cuda.1 without a device, ets.cuda.6 / ets.cuda.7 for weights that do
+  /// not match their config, ets.cuda.2/3 for CUDA / cuDNN failures.
+  explicit CudnnBackend(const LstmWeights& weights, const CudnnOptions& options = {});
+  ~CudnnBackend() override;
+  CudnnBackend(const CudnnBackend&) = delete;
+  CudnnBackend& operator=(const CudnnBackend&) = delete;
+
+  void forward(const float* x, int windows, int width, float* y) const override;
+  std::string name() const override { return "cuda-cudnn"; }
+  const LstmConfig& config() const noexcept override;
+
+  /// "NVIDIA H200 (sm_90, 139.8 GiB), cuDNN 9.x"
+  std::string description() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Convenience for predictor factories: a CudnnBackend behind the InferenceBackend interface.
+std::unique_ptr<InferenceBackend> make_cudnn_backend(const LstmWeights& weights, const CudnnOptions& options = {});
+
+}  // namespace ets::cuda

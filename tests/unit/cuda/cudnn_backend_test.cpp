@@ -1,0 +1,133 @@
+// ets-test-labels: cuda
+// cuDNN BiLSTM backend: parity with a naive double-precision reference (≤ 1e-4), shapes, threads, bad input.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "unit/cuda/lstm_reference.hpp"
+#include "ets/cuda/cudnn_backend.hpp"
+#include "ets/cuda/device.hpp"
+#include "ets/error.hpp"
+
+namespace {
+
+ets::LstmConfig make_config(int f, int h, int layers, bool bidir) {
+  ets::LstmConfig c;
+  c.input_size = f;
+  c.hidden = h;
+  c.layers = layers;
+  c.outputs = 2;
+  c.bidirectional = bidir;
+  return c;
+}
+
+std::vector<float> random_input(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g(rng);
+  return v;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+// Without a device every case is skipped (exit 77) after checking that construction fails cleanly.
+void require_device() {
+  std::string why;
+  if (ets::cuda::device_available(&why)) return;
+  const auto w = ets_test::random_lstm_weights(make_config(4, 3, 1, true), 1);
+  try {
+    ets::cuda::CudnnBackend b(w);
+    FAIL("constructed a cuDNN backend without a device");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.cuda.1");
+  }
+  WARN("skipping: " << why);
+  std::exit(77);
+}
+
+}  // namespace
+
+TEST_CASE("cuDNN forward matches the reference on a real-shaped batch", "[cuda]") {
+  require_device();
+  // ETS shape: 4 layers, bidirectional, width 12; F = H as the paper's default, plus a F != H case.
+  for (auto [f, h] : {std::pair{32, 32}, std::pair{19, 64}}) {
+    const auto cfg = make_config(f, h, 4, true);
+    const auto w = ets_test::random_lstm_weights(cfg, 7u + static_cast<unsigned>(f));
+    ets::cuda::CudnnBackend backend(w);
+    CHECK(backend.name() == "cuda-cudnn");
+    CHECK(backend.config() == cfg);
+    for (int windows : {1, 37, 256}) {
+      const int width = 12;
+      const auto x = random_input(static_cast<std::size_t>(windows) * width * f, 99u + windows);
+      std::vector<float> y(static_cast<std::size_t>(windows) * width * 2, std::nanf(""));
+      backend.forward(x.data(), windows, width, y.data());
+      const double err = max_abs_diff(y, ets_test::reference_forward(w, x, windows, width));
+      INFO("F=" << f << " H=" << h << " N=" << windows << " max abs err " << err);
+      CHECK(err <= 1e-4);
+    }
+  }
+}
+
+TEST_CASE("cuDNN forward handles unidirectional nets, odd widths and shape changes", "[cuda]") {
+  require_device();
+  const auto w = ets_test::random_lstm_weights(make_config(5, 8, 2, false), 3);
+  ets::cuda::CudnnBackend backend(w);
+  for (auto [n, width] : {std::pair{3, 7}, std::pair{1, 1}, std::pair{9, 12}, std::pair{3, 7}}) {
+    const auto x = random_input(static_cast<std::size_t>(n) * width * 5, 5u + n);
+    std::vector<float> y(static_cast<std::size_t>(n) * width * 2);
+    backend.forward(x.data(), n, width, y.data());
+    CHECK(max_abs_diff(y, ets_test::reference_forward(w, x, n, width)) <= 1e-4);
+  }
+}
+
+TEST_CASE("cuDNN forward is safe and deterministic from many threads", "[cuda]") {
+  require_device();
+  const auto w = ets_test::random_lstm_weights(make_config(16, 32, 4, true), 11);
+  const ets::cuda::CudnnBackend backend(w);
+  const int n = 64, width = 12;
+  const auto x = random_input(static_cast<std::size_t>(n) * width * 16, 12);
+  std::vector<float> expected(static_cast<std::size_t>(n) * width * 2);
+  backend.forward(x.data(), n, width, expected.data());
+  std::vector<std::vector<float>> got(8, std::vector<float>(expected.size()));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 5; ++rep) backend.forward(x.data(), n, width, got[t].data());
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& g : got) CHECK(g == expected);
+}
+
+TEST_CASE("cuDNN backend rejects bad weights and arguments with documented ids", "[cuda]") {
+  require_device();
+  auto w = ets_test::random_lstm_weights(make_config(4, 6, 2, true), 2);
+  {
+    ets::cuda::CudnnBackend backend(w);
+    std::vector<float> x(12 * 4), y(12 * 2);
+    backend.forward(x.data(), 0, 12, y.data());  // no windows: nothing to do, not an error
+    CHECK_THROWS_WITH(backend.forward(x.data(), 1, 0, y.data()), Catch::Contains("ets.cuda.8"));
+    CHECK_THROWS_WITH(backend.forward(nullptr, 1, 12, y.data()), Catch::Contains("ets.cuda.8"));
+  }
+  auto bad = w;
+  bad.cells[3].w_hh.pop_back();
+  CHECK_THROWS_WITH(ets::cuda::CudnnBackend(bad), Catch::Contains("ets.cuda.6"));
+  bad = w;
+  bad.cells.pop_back();
+  CHECK_THROWS_WITH(ets::cuda::CudnnBackend(bad), Catch::Contains("ets.cuda.6"));
+  bad = w;
+  bad.head_b.push_back(0.0f);
+  CHECK_THROWS_WITH(ets::cuda::CudnnBackend(bad), Catch::Contains("ets.cuda.6"));
+  CHECK_THROWS_WITH(ets::cuda::CudnnBackend(w, ets::cuda::CudnnOptions{1 << 20}), Catch::Contains("ets.cuda.8"));
+}
