@@ -1,0 +1,433 @@
+// Trainer implementation: sharded mini-batches over worker threads (one BiLstmGrad each, gradients summed in
+// shard order so a run is reproducible for a given thread count), Adam, clipping, LR schedule, early stopping.
+#include "ets/trainer.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "ets/error.hpp"
+#include "ets/log.hpp"
+#include "train/adam.hpp"
+#include "train/bilstm_grad.hpp"
+#include "train/param_layout.hpp"
+#include "train/rng.hpp"
+
+namespace ets {
+
+using train::BiLstmGrad;
+using train::ParamLayout;
+
+namespace {
+
+constexpr char kCkptMagic[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '1'};
+
+void check_batch(const WindowBatch& b, const LstmConfig& c, bool labelled, const char* what) {
+  ETS_CHECK(b.features == c.input_size, Errc::shape, "ets.train.3",
+            "{} windows have {} features, the network expects {}", what, b.features, c.input_size);
+  ETS_CHECK(b.width > 0 && b.windows >= 0 && b.x.size() == b.positions() * static_cast<std::size_t>(b.features),
+            Errc::shape, "ets.train.7", "{} window batch is inconsistent: {} values for {} windows × {} × {}", what,
+            b.x.size(), b.windows, b.width, b.features);
+  if (labelled)
+    ETS_CHECK(b.y.size() == b.positions() * static_cast<std::size_t>(c.outputs) && b.mask.size() == b.positions(),
+              Errc::shape, "ets.train.5", "{} window batch has {} labels and {} mask entries for {} positions", what,
+              b.y.size(), b.mask.size(), b.positions());
+}
+
+/// Runs fn(shard, begin, end) for contiguous shards of [0, n) on up to `threads` threads; rethrows the first error.
+template <typename Fn>
+void run_shards(int threads, int n, Fn&& fn) {
+  const int t = std::max(1, std::min(threads, n));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(t));
+  auto body = [&](int s) {
+    try {
+      const int b = static_cast<int>(static_cast<std::int64_t>(n) * s / t);
+      const int e = static_cast<int>(static_cast<std::int64_t>(n) * (s + 1) / t);
+      fn(s, b, e);
+    } catch (...) {
+      errors[static_cast<std::size_t>(s)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int s = 1; s < t; ++s) workers.emplace_back(body, s);
+  body(0);
+  for (auto& w : workers) w.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+template <typename T>
+void write_pod(std::ostream& o, const T& v) {
+  o.write(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+template <typename T>
+T read_pod(std::istream& i) {
+  T v{};
+  i.read(reinterpret_cast<char*>(&v), sizeof(T));
+  return v;
+}
+void write_floats(std::ostream& o, const std::vector<float>& v) {
+  write_pod<std::uint64_t>(o, v.size());
+  o.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+}
+std::vector<float> read_floats(std::istream& i, std::size_t expect, const std::string& path) {
+  const auto n = read_pod<std::uint64_t>(i);
+  ETS_CHECK(i && n == expect, Errc::parse, "ets.train.9", "checkpoint {} holds {} parameters, expected {}", path, n,
+            expect);
+  std::vector<float> v(expect);
+  i.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  ETS_CHECK(static_cast<bool>(i), Errc::parse, "ets.train.9", "checkpoint {} is truncated", path);
+  return v;
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  Options opt;
+  ParamLayout layout;
+  std::vector<float> params;
+  int threads = 1;
+
+  Impl(const LstmWeights& w, Options o) : opt(std::move(o)), layout(w.config), params(train::flatten(w, layout)) {
+    threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    ETS_CHECK(opt.batch > 0 && opt.epochs >= 0 && opt.lr > 0 && opt.eval_every_epochs > 0 && opt.warmup_steps >= 0 &&
+                  opt.clip_norm >= 0 && opt.patience >= 0 && opt.min_lr_ratio >= 0 && opt.step_every_epochs > 0,
+              Errc::invalid_argument, "ets.train.8",
+              "training options out of range (batch {}, epochs {}, lr {}, eval_every_epochs {})", opt.batch,
+              opt.epochs, opt.lr, opt.eval_every_epochs);
+  }
+
+  double lr_at(std::int64_t step, std::int64_t total, int epoch) const {
+    double lr = opt.lr;
+    if (opt.schedule == Schedule::Cosine && total > opt.warmup_steps) {
+      const double p = std::clamp(static_cast<double>(step - opt.warmup_steps) / static_cast<double>(total - opt.warmup_steps), 0.0, 1.0);
+      const double floor = opt.lr * opt.min_lr_ratio;
+      lr = floor + (opt.lr - floor) * 0.5 * (1.0 + std::cos(M_PI * p));
+    } else if (opt.schedule == Schedule::Step) {
+      lr = opt.lr * std::pow(opt.step_gamma, epoch / opt.step_every_epochs);
+    }
+    if (opt.warmup_steps > 0 && step < opt.warmup_steps) lr *= static_cast<double>(step + 1) / opt.warmup_steps;
+    return lr;
+  }
+
+  /// Masked MAE sum and real-position count of flat weights p on a batch, sharded over threads.
+  double masked_mae(const std::vector<float>& p, const WindowBatch& b) const {
+    const int chunk = std::max(1, opt.batch);
+    std::vector<double> sums(static_cast<std::size_t>(threads), 0.0);
+    run_shards(threads, b.windows, [&](int s, int begin, int end) {
+      BiLstmGrad<float> eng(layout);
+      std::vector<std::int32_t> idx;
+      for (int w0 = begin; w0 < end; w0 += chunk) {
+        const int n = std::min(chunk, end - w0);
+        idx.resize(static_cast<std::size_t>(n));
+        for (int j = 0; j < n; ++j) idx[static_cast<std::size_t>(j)] = w0 + j;
+        eng.forward(p.data(), b, idx.data(), n);
+        sums[static_cast<std::size_t>(s)] += eng.loss_sum(b, idx.data(), n);
+      }
+    });
+    double total = 0;
+    for (double v : sums) total += v;
+    std::size_t real = 0;
+    for (auto m : b.mask) real += m != 0;
+    return real ? total / (static_cast<double>(real) * layout.config.outputs) : 0.0;
+  }
+};
+
+LstmWeights Trainer::init(const LstmConfig& config, std::uint64_t seed) {
+  ParamLayout layout(config);
+  std::vector<float> flat(layout.size);
+  train::Rng rng(seed);
+  const float k = 1.0f / std::sqrt(static_cast<float>(config.hidden));
+  for (std::size_t i = 0; i < layout.head_w; ++i) flat[i] = rng.uniform(-k, k);
+  const float kh = 1.0f / std::sqrt(static_cast<float>(config.hidden * config.directions()));
+  for (std::size_t i = layout.head_w; i < layout.size; ++i) flat[i] = rng.uniform(-kh, kh);
+  return train::unflatten(flat.data(), layout);
+}
+
+Trainer::Trainer(LstmWeights initial, Options options) : impl_(std::make_unique<Impl>(initial, std::move(options))) {}
+Trainer::~Trainer() = default;
+
+const Trainer::Options& Trainer::options() const noexcept { return impl_->opt; }
+
+double Trainer::loss(const LstmWeights& weights, const WindowBatch& batch) const {
+  check_batch(batch, weights.config, true, "evaluation");
+  ParamLayout layout(weights.config);
+  ETS_CHECK(layout.size == impl_->layout.size, Errc::shape, "ets.train.1", "weights do not match the trainer's network");
+  return impl_->masked_mae(train::flatten(weights, layout), batch);
+}
+
+std::vector<float> Trainer::forward(const LstmWeights& weights, const WindowBatch& batch) const {
+  check_batch(batch, weights.config, false, "input");
+  ParamLayout layout(weights.config);
+  const std::vector<float> p = train::flatten(weights, layout);
+  const int O = weights.config.outputs, W = batch.width;
+  std::vector<float> out(batch.positions() * static_cast<std::size_t>(O));
+  const int chunk = std::max(1, impl_->opt.batch);
+  run_shards(impl_->threads, batch.windows, [&](int, int begin, int end) {
+    BiLstmGrad<float> eng(layout);
+    for (int w0 = begin; w0 < end; w0 += chunk) {
+      const int n = std::min(chunk, end - w0);
+      std::vector<std::int32_t> idx(static_cast<std::size_t>(n));
+      for (int j = 0; j < n; ++j) idx[static_cast<std::size_t>(j)] = w0 + j;
+      eng.forward(p.data(), batch, idx.data(), n);
+      const auto& pr = eng.predictions();
+      for (int j = 0; j < n; ++j)
+        for (int t = 0; t < W; ++t)
+          for (int k = 0; k < O; ++k)
+            out[((static_cast<std::size_t>(w0 + j) * W) + static_cast<std::size_t>(t)) * O + static_cast<std::size_t>(k)] =
+                pr(k, static_cast<Eigen::Index>(t) * n + j);
+    }
+  });
+  return out;
+}
+
+Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* val) {
+  Impl& im = *impl_;
+  const Options& opt = im.opt;
+  const LstmConfig& cfg = im.layout.config;
+  check_batch(train_set, cfg, true, "training");
+  if (val) check_batch(*val, cfg, true, "validation");
+  ETS_CHECK(train_set.windows > 0, Errc::invalid_argument, "ets.train.10", "no training windows");
+  using clock = std::chrono::steady_clock;
+  const auto t_start = clock::now();
+
+  const int N = train_set.windows, W = train_set.width, O = cfg.outputs;
+  std::vector<std::int32_t> real(static_cast<std::size_t>(N), 0);
+  for (int w = 0; w < N; ++w)
+    for (int t = 0; t < W; ++t) real[static_cast<std::size_t>(w)] += train_set.mask[static_cast<std::size_t>(w) * W + t] != 0;
+
+  train::AdamOptions ao;
+  ao.beta1 = opt.beta1;
+  ao.beta2 = opt.beta2;
+  ao.eps = opt.eps;
+  ao.weight_decay = opt.weight_decay;
+  ao.decoupled = opt.decoupled_weight_decay;
+  train::Adam adam(im.layout.size, ao);
+  train::Rng rng(opt.seed ^ 0x5eed5eedULL);
+
+  const int shards = std::max(1, std::min(im.threads, opt.batch));
+  std::vector<BiLstmGrad<float>> engines;
+  for (int s = 0; s < shards; ++s) engines.emplace_back(im.layout);
+  std::vector<std::vector<float>> grads(static_cast<std::size_t>(shards), std::vector<float>(im.layout.size));
+  std::vector<double> shard_loss(static_cast<std::size_t>(shards));
+
+  std::vector<std::int32_t> order(static_cast<std::size_t>(N));
+  for (int i = 0; i < N; ++i) order[static_cast<std::size_t>(i)] = i;
+  const std::int64_t steps_per_epoch = (N + opt.batch - 1) / opt.batch;
+  const std::int64_t total_steps = steps_per_epoch * opt.epochs;
+
+  Result res;
+  std::vector<float> best = im.params;
+  double best_metric = -1;
+  int bad_evals = 0, start_epoch = 0;
+  std::int64_t step = 0;
+
+  const std::string& ck = opt.checkpoint_path;
+  if (opt.resume && !ck.empty() && std::filesystem::exists(ck)) {
+    std::ifstream in(ck, std::ios::binary);
+    char magic[8] = {};
+    in.read(magic, 8);
+    ETS_CHECK(in && std::memcmp(magic, kCkptMagic, 8) == 0, Errc::parse, "ets.train.9", "{} is not an ETS checkpoint", ck);
+    const auto cfg_words = std::array<std::int32_t, 5>{read_pod<std::int32_t>(in), read_pod<std::int32_t>(in),
+                                                        read_pod<std::int32_t>(in), read_pod<std::int32_t>(in),
+                                                        read_pod<std::int32_t>(in)};
+    ETS_CHECK(cfg_words[0] == cfg.input_size && cfg_words[1] == cfg.hidden && cfg_words[2] == cfg.layers &&
+                  cfg_words[3] == cfg.outputs && cfg_words[4] == (cfg.bidirectional ? 1 : 0),
+              Errc::shape, "ets.train.9", "checkpoint {} is for a different network shape", ck);
+    start_epoch = read_pod<std::int32_t>(in);
+    step = read_pod<std::int64_t>(in);
+    adam.set_steps(read_pod<std::int64_t>(in));
+    res.best_epoch = read_pod<std::int32_t>(in);
+    bad_evals = read_pod<std::int32_t>(in);
+    best_metric = read_pod<double>(in);
+    const auto rs = read_pod<std::uint64_t>(in);
+    std::string rstate(static_cast<std::size_t>(std::min<std::uint64_t>(rs, 1 << 20)), '\0');
+    in.read(rstate.data(), static_cast<std::streamsize>(rstate.size()));
+    rng.load(rstate);
+    im.params = read_floats(in, im.layout.size, ck);
+    adam.m() = read_floats(in, im.layout.size, ck);
+    adam.v() = read_floats(in, im.layout.size, ck);
+    best = read_floats(in, im.layout.size, ck);
+    const auto nh = read_pod<std::uint64_t>(in);
+    ETS_CHECK(in && nh < 1000000, Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+    for (std::uint64_t i = 0; i < nh; ++i) {
+      EpochRecord r{};
+      r.epoch = read_pod<std::int32_t>(in);
+      r.train_loss = read_pod<double>(in);
+      r.val_metric = read_pod<double>(in);
+      r.lr = read_pod<double>(in);
+      r.seconds = read_pod<double>(in);
+      res.history.push_back(r);
+    }
+    ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+    log(LogLevel::info, "resuming from {} at epoch {}", ck, start_epoch);
+  }
+
+  auto save_checkpoint = [&](int next_epoch) {
+    if (ck.empty()) return;
+    const std::string tmp = ck + ".tmp";
+    {
+      std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", tmp);
+      o.write(kCkptMagic, 8);
+      for (std::int32_t v : {cfg.input_size, cfg.hidden, cfg.layers, cfg.outputs, cfg.bidirectional ? 1 : 0}) write_pod(o, v);
+      write_pod<std::int32_t>(o, next_epoch);
+      write_pod<std::int64_t>(o, step);
+      write_pod<std::int64_t>(o, adam.steps());
+      write_pod<std::int32_t>(o, res.best_epoch);
+      write_pod<std::int32_t>(o, bad_evals);
+      write_pod<double>(o, best_metric);
+      const std::string rstate = rng.save();
+      write_pod<std::uint64_t>(o, rstate.size());
+      o.write(rstate.data(), static_cast<std::streamsize>(rstate.size()));
+      write_floats(o, im.params);
+      write_floats(o, adam.m());
+      write_floats(o, adam.v());
+      write_floats(o, best);
+      write_pod<std::uint64_t>(o, res.history.size());
+      for (const auto& r : res.history) {
+        write_pod<std::int32_t>(o, r.epoch);
+        write_pod<double>(o, r.train_loss);
+        write_pod<double>(o, r.val_metric);
+        write_pod<double>(o, r.lr);
+        write_pod<double>(o, r.seconds);
+      }
+      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", tmp);
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, ck, ec);
+    ETS_CHECK(!ec, Errc::io, "ets.train.11", "cannot move checkpoint into place at {}: {}", ck, ec.message());
+  };
+
+  double train_seconds = 0;
+  std::int64_t windows_trained = 0;
+  const std::int64_t step0 = step;
+  bool stop = false;
+  Progress pr;
+  pr.epochs = opt.epochs;
+  pr.steps_total = total_steps;
+
+  for (int epoch = start_epoch; epoch < opt.epochs && !stop; ++epoch) {
+    const auto e_start = clock::now();
+    rng.shuffle(order);
+    double epoch_loss = 0, epoch_weight = 0;
+    double lr = 0;
+    for (std::int64_t k = 0; k < steps_per_epoch && !stop; ++k) {
+      const auto s_start = clock::now();
+      const int b0 = static_cast<int>(k * opt.batch);
+      const int n = std::min(opt.batch, N - b0);
+      const std::int32_t* idx = order.data() + b0;
+      std::int64_t count = 0;
+      for (int j = 0; j < n; ++j) count += real[static_cast<std::size_t>(idx[j])];
+      if (count == 0) continue;
+      const float scale = 1.0f / static_cast<float>(count * O);
+      run_shards(shards, n, [&](int s, int begin, int end) {
+        auto& g = grads[static_cast<std::size_t>(s)];
+        std::fill(g.begin(), g.end(), 0.0f);
+        auto& eng = engines[static_cast<std::size_t>(s)];
+        eng.forward(im.params.data(), train_set, idx + begin, end - begin);
+        shard_loss[static_cast<std::size_t>(s)] = eng.backward(im.params.data(), train_set, idx + begin, end - begin, scale, g.data());
+      });
+      const int used = std::max(1, std::min(shards, n));
+      double loss_sum = 0;
+      for (int s = 0; s < used; ++s) loss_sum += shard_loss[static_cast<std::size_t>(s)];
+      auto& g0 = grads[0];
+      for (int s = 1; s < used; ++s) {
+        Eigen::Map<Eigen::ArrayXf>(g0.data(), static_cast<Eigen::Index>(g0.size())) +=
+            Eigen::Map<const Eigen::ArrayXf>(grads[static_cast<std::size_t>(s)].data(), static_cast<Eigen::Index>(g0.size()));
+      }
+      train::clip_global_norm(g0.data(), g0.size(), opt.clip_norm);
+      lr = im.lr_at(step, total_steps, epoch);
+      adam.step(im.params.data(), g0.data(), lr);
+      ++step;
+      epoch_loss += loss_sum;
+      epoch_weight += static_cast<double>(count * O);
+      windows_trained += n;
+      train_seconds += std::chrono::duration<double>(clock::now() - s_start).count();
+      if (!std::isfinite(loss_sum))
+        ETS_THROW(Errc::invalid_argument, "ets.train.12", "training diverged (non-finite loss at step {}); lower the learning rate", step);
+      if (opt.progress && opt.progress_every > 0 && step % opt.progress_every == 0) {
+        pr.epoch = epoch;
+        pr.step = step;
+        pr.train_loss = epoch_loss / epoch_weight;
+        pr.lr = lr;
+        pr.evaluated = false;
+        pr.elapsed_s = std::chrono::duration<double>(clock::now() - t_start).count();
+        pr.windows_per_s = train_seconds > 0 ? windows_trained / train_seconds : 0;
+        const double per_step = pr.elapsed_s / static_cast<double>(std::max<std::int64_t>(1, step - step0));
+        pr.eta_s = per_step * static_cast<double>(total_steps - step);
+        if (!opt.progress(pr)) {
+          stop = true;
+          res.cancelled = true;
+        }
+      }
+    }
+    res.final_train_loss = epoch_weight > 0 ? epoch_loss / epoch_weight : 0;
+    res.epochs_run = epoch + 1;
+    EpochRecord rec{epoch, res.final_train_loss, -1, lr, std::chrono::duration<double>(clock::now() - e_start).count()};
+    const bool last = epoch + 1 == opt.epochs || stop;
+    if ((epoch + 1) % opt.eval_every_epochs == 0 || last) {
+      double metric = -1;
+      if (opt.validate)
+        metric = opt.validate(train::unflatten(im.params.data(), im.layout));
+      else if (val)
+        metric = im.masked_mae(im.params, *val);
+      if (metric >= 0 && std::isfinite(metric)) {
+        if (best_metric < 0 || metric < best_metric - opt.min_delta) {
+          best_metric = metric;
+          best = im.params;
+          res.best_epoch = epoch;
+          bad_evals = 0;
+        } else {
+          ++bad_evals;
+        }
+      } else if (metric < 0) {
+        best = im.params;  // no validation: keep the latest
+        res.best_epoch = epoch;
+      }
+      rec.val_metric = metric;
+      res.history.push_back(rec);
+      if (opt.patience > 0 && bad_evals >= opt.patience) {
+        stop = true;
+        res.early_stopped = true;
+      }
+      save_checkpoint(epoch + 1);
+      if (opt.progress) {
+        pr.epoch = epoch;
+        pr.step = step;
+        pr.train_loss = res.final_train_loss;
+        pr.val_metric = metric;
+        pr.best_val_metric = best_metric;
+        pr.lr = lr;
+        pr.evaluated = true;
+        pr.elapsed_s = std::chrono::duration<double>(clock::now() - t_start).count();
+        pr.windows_per_s = train_seconds > 0 ? windows_trained / train_seconds : 0;
+        pr.eta_s = pr.elapsed_s / std::max(1, epoch + 1 - start_epoch) * (opt.epochs - epoch - 1);
+        if (!opt.progress(pr)) {
+          stop = true;
+          res.cancelled = true;
+        }
+      }
+    } else {
+      res.history.push_back(rec);
+    }
+  }
+  res.weights = train::unflatten(best.data(), im.layout);
+  im.params = best;
+  res.best_val_metric = best_metric;
+  res.steps = step;
+  res.seconds = std::chrono::duration<double>(clock::now() - t_start).count();
+  res.windows_per_s = train_seconds > 0 ? windows_trained / train_seconds : 0;
+  return res;
+}
+
+}  // namespace ets
