@@ -8,3 +8,5 @@
 #include "ets/log-inl.hpp"
 #include "ets/trace-inl.hpp"
 #include "ets/cuda/cudnn_weight_slice-inl.hpp"
+#include "ets/detail/cpu_lstm-inl.hpp"
+#include "ets/bilstm_predictor-inl.hpp"

@@ -1,0 +1,294 @@
+// Definitions for detail/cpu_lstm.hpp: the packed GEMM micro-kernel, the gate math and the forward pass.
+// Included by the header in header-only mode, compiled once in ets::ets.
+#pragma once
+
+#include "ets/detail/cpu_lstm.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "ets/error.hpp"
+
+#if defined(__SSE__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 1)
+#include <xmmintrin.h>
+#define ETS_DETAIL_HAVE_MXCSR 1
+#endif
+
+namespace ets::detail {
+
+namespace cpu_kernel {
+
+// Eigen's packet primitives give one kernel that compiles to SSE, AVX, AVX-512 or NEON as the flags allow.
+using Packet = Eigen::internal::packet_traits<float>::type;
+constexpr int kPacket = static_cast<int>(sizeof(Packet) / sizeof(float));
+constexpr int kNR = 2 * kPacket;  // panel width: two packets per output row
+constexpr int kMR = 6;            // rows per micro-tile: 12 accumulators hide FMA latency on two FMA pipes
+constexpr int kMC = 96;           // rows per block, so the A rows a panel sweep touches stay in L2
+
+template <int MR>
+inline void micro_tile(int k, const float* a, std::ptrdiff_t lda, const float* bp, const float* bias,
+                       float* c, std::ptrdiff_t ldc, int cols, GemmInit init) noexcept {
+  using namespace Eigen::internal;
+  Packet acc0[MR], acc1[MR];
+  alignas(64) float tile[MR * kNR];
+  const bool full = cols == kNR;
+  if (init == GemmInit::accumulate) {
+    if (full) {
+      for (int r = 0; r < MR; ++r) {
+        acc0[r] = ploadu<Packet>(c + r * ldc);
+        acc1[r] = ploadu<Packet>(c + r * ldc + kPacket);
+      }
+    } else {
+      for (int r = 0; r < MR; ++r) {
+        for (int j = 0; j < kNR; ++j) tile[r * kNR + j] = j < cols ? c[r * ldc + j] : 0.0f;
+        acc0[r] = pload<Packet>(tile + r * kNR);
+        acc1[r] = pload<Packet>(tile + r * kNR + kPacket);
+      }
+    }
+  } else if (init == GemmInit::bias && bias != nullptr) {
+    const Packet b0 = pload<Packet>(bias), b1 = pload<Packet>(bias + kPacket);
+    for (int r = 0; r < MR; ++r) {
+      acc0[r] = b0;
+      acc1[r] = b1;
+    }
+  } else {
+    for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = pset1<Packet>(0.0f);
+  }
+  const float* ar[MR];
+  for (int r = 0; r < MR; ++r) ar[r] = a + r * lda;
+  for (int p = 0; p < k; ++p) {
+    const Packet b0 = pload<Packet>(bp), b1 = pload<Packet>(bp + kPacket);
+    bp += kNR;
+    for (int r = 0; r < MR; ++r) {
+      const Packet av = pset1<Packet>(ar[r][p]);
+      acc0[r] = pmadd(av, b0, acc0[r]);
+      acc1[r] = pmadd(av, b1, acc1[r]);
+    }
+  }
+  if (full) {
+    for (int r = 0; r < MR; ++r) {
+      pstoreu(c + r * ldc, acc0[r]);
+      pstoreu(c + r * ldc + kPacket, acc1[r]);
+    }
+  } else {
+    for (int r = 0; r < MR; ++r) {
+      pstore(tile + r * kNR, acc0[r]);
+      pstore(tile + r * kNR + kPacket, acc1[r]);
+      for (int j = 0; j < cols; ++j) c[r * ldc + j] = tile[r * kNR + j];
+    }
+  }
+}
+
+// FTZ/DAZ for the duration of a forward pass: denormal gate values cost ~100× per op on x86 and carry no
+// information at float32 precision. The caller's MXCSR is restored on exit.
+struct DenormalGuard {
+#ifdef ETS_DETAIL_HAVE_MXCSR
+  unsigned saved = _mm_getcsr();
+  DenormalGuard() noexcept { _mm_setcsr(saved | 0x8040u); }
+  ~DenormalGuard() { _mm_setcsr(saved); }
+#endif
+  DenormalGuard(const DenormalGuard&) = delete;
+  DenormalGuard& operator=(const DenormalGuard&) = delete;
+#ifndef ETS_DETAIL_HAVE_MXCSR
+  DenormalGuard() noexcept = default;
+#endif
+};
+
+// One buffer per thread, grown to the largest batch that thread has run; steady state allocates nothing
+// and concurrent forward() calls on a shared model never touch each other's scratch memory.
+ETS_INLINE float* thread_workspace(std::size_t floats) {
+  thread_local AlignedFloats buffer;
+  if (buffer.size() < floats) buffer.resize(floats);
+  return buffer.data();
+}
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using StridedMap = Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+// PyTorch's cell on a whole time step of the batch: g holds i|f|g|o pre-activations (N × 4H, stride ldg),
+// c the cell state (N × H, contiguous), h receives the hidden state (stride ldh). sigmoid(x) is computed as
+// 0.5·tanh(x/2)+0.5 so both non-linearities use Eigen's vectorised tanh.
+ETS_INLINE void lstm_cell_step(int n, int hidden, float* g, std::ptrdiff_t ldg, float* c, float* h,
+                               std::ptrdiff_t ldh, bool first) noexcept {
+  StridedMap gm(g, n, 4 * hidden, Eigen::OuterStride<>(ldg));
+  Eigen::Map<RowMatrix> cm(c, n, hidden);
+  StridedMap hm(h, n, hidden, Eigen::OuterStride<>(ldh));
+  const float half = 0.5f;
+  auto gi = gm.middleCols(0, hidden).array();
+  auto gf = gm.middleCols(hidden, hidden).array();
+  auto gg = gm.middleCols(2 * hidden, hidden).array();
+  auto go = gm.middleCols(3 * hidden, hidden).array();
+  if (first) {
+    cm.array() = ((gi * half).tanh() * half + half) * gg.tanh();
+  } else {
+    cm.array() = ((gf * half).tanh() * half + half) * cm.array() + ((gi * half).tanh() * half + half) * gg.tanh();
+  }
+  hm.array() = ((go * half).tanh() * half + half) * cm.array().tanh();
+}
+
+}  // namespace cpu_kernel
+
+ETS_INLINE int gemm_panel_width() noexcept { return cpu_kernel::kNR; }
+
+ETS_INLINE PackedMatrix pack_transposed(const float* w, int n, int k, const float* bias_a, const float* bias_b) {
+  using cpu_kernel::kNR;
+  PackedMatrix p;
+  p.k = k;
+  p.n = n;
+  p.panels = (n + kNR - 1) / kNR;
+  p.data.assign(static_cast<std::size_t>(p.panels) * static_cast<std::size_t>(k) * kNR, 0.0f);
+  for (int panel = 0; panel < p.panels; ++panel) {
+    float* dst = p.data.data() + static_cast<std::size_t>(panel) * k * kNR;
+    for (int kk = 0; kk < k; ++kk)
+      for (int jj = 0; jj < kNR; ++jj) {
+        const int j = panel * kNR + jj;
+        if (j < n) dst[static_cast<std::size_t>(kk) * kNR + jj] = w[static_cast<std::size_t>(j) * k + kk];
+      }
+  }
+  if (bias_a != nullptr || bias_b != nullptr) {
+    p.bias.assign(static_cast<std::size_t>(p.panels) * kNR, 0.0f);
+    for (int j = 0; j < n; ++j)
+      p.bias[static_cast<std::size_t>(j)] = (bias_a ? bias_a[j] : 0.0f) + (bias_b ? bias_b[j] : 0.0f);
+  }
+  return p;
+}
+
+ETS_INLINE void gemm_packed(int m, const float* a, std::ptrdiff_t lda, const PackedMatrix& b, float* c,
+                            std::ptrdiff_t ldc, GemmInit init) noexcept {
+  using namespace cpu_kernel;
+  for (int i0 = 0; i0 < m; i0 += kMC) {
+    const int mb = std::min(kMC, m - i0);
+    for (int j = 0; j < b.panels; ++j) {
+      const float* bp = b.data.data() + static_cast<std::size_t>(j) * b.k * kNR;
+      const float* bias = b.bias.empty() ? nullptr : b.bias.data() + static_cast<std::size_t>(j) * kNR;
+      const int cols = std::min(kNR, b.n - j * kNR);
+      int i = i0;
+      const int end = i0 + mb;
+      for (; i + kMR <= end; i += kMR) micro_tile<kMR>(b.k, a + i * lda, lda, bp, bias, c + i * ldc + j * kNR, ldc, cols, init);
+      switch (end - i) {
+        case 5: micro_tile<5>(b.k, a + i * lda, lda, bp, bias, c + i * ldc + j * kNR, ldc, cols, init); break;
+        case 4: micro_tile<4>(b.k, a + i * lda, lda, bp, bias, c + i * ldc + j * kNR, ldc, cols, init); break;
+        case 3: micro_tile<3>(b.k, a + i * lda, lda, bp, bias, c + i * ldc + j * kNR, ldc, cols, init); break;
+        case 2: micro_tile<2>(b.k, a + i * lda, lda, bp, bias, c + i * ldc + j * kNR, ldc, cols, init); break;
+        case 1: micro_tile<1>(b.k, a + i * lda, lda, bp, bias, c + i * ldc + j * kNR, ldc, cols, init); break;
+        default: break;
+      }
+    }
+  }
+}
+
+ETS_INLINE void validate_weights(const LstmWeights& w) {
+  const LstmConfig& c = w.config;
+  constexpr int kMaxDim = 1 << 16;  // keeps every size product inside 64-bit and every index inside int
+  ETS_CHECK(c.input_size > 0 && c.input_size <= kMaxDim && c.hidden > 0 && c.hidden <= kMaxDim &&
+                c.layers > 0 && c.layers <= 64 && c.outputs > 0 && c.outputs <= kMaxDim,
+            Errc::invalid_argument, "ets.predictor.2",
+            "invalid LSTM config: input_size={} hidden={} layers={} outputs={} (each must be in 1..{}, layers in 1..64)",
+            c.input_size, c.hidden, c.layers, c.outputs, kMaxDim);
+  const auto need = [](const std::vector<float>& v, std::size_t n, const char* what, int layer, int dir) {
+    ETS_CHECK(v.size() == n, Errc::shape, "ets.predictor.1",
+              "weight {} of layer {}{} has {} values, the config needs {}", what, layer,
+              dir ? " (reverse)" : "", v.size(), n);
+  };
+  const std::size_t h4 = 4 * static_cast<std::size_t>(c.hidden);
+  ETS_CHECK(w.cells.size() == static_cast<std::size_t>(c.layers * c.directions()), Errc::shape,
+            "ets.predictor.1", "weights hold {} LSTM cells, the config needs {} (layers × directions)",
+            w.cells.size(), c.layers * c.directions());
+  for (int l = 0; l < c.layers; ++l)
+    for (int d = 0; d < c.directions(); ++d) {
+      const LstmCellWeights& cell = w.cell(l, d);
+      need(cell.w_ih, h4 * static_cast<std::size_t>(c.layer_input(l)), "weight_ih", l, d);
+      need(cell.w_hh, h4 * static_cast<std::size_t>(c.hidden), "weight_hh", l, d);
+      need(cell.b_ih, h4, "bias_ih", l, d);
+      need(cell.b_hh, h4, "bias_hh", l, d);
+    }
+  const std::size_t feat = static_cast<std::size_t>(c.hidden) * static_cast<std::size_t>(c.directions());
+  ETS_CHECK(w.head_w.size() == static_cast<std::size_t>(c.outputs) * feat, Errc::shape, "ets.predictor.1",
+            "head weight has {} values, the config needs {} (outputs × hidden × directions)", w.head_w.size(),
+            static_cast<std::size_t>(c.outputs) * feat);
+  ETS_CHECK(w.head_b.size() == static_cast<std::size_t>(c.outputs), Errc::shape, "ets.predictor.1",
+            "head bias has {} values, the config needs {}", w.head_b.size(), c.outputs);
+}
+
+ETS_INLINE double lstm_forward_flops(const LstmConfig& c, int windows, int width) noexcept {
+  const double positions = static_cast<double>(windows) * width;
+  double per_position = 0;
+  for (int l = 0; l < c.layers; ++l)
+    per_position += 2.0 * c.directions() * 4.0 * c.hidden * (c.layer_input(l) + c.hidden);
+  per_position += 2.0 * c.outputs * c.hidden * c.directions();
+  return per_position * positions;
+}
+
+ETS_INLINE CpuLstmBackend::CpuLstmBackend(const LstmWeights& weights) : config_(weights.config) {
+  validate_weights(weights);
+  const int dirs = config_.directions();
+  const int h4 = 4 * config_.hidden;
+  for (int l = 0; l < config_.layers; ++l) {
+    const int in = config_.layer_input(l);
+    // Stacking the directions' W_ih row-wise lets one GEMM project the layer input for both directions.
+    std::vector<float> w, b_ih, b_hh;
+    for (int d = 0; d < dirs; ++d) {
+      const LstmCellWeights& cell = weights.cell(l, d);
+      w.insert(w.end(), cell.w_ih.begin(), cell.w_ih.end());
+      b_ih.insert(b_ih.end(), cell.b_ih.begin(), cell.b_ih.end());
+      b_hh.insert(b_hh.end(), cell.b_hh.begin(), cell.b_hh.end());
+    }
+    input_.push_back(pack_transposed(w.data(), dirs * h4, in, b_ih.data(), b_hh.data()));
+    for (int d = 0; d < dirs; ++d)
+      recurrent_.push_back(pack_transposed(weights.cell(l, d).w_hh.data(), h4, config_.hidden));
+  }
+  head_ = pack_transposed(weights.head_w.data(), config_.outputs, config_.hidden * dirs, weights.head_b.data());
+}
+
+ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, float* y) const {
+  ETS_CHECK(windows >= 0 && width > 0 &&
+                static_cast<std::int64_t>(windows) * width <= std::numeric_limits<std::int32_t>::max(),
+            Errc::invalid_argument, "ets.predictor.5", "invalid batch shape: {} windows of width {}", windows, width);
+  if (windows == 0) return;
+  ETS_CHECK(x != nullptr && y != nullptr, Errc::invalid_argument, "ets.predictor.5",
+            "null input or output buffer for {} windows", windows);
+  cpu_kernel::DenormalGuard denormals;
+  const int n = windows, w = width, hidden = config_.hidden, dirs = config_.directions();
+  const std::ptrdiff_t gate_cols = static_cast<std::ptrdiff_t>(dirs) * 4 * hidden;
+  const std::ptrdiff_t out_cols = static_cast<std::ptrdiff_t>(dirs) * hidden;
+  const std::size_t rows = static_cast<std::size_t>(n) * static_cast<std::size_t>(w);
+  // Rows are window-major (row = window·W + t), exactly the caller's layout, so no transposes are needed:
+  // one time step of every window is a strided row set with leading dimension W × row width.
+  const std::size_t gates_size = rows * static_cast<std::size_t>(gate_cols);
+  const std::size_t out_size = rows * static_cast<std::size_t>(out_cols);
+  const std::size_t pad = 16;  // keeps each buffer 64-byte aligned
+  const auto round = [&](std::size_t v) { return (v + pad - 1) / pad * pad; };
+  const std::size_t cell_size = static_cast<std::size_t>(n) * static_cast<std::size_t>(hidden);
+  float* gates = cpu_kernel::thread_workspace(round(gates_size) + 2 * round(out_size) + round(cell_size));
+  float* outs[2] = {gates + round(gates_size), gates + round(gates_size) + round(out_size)};
+  float* cell = outs[1] + round(out_size);
+
+  const float* in = x;
+  std::ptrdiff_t ld_in = config_.input_size;
+  for (int l = 0; l < config_.layers; ++l) {
+    float* out = outs[l % 2];
+    gemm_packed(static_cast<int>(rows), in, ld_in, input_[static_cast<std::size_t>(l)], gates, gate_cols,
+                GemmInit::bias);
+    for (int d = 0; d < dirs; ++d) {
+      const PackedMatrix& rec = recurrent_[static_cast<std::size_t>(l * dirs + d)];
+      int prev = -1;
+      for (int s = 0; s < w; ++s) {
+        const int t = d == 0 ? s : w - 1 - s;  // the reverse direction reads each window backwards
+        float* g = gates + static_cast<std::ptrdiff_t>(t) * gate_cols + static_cast<std::ptrdiff_t>(d) * 4 * hidden;
+        float* h = out + static_cast<std::ptrdiff_t>(t) * out_cols + static_cast<std::ptrdiff_t>(d) * hidden;
+        if (prev >= 0) {
+          const float* hp = out + static_cast<std::ptrdiff_t>(prev) * out_cols + static_cast<std::ptrdiff_t>(d) * hidden;
+          gemm_packed(n, hp, w * out_cols, rec, g, w * gate_cols, GemmInit::accumulate);
+        }
+        cpu_kernel::lstm_cell_step(n, hidden, g, w * gate_cols, cell, h, w * out_cols, prev < 0);
+        prev = t;
+      }
+    }
+    in = out;
+    ld_in = out_cols;
+  }
+  gemm_packed(static_cast<int>(rows), in, ld_in, head_, y, config_.outputs, GemmInit::bias);
+}
+
+}  // namespace ets::detail

@@ -1,0 +1,71 @@
+// The Eigen CPU backend of BiLstmPredictor: PyTorch nn.LSTM semantics, batched over all windows of a call.
+// Weights are packed once into GEMM panels so a forward pass is a few large GEMMs plus vectorised gate math.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "ets/common.hpp"
+#include "ets/inference_backend.hpp"
+#include "ets/lstm_weights.hpp"
+
+namespace ets::detail {
+
+using AlignedFloats = std::vector<float, Eigen::aligned_allocator<float>>;
+
+/// Right-hand side B (k × n) of C = A·B, stored in column panels of gemm_panel_width() floats so the
+/// micro-kernel streams it with aligned loads; the last panel is zero-padded. bias (padded to whole panels)
+/// is optional and seeds C when a GEMM starts from the bias.
+struct PackedMatrix {
+  int k = 0;
+  int n = 0;
+  int panels = 0;
+  AlignedFloats data;  ///< panels × k × panel width
+  AlignedFloats bias;  ///< panels × panel width, or empty
+};
+
+/// How a GEMM seeds its output before accumulating A·B.
+enum class GemmInit { zero, bias, accumulate };
+
+/// Floats per packed panel column block (two SIMD packets of the compiled instruction set).
+ETS_INLINE int gemm_panel_width() noexcept;
+
+/// Packs B = wᵀ where w is a PyTorch weight (n × k, row-major); bias = bias_a + bias_b (either may be null).
+ETS_INLINE PackedMatrix pack_transposed(const float* w, int n, int k, const float* bias_a = nullptr,
+                                        const float* bias_b = nullptr);
+
+/// C (m × b.n, leading dimension ldc) = init + A (m × b.k, leading dimension lda) · B.
+ETS_INLINE void gemm_packed(int m, const float* a, std::ptrdiff_t lda, const PackedMatrix& b, float* c,
+                            std::ptrdiff_t ldc, GemmInit init) noexcept;
+
+/// Throws ets::Error (ets.predictor.1/2) unless every weight vector matches the config.
+ETS_INLINE void validate_weights(const LstmWeights& w);
+
+/// Multiply-adds of one forward pass (2 FLOPs each are counted by callers that report GFLOP/s).
+ETS_INLINE double lstm_forward_flops(const LstmConfig& c, int windows, int width) noexcept;
+
+/// The CPU backend. Immutable after construction; forward() keeps a per-thread workspace that grows to the
+/// largest batch seen on that thread and is reused afterwards, so steady-state calls allocate nothing.
+class CpuLstmBackend final : public InferenceBackend {
+ public:
+  explicit CpuLstmBackend(const LstmWeights& weights);
+
+  void forward(const float* x, int windows, int width, float* y) const override;
+  std::string name() const override { return "cpu-eigen"; }
+  const LstmConfig& config() const noexcept override { return config_; }
+
+ private:
+  LstmConfig config_;
+  std::vector<PackedMatrix> input_;      ///< per layer: all directions side by side, b_ih + b_hh folded in
+  std::vector<PackedMatrix> recurrent_;  ///< per layer × direction: W_hhᵀ
+  PackedMatrix head_;
+};
+
+}  // namespace ets::detail
+
+#ifndef ETS_COMPILED_LIB
+#include "ets/detail/cpu_lstm-inl.hpp"
+#endif

@@ -1,0 +1,283 @@
+// BiLstmPredictor on the CPU: agreement with a plain double-precision transcription of PyTorch's nn.LSTM equations,
+// batch independence, concurrent predict() on one model, backend selection and error ids.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
+#include "ets/bilstm_predictor.hpp"
+#include "ets/error.hpp"
+
+namespace {
+
+ets::LstmWeights random_weights(ets::LstmConfig c, unsigned seed, float scale = 0.3f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  auto fill = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = u(rng);
+    return v;
+  };
+  ets::LstmWeights w;
+  w.config = c;
+  const std::size_t h4 = 4 * static_cast<std::size_t>(c.hidden);
+  for (int l = 0; l < c.layers; ++l)
+    for (int d = 0; d < c.directions(); ++d)
+      w.cells.push_back({fill(h4 * c.layer_input(l)), fill(h4 * c.hidden), fill(h4), fill(h4)});
+  w.head_w = fill(static_cast<std::size_t>(c.outputs) * c.hidden * c.directions());
+  w.head_b = fill(c.outputs);
+  return w;
+}
+
+std::vector<float> random_input(int n, int w, int f, unsigned seed, float scale = 2.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, scale);
+  std::vector<float> x(static_cast<std::size_t>(n) * w * f);
+  for (auto& v : x) v = g(rng);
+  return x;
+}
+
+// The textbook equations (PyTorch docs for nn.LSTM), one window at a time, in double precision.
+std::vector<float> reference(const ets::LstmWeights& wt, const std::vector<float>& x, int n, int w) {
+  const auto& c = wt.config;
+  const int H = c.hidden, D = c.directions();
+  auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  std::vector<float> y(static_cast<std::size_t>(n) * w * c.outputs);
+  for (int win = 0; win < n; ++win) {
+    std::vector<std::vector<double>> seq(w);
+    for (int t = 0; t < w; ++t)
+      for (int f = 0; f < c.input_size; ++f) seq[t].push_back(x[(static_cast<std::size_t>(win) * w + t) * c.input_size + f]);
+    for (int l = 0; l < c.layers; ++l) {
+      std::vector<std::vector<double>> out(w, std::vector<double>(static_cast<std::size_t>(H) * D));
+      for (int d = 0; d < D; ++d) {
+        const auto& cell = wt.cell(l, d);
+        const int in = c.layer_input(l);
+        std::vector<double> h(H, 0.0), cs(H, 0.0);
+        for (int s = 0; s < w; ++s) {
+          const int t = d == 0 ? s : w - 1 - s;
+          std::vector<double> g(4 * H);
+          for (int r = 0; r < 4 * H; ++r) {
+            double a = cell.b_ih[r] + cell.b_hh[r];
+            for (int k = 0; k < in; ++k) a += double(cell.w_ih[static_cast<std::size_t>(r) * in + k]) * seq[t][k];
+            for (int k = 0; k < H; ++k) a += double(cell.w_hh[static_cast<std::size_t>(r) * H + k]) * h[k];
+            g[r] = a;
+          }
+          for (int j = 0; j < H; ++j) {
+            cs[j] = sig(g[H + j]) * cs[j] + sig(g[j]) * std::tanh(g[2 * H + j]);
+            h[j] = sig(g[3 * H + j]) * std::tanh(cs[j]);
+            out[t][static_cast<std::size_t>(d) * H + j] = h[j];
+          }
+        }
+      }
+      seq = out;
+    }
+    for (int t = 0; t < w; ++t)
+      for (int o = 0; o < c.outputs; ++o) {
+        double a = wt.head_b[o];
+        for (int k = 0; k < H * D; ++k) a += double(wt.head_w[static_cast<std::size_t>(o) * H * D + k]) * seq[t][k];
+        y[(static_cast<std::size_t>(win) * w + t) * c.outputs + o] = static_cast<float>(a);
+      }
+  }
+  return y;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  float m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+ets::WindowBatch batch_of(const std::vector<float>& x, int n, int w, int f) {
+  ets::WindowBatch b;
+  b.windows = n;
+  b.width = w;
+  b.features = f;
+  b.x = x;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("CPU forward matches the nn.LSTM equations across shapes") {
+  struct Shape { int f, h, layers, outputs; bool bidir; int n, w; };
+  const Shape shapes[] = {
+      {16, 16, 4, 2, true, 4, 12},  // the shipped architecture, small
+      {5, 7, 2, 2, true, 3, 12},    // sizes that are no multiple of the SIMD panel
+      {3, 9, 1, 3, false, 13, 5},   // unidirectional, a row count that leaves every micro-tile remainder
+      {8, 33, 3, 2, true, 1, 12},   // a single window
+      {12, 20, 4, 2, true, 7, 1},   // width 1: no recurrence at all
+  };
+  for (const auto& s : shapes) {
+    ets::LstmConfig c{s.f, s.h, s.layers, s.outputs, s.bidir};
+    const auto wt = random_weights(c, 11u + s.h);
+    const auto x = random_input(s.n, s.w, s.f, 5u + s.f);
+    ets::BiLstmPredictor p(wt);
+    const auto y = p.predict(batch_of(x, s.n, s.w, s.f));
+    INFO("F=" << s.f << " H=" << s.h << " L=" << s.layers << " N=" << s.n << " W=" << s.w);
+    CHECK(max_abs_diff(y, reference(wt, x, s.n, s.w)) <= 1e-5f);
+    CHECK(p.backend_name() == "cpu-eigen");
+    CHECK(p.backend_note().empty());
+  }
+}
+
+TEST_CASE("each window is independent of the others in its batch") {
+  ets::LstmConfig c{10, 24, 4, 2, true};
+  ets::BiLstmPredictor p(random_weights(c, 3));
+  const int n = 37, w = 12;
+  const auto x = random_input(n, w, c.input_size, 9);
+  const auto all = p.predict(batch_of(x, n, w, c.input_size));
+  const std::size_t in_stride = static_cast<std::size_t>(w) * c.input_size, out_stride = static_cast<std::size_t>(w) * 2;
+  for (int i : {0, 5, 17, 36}) {
+    std::vector<float> one(x.begin() + i * in_stride, x.begin() + (i + 1) * in_stride);
+    const auto y1 = p.predict(batch_of(one, 1, w, c.input_size));
+    const std::vector<float> part(all.begin() + i * out_stride, all.begin() + (i + 1) * out_stride);
+    CHECK(max_abs_diff(y1, part) <= 1e-6f);
+  }
+}
+
+TEST_CASE("8 threads predicting on one shared model give bitwise the single-threaded results") {
+  ets::LstmConfig c{16, 32, 4, 2, true};
+  const ets::BiLstmPredictor p(random_weights(c, 21));
+  // Different batch sizes per thread so workspaces are grown and reused concurrently.
+  std::vector<std::vector<float>> inputs, expected;
+  for (int i = 0; i < 8; ++i) {
+    const int n = 1 + 9 * i;
+    inputs.push_back(random_input(n, 12, c.input_size, 100u + i));
+    expected.push_back(p.predict(batch_of(inputs.back(), n, 12, c.input_size)));
+  }
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      for (int rep = 0; rep < 20; ++rep) {
+        const int j = (i + rep) % 8;
+        const int n = 1 + 9 * j;
+        std::vector<float> y(static_cast<std::size_t>(n) * 12 * 2);
+        p.predict(inputs[j].data(), n, 12, y.data());
+        if (y != expected[j]) ++mismatches;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(mismatches.load() == 0);
+}
+
+TEST_CASE("extreme inputs give finite outputs and the caller's float environment is restored") {
+  ets::LstmConfig c{4, 8, 2, 2, true};
+  ets::BiLstmPredictor p(random_weights(c, 4, 2.0f));
+  std::vector<float> x(static_cast<std::size_t>(2) * 12 * 4, 1e30f);
+  for (std::size_t i = 0; i < x.size(); i += 3) x[i] = -1e30f;
+  x[1] = 1e-40f;  // a denormal
+#if defined(__SSE__)
+  const unsigned before = _mm_getcsr();
+#endif
+  const auto y = p.predict(batch_of(x, 2, 12, 4));
+#if defined(__SSE__)
+  CHECK(_mm_getcsr() == before);
+#endif
+  for (float v : y) CHECK(std::isfinite(v));
+}
+
+TEST_CASE("bad weights and batches are rejected with stable ids") {
+  ets::LstmConfig c{6, 8, 2, 2, true};
+  auto good = random_weights(c, 1);
+  auto expect_id = [](auto&& fn, const char* id) {
+    try {
+      fn();
+      FAIL("no exception; expected " << id);
+    } catch (const ets::Error& e) {
+      CHECK(e.id() == id);
+    }
+  };
+  {
+    auto w = good;
+    w.cells[3].w_hh.pop_back();
+    expect_id([&] { ets::BiLstmPredictor p(w); }, "ets.predictor.1");
+  }
+  {
+    auto w = good;
+    w.cells.pop_back();
+    expect_id([&] { ets::BiLstmPredictor p(w); }, "ets.predictor.1");
+  }
+  {
+    auto w = good;
+    w.head_b.push_back(0);
+    expect_id([&] { ets::BiLstmPredictor p(w); }, "ets.predictor.1");
+  }
+  {
+    auto w = good;
+    w.config.hidden = 0;
+    expect_id([&] { ets::BiLstmPredictor p(w); }, "ets.predictor.2");
+  }
+  ets::BiLstmPredictor p(good);
+  expect_id([&] { p.predict(batch_of(std::vector<float>(2 * 12 * 5), 2, 12, 5)); }, "ets.predictor.4");
+  expect_id([&] { p.predict(batch_of(std::vector<float>(7), 2, 12, 6)); }, "ets.predictor.4");
+  expect_id([&] { p.predict(nullptr, 2, 12, nullptr); }, "ets.predictor.5");
+  expect_id([&] { p.predict(nullptr, 1, 0, nullptr); }, "ets.predictor.5");
+  CHECK(p.predict(batch_of({}, 0, 12, 6)).empty());
+}
+
+namespace {
+struct FakeBackend : ets::InferenceBackend {
+  ets::LstmConfig cfg;
+  explicit FakeBackend(ets::LstmConfig c) : cfg(c) {}
+  void forward(const float*, int windows, int width, float* y) const override {
+    std::fill(y, y + static_cast<std::size_t>(windows) * width * cfg.outputs, 42.0f);
+  }
+  std::string name() const override { return "fake-cuda"; }
+  const ets::LstmConfig& config() const noexcept override { return cfg; }
+};
+std::unique_ptr<ets::InferenceBackend> fake_factory(const ets::LstmWeights& w) {
+  return std::make_unique<FakeBackend>(w.config);
+}
+std::unique_ptr<ets::InferenceBackend> failing_factory(const ets::LstmWeights&) {
+  ETS_THROW(ets::Errc::backend, "ets.cuda.1", "no CUDA device present");
+}
+}  // namespace
+
+TEST_CASE("backend selection: Cuda needs a factory, Auto falls back to the CPU and says why") {
+  ets::LstmConfig c{6, 8, 2, 2, true};
+  const auto w = random_weights(c, 2);
+  ets::detail::set_cuda_backend_factory(nullptr);
+  try {
+    ets::BiLstmPredictor p(w, ets::Backend::Cuda);
+    FAIL("Backend::Cuda without a factory must throw");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.predictor.3");
+    CHECK(e.code() == ets::Errc::backend);
+  }
+  {
+    ets::BiLstmPredictor p(w, ets::Backend::Auto);
+    CHECK(p.backend_name() == "cpu-eigen");
+    CHECK(p.backend_note().find("no CUDA backend registered") != std::string::npos);
+  }
+  ets::detail::set_cuda_backend_factory(&failing_factory);
+  {
+    ets::BiLstmPredictor p(w, ets::Backend::Auto);
+    CHECK(p.backend_name() == "cpu-eigen");
+    CHECK(p.backend_note().find("no CUDA device present") != std::string::npos);
+    CHECK_THROWS_AS(ets::BiLstmPredictor(w, ets::Backend::Cuda), ets::Error);
+  }
+  ets::detail::set_cuda_backend_factory(&fake_factory);
+  {
+    ets::BiLstmPredictor p(w, ets::Backend::Auto);
+    CHECK(p.backend_name() == "fake-cuda");
+    CHECK(p.backend_note().empty());
+    CHECK(p.predict(batch_of(std::vector<float>(12 * 6), 1, 12, 6)).front() == 42.0f);
+  }
+  ets::detail::set_cuda_backend_factory(nullptr);
+  // A caller-made backend must agree with the weights' shape.
+  auto other = c;
+  other.hidden = 9;
+  CHECK_THROWS_AS(ets::BiLstmPredictor(w, std::make_unique<FakeBackend>(other)), ets::Error);
+  CHECK(ets::BiLstmPredictor(w, std::make_unique<FakeBackend>(c)).backend_name() == "fake-cuda");
+}
