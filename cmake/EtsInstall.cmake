@@ -29,8 +29,29 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/etsConfigVersion.cmake
   COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/etsConfig.cmake ${PROJECT_BINARY_DIR}/etsConfigVersion.cmake
         DESTINATION ${ETS_INSTALL_CMAKEDIR})
+# The same config also works from the build tree (find_package(ets) with ets_DIR=<build dir>): the
+# docs-snippet check and in-tree consumers link the freshly built targets without installing.
+export(EXPORT etsTargets NAMESPACE ets:: FILE ${PROJECT_BINARY_DIR}/etsTargets.cmake)
 
 # pkg-config for non-CMake users: `pkg-config --cflags --libs ets` links the compiled library.
-set(ETS_PC_LIBS_PRIVATE "-lsimdjson -lsqlite3 -lz -lpthread")
+# A static libets.a cannot carry its dependencies, so they go on Libs (plain --libs must link);
+# a shared libets.so already records them, so they are only Libs.private there.
+set(_ets_pc_deps "-lsimdjson -lsqlite3 -lz")
+if(BUILD_SHARED_LIBS)
+  set(ETS_PC_LIBS "-pthread")
+  set(ETS_PC_LIBS_PRIVATE "${_ets_pc_deps}")
+else()
+  set(ETS_PC_LIBS "${_ets_pc_deps} -pthread")
+  set(ETS_PC_LIBS_PRIVATE "")
+endif()
+# Relocatable: the prefix is found from the .pc file's own location, so `cmake --install --prefix X`,
+# Conan and vcpkg packages all point at where the files actually are.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(ETS_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _ets_pc_up "/r/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/r")
+  string(REGEX REPLACE "/$" "" _ets_pc_up "${_ets_pc_up}")
+  set(ETS_PC_PREFIX "\${pcfiledir}/${_ets_pc_up}")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ets.pc.in ${PROJECT_BINARY_DIR}/ets.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/ets.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Non-CMake consumer: installs an ETS build tree into a scratch prefix, compiles the package consumer with
+# `$CXX $(pkg-config --cflags --libs ets)` alone and runs it. Also checks the .pc file is relocatable.
+# usage: check_pkgconfig.sh <ets build dir> <work dir> [config]   env: CXX (default g++)
+set -euo pipefail
+build=$1 work=$2 config=${3:-Release}
+here=$(cd "$(dirname "$0")" && pwd)
+cxx=${CXX:-g++}
+rm -rf "$work" && mkdir -p "$work"
+prefix=$(cd "$work" && pwd)/prefix
+cmake --install "$build" --prefix "$prefix" --config "$config" >"$work/install.log"
+pc=$(find "$prefix" -name ets.pc -path '*/pkgconfig/*' | head -n1)
+[[ -n $pc ]] || { echo "pkgconfig: ets.pc not installed under $prefix" >&2; exit 1; }
+export PKG_CONFIG_PATH=$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+
+# Installed with --prefix somewhere else than CMAKE_INSTALL_PREFIX: the flags must still point here.
+incdir=$(pkg-config --variable=includedir ets)
+[[ -f $incdir/ets/config.hpp ]] || { echo "pkgconfig: includedir '$incdir' lacks ets/config.hpp" >&2; exit 1; }
+libdir=$(pkg-config --variable=libdir ets)
+ls "$libdir"/libets.* >/dev/null 2>&1 || { echo "pkgconfig: libdir '$libdir' lacks libets" >&2; exit 1; }
+
+flags=$(pkg-config --cflags --libs ets)
+echo "pkgconfig: $cxx -std=c++17 main.cpp $flags"
+# shellcheck disable=SC2086  # word splitting of the flags is the point
+"$cxx" -std=c++17 -o "$work/consumer" "$here/../consumer/main.cpp" $flags
+out=$(LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/consumer")
+echo "pkgconfig: consumer says: $out"
+[[ $out == "ets $(pkg-config --modversion ets) ok" ]] || { echo "pkgconfig: unexpected output" >&2; exit 1; }
