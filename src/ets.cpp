@@ -10,3 +10,6 @@
 #include "ets/cuda/cudnn_weight_slice-inl.hpp"
 #include "ets/detail/cpu_lstm-inl.hpp"
 #include "ets/bilstm_predictor-inl.hpp"
+#include "ets/feature_spec-inl.hpp"
+#include "ets/window_encoder-inl.hpp"
+#include "ets/aggregator-inl.hpp"

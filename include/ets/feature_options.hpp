@@ -1,0 +1,20 @@
+// Knobs for FeatureSpec::fit: how big the op-type one-hot is and how many tensor slots each op gets.
+// They fix the feature layout, so they are stored with the fitted spec (and so in the model file).
+#pragma once
+
+namespace ets {
+
+struct FeatureOptions {
+  /// K (the one-hot width) is the smallest number of most frequent op types covering this share of training ops.
+  double coverage = 0.99;
+  /// Upper bound on K: one-hot columns beyond this go to the shared "other" slot instead.
+  int max_one_hot = 64;
+  /// Input tensors described per op (the first ones; later inputs are ignored).
+  int input_slots = 3;
+  /// Trailing dimensions described per input tensor (right-aligned, like broadcasting).
+  int dims_per_input = 4;
+  /// |z| cap for per-op-type hyper-parameter z-scores: an unseen-large value must not saturate the LSTM.
+  double hyper_clip = 10.0;
+};
+
+}  // namespace ets

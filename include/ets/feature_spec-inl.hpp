@@ -1,0 +1,566 @@
+// Definitions for feature_spec.hpp: fitting, per-op encoding, the label transform and the serialised form.
+// Per-op encoding allocates nothing, so WindowEncoder can encode 100k ops in a few tens of milliseconds.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_set>
+#include <utility>
+
+#include "ets/error.hpp"
+#include "ets/feature_spec.hpp"
+
+namespace ets {
+namespace detail {
+namespace fspec {
+
+// Welford's update: stable for the wide ranges of tensor sizes and hyper-parameters we see.
+struct Welford {
+  std::int64_t n = 0;
+  double mean = 0.0;
+  double m2 = 0.0;
+  void add(double x) noexcept {
+    ++n;
+    const double d = x - mean;
+    mean += d / static_cast<double>(n);
+    m2 += d * (x - mean);
+  }
+  FeatureSpec::Moments moments() const noexcept {
+    FeatureSpec::Moments m;
+    m.n = n;
+    m.mean = n > 0 ? mean : 0.0;
+    const double sd = n > 0 ? std::sqrt(std::max(m2, 0.0) / static_cast<double>(n)) : 0.0;
+    m.stdev = (sd > 0.0 && std::isfinite(sd)) ? sd : 1.0;  // a constant feature must not divide by zero
+    return m;
+  }
+};
+
+// log1p(numel) computed in double: TensorInfo::numel() multiplies int64s and could overflow on hostile dims.
+inline double log_numel(const TensorInfo& t) noexcept {
+  double n = 1.0;
+  for (auto d : t.dims) n *= d > 0 ? static_cast<double>(d) : 0.0;
+  return std::log1p(n);
+}
+
+inline bool usable(double v) noexcept { return std::isfinite(v) && v >= 0.0; }
+
+inline int optimizer_code(const std::string& name) {
+  std::string t;
+  t.reserve(name.size());
+  for (char c : name) t.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  const std::string prefix = "torch.optim.";
+  if (t.compare(0, prefix.size(), prefix) == 0) t.erase(0, prefix.size());
+  if (t.empty()) return 4;
+  if (t == "sgd") return 0;
+  if (t == "adam") return 1;
+  if (t == "adamw") return 2;
+  return 3;
+}
+
+inline std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n) noexcept {
+  std::uint64_t h = 14695981039346656037ull;
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Byte order is fixed (little-endian) by shifting, so blobs move between hosts unchanged.
+struct Writer {
+  std::vector<std::uint8_t>& out;
+  void u32(std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void u64(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void i32(std::int32_t v) { u32(static_cast<std::uint32_t>(v)); }
+  void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
+  void f64(double v) {
+    std::uint64_t b;
+    std::memcpy(&b, &v, sizeof b);
+    u64(b);
+  }
+  void str(const std::string& s) {
+    u32(static_cast<std::uint32_t>(s.size()));
+    out.insert(out.end(), s.begin(), s.end());
+  }
+  void moments(const FeatureSpec::Moments& m) {
+    i64(m.n);
+    f64(m.mean);
+    f64(m.stdev);
+  }
+};
+
+inline std::uint64_t load_u64(const std::uint8_t* p) noexcept {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+struct Reader {
+  const std::uint8_t* p;
+  std::size_t size;
+  std::size_t pos = 0;
+
+  std::size_t left() const noexcept { return size - pos; }
+  void need(std::size_t k) const {
+    ETS_CHECK(k <= left(), Errc::parse, "ets.encoder.3",
+              "feature spec blob is truncated (need {} bytes at offset {}, {} left)", k, pos, left());
+  }
+  std::uint32_t u32() {
+    need(4);
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[pos + i]) << (8 * i);
+    pos += 4;
+    return v;
+  }
+  std::uint64_t u64() {
+    need(8);
+    const std::uint64_t v = load_u64(p + pos);
+    pos += 8;
+    return v;
+  }
+  std::int32_t i32() { return static_cast<std::int32_t>(u32()); }
+  std::int64_t i64() { return static_cast<std::int64_t>(u64()); }
+  double f64() {
+    const std::uint64_t b = u64();
+    double v;
+    std::memcpy(&v, &b, sizeof v);
+    return v;
+  }
+  std::string str() {
+    const std::uint32_t n = u32();
+    need(n);
+    std::string s(reinterpret_cast<const char*>(p + pos), n);
+    pos += n;
+    return s;
+  }
+  FeatureSpec::Moments moments() {
+    FeatureSpec::Moments m;
+    m.n = i64();
+    m.mean = f64();
+    m.stdev = f64();
+    ETS_CHECK(m.n >= 0 && std::isfinite(m.mean) && std::isfinite(m.stdev) && m.stdev > 0.0, Errc::parse,
+              "ets.encoder.7", "feature spec blob holds an invalid statistic (n={}, mean={}, std={})", m.n,
+              m.mean, m.stdev);
+    return m;
+  }
+};
+
+constexpr std::uint8_t kMagic[4] = {'E', 'T', 'S', 'F'};
+constexpr std::size_t kMomentsBytes = 24;
+
+}  // namespace fspec
+}  // namespace detail
+
+ETS_INLINE bool FeatureSpec::Moments::operator==(const Moments& o) const noexcept {
+  return n == o.n && mean == o.mean && stdev == o.stdev;
+}
+
+ETS_INLINE std::string FeatureSpec::options_problem(const FeatureOptions& o) {
+  if (!(std::isfinite(o.coverage) && o.coverage > 0.0 && o.coverage <= 1.0))
+    return fmt::format("coverage must be in (0, 1], got {}", o.coverage);
+  if (o.max_one_hot < 0 || o.max_one_hot > 65536)
+    return fmt::format("max_one_hot must be in [0, 65536], got {}", o.max_one_hot);
+  if (o.input_slots < 0 || o.input_slots > 16)
+    return fmt::format("input_slots must be in [0, 16], got {}", o.input_slots);
+  if (o.dims_per_input < 0 || o.dims_per_input > 8)
+    return fmt::format("dims_per_input must be in [0, 8], got {}", o.dims_per_input);
+  if (!(std::isfinite(o.hyper_clip) && o.hyper_clip > 0.0))
+    return fmt::format("hyper_clip must be positive, got {}", o.hyper_clip);
+  return {};
+}
+
+ETS_INLINE void FeatureSpec::build_layout() {
+  Layout& l = layout_;
+  l.type = 0;
+  l.other = one_hot_;
+  l.freq = l.other + 1;
+  l.phase = l.freq + 2;
+  l.dtype = l.phase + kPhaseCount;
+  l.inputs = l.dtype + kDTypeCount;
+  l.input_stride = 3 + options_.dims_per_input;
+  l.cost = l.inputs + options_.input_slots * l.input_stride;
+  l.hyper = l.cost + 4;
+  l.batch = l.hyper + kHyperCount;
+  l.optimizer = l.batch + 2;
+  l.features = l.optimizer + kOptimizerCount;
+}
+
+ETS_INLINE void FeatureSpec::build_index() {
+  index_.clear();
+  index_.reserve(types_.size());
+  freq_.assign(types_.size(), {0.f, 0.f});
+  const double denom = std::log1p(static_cast<double>(total_ops_));
+  const double v = static_cast<double>(types_.size());
+  for (std::size_t r = 0; r < types_.size(); ++r) {
+    index_.emplace(types_[r].name, static_cast<int>(r));
+    // Strictly positive for every known type, so "0, 0" singles out types never seen in training.
+    freq_[r][0] = static_cast<float>(std::log1p(static_cast<double>(types_[r].count)) / denom);
+    freq_[r][1] = static_cast<float>(1.0 - static_cast<double>(r) / v);
+  }
+}
+
+ETS_INLINE FeatureSpec FeatureSpec::fit(const std::vector<ExecutionTrace>& traces, const FeatureOptions& options) {
+  const std::string why = options_problem(options);
+  ETS_CHECK(why.empty(), Errc::invalid_argument, "ets.encoder.1", "invalid FeatureOptions: {}", why);
+
+  std::unordered_map<std::string, std::int64_t> counts;
+  std::int64_t total = 0;
+  for (const auto& t : traces)
+    for (const auto& op : t.ops) {
+      ++counts[op.name];
+      ++total;
+    }
+  ETS_CHECK(total > 0, Errc::invalid_argument, "ets.encoder.2",
+            "cannot fit features: the {} training trace(s) hold no ops", traces.size());
+
+  FeatureSpec s;
+  s.options_ = options;
+  s.total_ops_ = total;
+  s.types_.reserve(counts.size());
+  for (auto& [name, c] : counts) {
+    TypeEntry e;
+    e.name = name;
+    e.count = c;
+    s.types_.push_back(std::move(e));
+  }
+  std::sort(s.types_.begin(), s.types_.end(), [](const TypeEntry& a, const TypeEntry& b) {
+    return a.count != b.count ? a.count > b.count : a.name < b.name;
+  });
+
+  // Smallest K whose most frequent types cover `coverage` of all ops (the tolerance absorbs 0.99 * n rounding).
+  const double target = options.coverage * static_cast<double>(total) - 1e-9 * static_cast<double>(total);
+  std::int64_t covered = 0;
+  int k = 0;
+  const int v = static_cast<int>(s.types_.size());
+  while (k < v && static_cast<double>(covered) < target) covered += s.types_[static_cast<std::size_t>(k++)].count;
+  s.one_hot_ = std::min(k, options.max_one_hot);
+  s.build_layout();
+  s.build_index();
+
+  using detail::fspec::Welford;
+  std::vector<std::array<Welford, kHyperCount>> hyper(s.types_.size());
+  std::array<Welford, kHyperCount> hyper_global{};
+  const int slots = options.input_slots, dims = options.dims_per_input, per_slot = s.cont_per_slot();
+  const int cf = s.cont_flops();
+  std::vector<Welford> cont(static_cast<std::size_t>(cf + 3));
+  std::array<Welford, kLabelCount> labels{};
+
+  for (const auto& t : traces) {
+    const bool labelled = has_labels(t);
+    const bool batch_known = t.meta.batch_size > 0;
+    const double log_batch = batch_known ? std::log1p(static_cast<double>(t.meta.batch_size)) : 0.0;
+    for (const auto& op : t.ops) {
+      const int r = s.index_.find(op.name)->second;
+      for (int h = 0; h < kHyperCount; ++h) {
+        const Hyper hh = static_cast<Hyper>(h);
+        if (!op.hyper.has(hh) || !std::isfinite(op.hyper.get(hh))) continue;
+        hyper[static_cast<std::size_t>(r)][static_cast<std::size_t>(h)].add(op.hyper.get(hh));
+        hyper_global[static_cast<std::size_t>(h)].add(op.hyper.get(hh));
+      }
+      const int n_in = std::min(slots, static_cast<int>(op.inputs.size()));
+      for (int si = 0; si < n_in; ++si) {
+        const TensorInfo& in = op.inputs[static_cast<std::size_t>(si)];
+        const int base = si * per_slot;
+        const int rank = static_cast<int>(in.dims.size());
+        cont[static_cast<std::size_t>(base)].add(detail::fspec::log_numel(in));
+        cont[static_cast<std::size_t>(base + 1)].add(static_cast<double>(rank));
+        for (int j = 0; j < dims; ++j) {
+          const int di = rank - dims + j;
+          if (di < 0) continue;
+          const auto d = in.dims[static_cast<std::size_t>(di)];
+          cont[static_cast<std::size_t>(base + 2 + j)].add(std::log1p(d > 0 ? static_cast<double>(d) : 0.0));
+        }
+      }
+      if (detail::fspec::usable(op.flops)) cont[static_cast<std::size_t>(cf)].add(std::log1p(op.flops));
+      if (detail::fspec::usable(op.bytes)) cont[static_cast<std::size_t>(cf + 1)].add(std::log1p(op.bytes));
+      if (batch_known) cont[static_cast<std::size_t>(cf + 2)].add(log_batch);
+      if (labelled) {
+        labels[0].add(std::log1p(std::max(op.time_us, 0.0)));
+        labels[1].add(std::log1p(std::max(op.gap_us, 0.0)));
+      }
+    }
+  }
+
+  for (std::size_t r = 0; r < s.types_.size(); ++r)
+    for (int h = 0; h < kHyperCount; ++h)
+      s.types_[r].hyper[static_cast<std::size_t>(h)] = hyper[r][static_cast<std::size_t>(h)].moments();
+  for (int h = 0; h < kHyperCount; ++h)
+    s.hyper_global_[static_cast<std::size_t>(h)] = hyper_global[static_cast<std::size_t>(h)].moments();
+  s.cont_.resize(cont.size());
+  for (std::size_t c = 0; c < cont.size(); ++c) s.cont_[c] = cont[c].moments();
+  for (int c = 0; c < kLabelCount; ++c) s.labels_[static_cast<std::size_t>(c)] = labels[static_cast<std::size_t>(c)].moments();
+  return s;
+}
+
+ETS_INLINE std::vector<std::string> FeatureSpec::feature_names() const {
+  std::vector<std::string> names;
+  names.reserve(static_cast<std::size_t>(layout_.features));
+  for (int r = 0; r < one_hot_; ++r) names.push_back("type." + types_[static_cast<std::size_t>(r)].name);
+  names.emplace_back("type.other");
+  names.emplace_back("freq.log_count");
+  names.emplace_back("freq.rank");
+  for (int p = 0; p < kPhaseCount; ++p) names.push_back(std::string("phase.") + phase_name(static_cast<Phase>(p)));
+  for (int d = 0; d < kDTypeCount; ++d) names.push_back(std::string("dtype.") + dtype_name(static_cast<DType>(d)));
+  for (int si = 0; si < options_.input_slots; ++si) {
+    const std::string in = "in" + std::to_string(si) + ".";
+    names.push_back(in + "present");
+    names.push_back(in + "log_numel");
+    names.push_back(in + "rank");
+    for (int j = 0; j < options_.dims_per_input; ++j)
+      names.push_back(in + "log_dim[-" + std::to_string(options_.dims_per_input - j) + "]");
+  }
+  for (const char* n : {"cost.log_flops", "cost.flops_known", "cost.log_bytes", "cost.bytes_known"}) names.emplace_back(n);
+  for (int h = 0; h < kHyperCount; ++h) names.push_back(std::string("hyper.") + hyper_name(static_cast<Hyper>(h)));
+  names.emplace_back("batch.log_size");
+  names.emplace_back("batch.known");
+  for (const char* n : {"opt.sgd", "opt.adam", "opt.adamw", "opt.other", "opt.unknown"}) names.emplace_back(n);
+  return names;
+}
+
+ETS_INLINE int FeatureSpec::type_rank(std::string_view name) const {
+  const auto it = index_.find(std::string(name));
+  return it == index_.end() ? -1 : it->second;
+}
+
+ETS_INLINE bool FeatureSpec::has_labels(const ExecutionTrace& trace) noexcept {
+  if (trace.ops.empty()) return false;
+  bool positive = false;
+  for (const auto& op : trace.ops) {
+    if (!std::isfinite(op.time_us) || !std::isfinite(op.gap_us)) return false;
+    positive = positive || op.time_us > 0.0 || op.gap_us > 0.0;
+  }
+  return positive;
+}
+
+ETS_INLINE FeatureSpec::MetaCode FeatureSpec::encode_meta(const TraceMeta& meta) const {
+  MetaCode mc;
+  mc.optimizer = detail::fspec::optimizer_code(meta.optimizer);
+  if (meta.batch_size > 0) {
+    const Moments& m = cont_[static_cast<std::size_t>(cont_flops() + 2)];
+    mc.batch_z = static_cast<float>((std::log1p(static_cast<double>(meta.batch_size)) - m.mean) / m.stdev);
+    mc.batch_known = 1.f;
+  }
+  return mc;
+}
+
+ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, float* row,
+                                        EncodeStats* stats) const {
+  const Layout& l = layout_;
+  std::fill(row, row + l.features, 0.f);
+  auto z = [this](int c, double v) {
+    const Moments& m = cont_[static_cast<std::size_t>(c)];
+    return static_cast<float>((v - m.mean) / m.stdev);
+  };
+
+  const auto it = index_.find(op.name);
+  const int r = it == index_.end() ? -1 : it->second;
+  if (r < 0) {
+    row[l.other] = 1.f;
+    if (stats) {
+      ++stats->unknown_ops;
+      ++stats->unknown_types[op.name];
+    }
+  } else {
+    row[r < one_hot_ ? l.type + r : l.other] = 1.f;
+    row[l.freq] = freq_[static_cast<std::size_t>(r)][0];
+    row[l.freq + 1] = freq_[static_cast<std::size_t>(r)][1];
+  }
+
+  const int phase = static_cast<int>(op.phase);
+  if (phase >= 0 && phase < kPhaseCount) row[l.phase + phase] = 1.f;
+
+  int dtype = 0;
+  for (const auto& in : op.inputs)
+    if (in.dtype != DType::Unknown) {
+      dtype = static_cast<int>(in.dtype);
+      break;
+    }
+  if (dtype < 0 || dtype >= kDTypeCount) dtype = 0;
+  row[l.dtype + dtype] = 1.f;
+
+  const int dims = options_.dims_per_input, per_slot = cont_per_slot();
+  const int n_in = std::min(options_.input_slots, static_cast<int>(op.inputs.size()));
+  for (int si = 0; si < n_in; ++si) {
+    const TensorInfo& in = op.inputs[static_cast<std::size_t>(si)];
+    float* out = row + l.inputs + si * l.input_stride;
+    const int cbase = si * per_slot;
+    const int rank = static_cast<int>(in.dims.size());
+    out[0] = 1.f;
+    out[1] = z(cbase, detail::fspec::log_numel(in));
+    out[2] = z(cbase + 1, static_cast<double>(rank));
+    for (int j = 0; j < dims; ++j) {
+      const int di = rank - dims + j;
+      if (di < 0) continue;
+      const auto d = in.dims[static_cast<std::size_t>(di)];
+      out[3 + j] = z(cbase + 2 + j, std::log1p(d > 0 ? static_cast<double>(d) : 0.0));
+    }
+  }
+
+  const int cf = cont_flops();
+  if (detail::fspec::usable(op.flops)) {
+    row[l.cost] = z(cf, std::log1p(op.flops));
+    row[l.cost + 1] = 1.f;
+  }
+  if (detail::fspec::usable(op.bytes)) {
+    row[l.cost + 2] = z(cf + 1, std::log1p(op.bytes));
+    row[l.cost + 3] = 1.f;
+  }
+
+  if (op.hyper.present != 0) {
+    const double clip = options_.hyper_clip;
+    for (int h = 0; h < kHyperCount; ++h) {
+      const Hyper hh = static_cast<Hyper>(h);
+      if (!op.hyper.has(hh)) continue;
+      const double v = op.hyper.get(hh);
+      if (!std::isfinite(v)) continue;
+      const Moments* m = &hyper_global_[static_cast<std::size_t>(h)];
+      if (r >= 0 && types_[static_cast<std::size_t>(r)].hyper[static_cast<std::size_t>(h)].n > 0)
+        m = &types_[static_cast<std::size_t>(r)].hyper[static_cast<std::size_t>(h)];
+      if (m->n == 0) continue;
+      row[l.hyper + h] = static_cast<float>(std::clamp((v - m->mean) / m->stdev, -clip, clip));
+    }
+  }
+
+  row[l.batch] = mc.batch_z;
+  row[l.batch + 1] = mc.batch_known;
+  row[l.optimizer + mc.optimizer] = 1.f;
+  if (stats) ++stats->ops;
+}
+
+ETS_INLINE void FeatureSpec::encode_op(const OpRecord& op, const TraceMeta& meta, float* row,
+                                       EncodeStats* stats) const {
+  ETS_CHECK(fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
+  encode_row(op, encode_meta(meta), row, stats);
+}
+
+ETS_INLINE void FeatureSpec::encode_ops(const ExecutionTrace& trace, float* rows, EncodeStats* stats) const {
+  ETS_CHECK(fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
+  const MetaCode mc = encode_meta(trace.meta);
+  const std::size_t f = static_cast<std::size_t>(layout_.features);
+  for (std::size_t i = 0; i < trace.ops.size(); ++i) encode_row(trace.ops[i], mc, rows + i * f, stats);
+}
+
+ETS_INLINE double FeatureSpec::normalize_label(int channel, double us) const {
+  ETS_CHECK(channel >= 0 && channel < kLabelCount, Errc::invalid_argument, "ets.encoder.11",
+            "label channel {} is not 0 (time) or 1 (gap)", channel);
+  const Moments& m = labels_[static_cast<std::size_t>(channel)];
+  return (std::log1p(us < 0.0 ? 0.0 : us) - m.mean) / m.stdev;
+}
+
+ETS_INLINE double FeatureSpec::denormalize_label(int channel, double z) const {
+  ETS_CHECK(channel >= 0 && channel < kLabelCount, Errc::invalid_argument, "ets.encoder.11",
+            "label channel {} is not 0 (time) or 1 (gap)", channel);
+  const Moments& m = labels_[static_cast<std::size_t>(channel)];
+  const double us = std::expm1(z * m.stdev + m.mean);
+  return us < 0.0 ? 0.0 : us;  // NaN passes through: the caller decides what a NaN prediction means
+}
+
+ETS_INLINE std::vector<std::uint8_t> FeatureSpec::serialize() const {
+  std::vector<std::uint8_t> out;
+  detail::fspec::Writer w{out};
+  out.reserve(64 + types_.size() * (40 + kHyperCount * detail::fspec::kMomentsBytes) +
+              (cont_.size() + kHyperCount + kLabelCount) * detail::fspec::kMomentsBytes);
+  for (std::uint8_t c : detail::fspec::kMagic) out.push_back(c);
+  w.u32(kFormatVersion);
+  w.f64(options_.coverage);
+  w.i32(options_.max_one_hot);
+  w.i32(options_.input_slots);
+  w.i32(options_.dims_per_input);
+  w.f64(options_.hyper_clip);
+  w.i32(one_hot_);
+  w.i64(total_ops_);
+  w.u32(static_cast<std::uint32_t>(types_.size()));
+  for (const auto& t : types_) {
+    w.str(t.name);
+    w.i64(t.count);
+    for (const auto& m : t.hyper) w.moments(m);
+  }
+  for (const auto& m : hyper_global_) w.moments(m);
+  w.u32(static_cast<std::uint32_t>(cont_.size()));
+  for (const auto& m : cont_) w.moments(m);
+  for (const auto& m : labels_) w.moments(m);
+  w.u64(detail::fspec::fnv1a(out.data(), out.size()));
+  return out;
+}
+
+ETS_INLINE FeatureSpec FeatureSpec::deserialize(const std::uint8_t* data, std::size_t size) {
+  using namespace detail::fspec;
+  ETS_CHECK(data != nullptr && size >= 16, Errc::parse, "ets.encoder.3",
+            "feature spec blob is truncated ({} bytes)", data ? size : 0);
+  ETS_CHECK(std::memcmp(data, kMagic, 4) == 0, Errc::parse, "ets.encoder.4",
+            "not a feature spec blob (bad magic)");
+  const std::uint32_t version = static_cast<std::uint32_t>(data[4]) | static_cast<std::uint32_t>(data[5]) << 8 |
+                                static_cast<std::uint32_t>(data[6]) << 16 | static_cast<std::uint32_t>(data[7]) << 24;
+  ETS_CHECK(version == kFormatVersion, Errc::version, "ets.encoder.5",
+            "feature spec format version {} is not supported (this build reads {})", version, kFormatVersion);
+  ETS_CHECK(load_u64(data + size - 8) == fnv1a(data, size - 8), Errc::checksum, "ets.encoder.6",
+            "feature spec blob is corrupt (checksum mismatch)");
+
+  Reader r{data, size - 8, 8};
+  FeatureSpec s;
+  s.options_.coverage = r.f64();
+  s.options_.max_one_hot = r.i32();
+  s.options_.input_slots = r.i32();
+  s.options_.dims_per_input = r.i32();
+  s.options_.hyper_clip = r.f64();
+  const std::string why = options_problem(s.options_);
+  ETS_CHECK(why.empty(), Errc::parse, "ets.encoder.7", "feature spec blob holds invalid options: {}", why);
+  s.one_hot_ = r.i32();
+  s.total_ops_ = r.i64();
+  const std::uint32_t v = r.u32();
+  constexpr std::size_t min_entry = 4 + 8 + kHyperCount * kMomentsBytes;
+  ETS_CHECK(v >= 1 && v <= r.left() / min_entry, Errc::parse, "ets.encoder.7",
+            "feature spec blob declares {} op types, more than it can hold", v);
+  ETS_CHECK(s.one_hot_ >= 0 && s.one_hot_ <= static_cast<int>(std::min<std::uint32_t>(v, 65536u)) &&
+                s.one_hot_ <= s.options_.max_one_hot,
+            Errc::parse, "ets.encoder.7", "feature spec blob has one-hot width {} for {} types", s.one_hot_, v);
+  ETS_CHECK(s.total_ops_ > 0, Errc::parse, "ets.encoder.7", "feature spec blob was fitted on {} ops", s.total_ops_);
+  s.types_.resize(v);
+  std::int64_t sum = 0;
+  std::unordered_set<std::string> seen;
+  for (std::uint32_t i = 0; i < v; ++i) {
+    TypeEntry& t = s.types_[i];
+    t.name = r.str();
+    t.count = r.i64();
+    for (auto& m : t.hyper) m = r.moments();
+    ETS_CHECK(t.count >= 1 && t.count <= s.total_ops_ - sum && (i == 0 || t.count <= s.types_[i - 1].count),
+              Errc::parse, "ets.encoder.7", "feature spec blob has an inconsistent count for op type '{}'", t.name);
+    ETS_CHECK(seen.insert(t.name).second, Errc::parse, "ets.encoder.7",
+              "feature spec blob lists op type '{}' twice", t.name);
+    sum += t.count;
+  }
+  ETS_CHECK(sum == s.total_ops_, Errc::parse, "ets.encoder.7",
+            "feature spec blob: type counts sum to {}, not {}", sum, s.total_ops_);
+  for (auto& m : s.hyper_global_) m = r.moments();
+  const std::uint32_t c = r.u32();
+  const std::uint32_t expect = static_cast<std::uint32_t>(s.cont_flops() + 3);
+  ETS_CHECK(c == expect, Errc::parse, "ets.encoder.7",
+            "feature spec blob has {} size statistics, expected {}", c, expect);
+  s.cont_.resize(c);
+  for (auto& m : s.cont_) m = r.moments();
+  for (auto& m : s.labels_) m = r.moments();
+  ETS_CHECK(r.left() == 0, Errc::parse, "ets.encoder.7", "feature spec blob has {} trailing bytes", r.left());
+  s.build_layout();
+  s.build_index();
+  return s;
+}
+
+ETS_INLINE bool FeatureSpec::operator==(const FeatureSpec& o) const noexcept {
+  const auto same_type = [](const TypeEntry& a, const TypeEntry& b) {
+    return a.name == b.name && a.count == b.count && a.hyper == b.hyper;
+  };
+  return options_.coverage == o.options_.coverage && options_.max_one_hot == o.options_.max_one_hot &&
+         options_.input_slots == o.options_.input_slots && options_.dims_per_input == o.options_.dims_per_input &&
+         options_.hyper_clip == o.options_.hyper_clip && one_hot_ == o.one_hot_ && total_ops_ == o.total_ops_ &&
+         std::equal(types_.begin(), types_.end(), o.types_.begin(), o.types_.end(), same_type) &&
+         hyper_global_ == o.hyper_global_ && cont_ == o.cont_ && labels_ == o.labels_;
+}
+
+}  // namespace ets

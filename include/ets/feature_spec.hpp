@@ -1,0 +1,138 @@
+// FeatureSpec: the fitted, serialisable recipe that turns one OpRecord into a fixed-length float row, and
+// (time, gap) labels into normalised targets and back. Fitted on training traces only; stored in the model file.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ets/common.hpp"
+#include "ets/encode_stats.hpp"
+#include "ets/feature_options.hpp"
+#include "ets/trace.hpp"
+
+namespace ets {
+
+/// Feature layout (column offsets into a row of feature_count() floats), in this order:
+///   type      K one-hot columns for the K most frequent training op types, then 1 shared "other" column
+///   freq      2: log1p(count)/log1p(total ops), 1 - rank/vocab (both 0 for an op type never seen in training)
+///   phase     3 one-hot (forward, backward, update)
+///   dtype     kDTypeCount one-hot (the first input with a known dtype)
+///   inputs    input_slots × (present, z(log1p numel), z(rank), z(log1p dim) × dims_per_input, right-aligned)
+///   cost      4: z(log1p flops), flops known, z(log1p bytes), bytes known
+///   hyper     kHyperCount: per-op-type z-score of each hyper-parameter slot (0 when absent), clipped
+///   batch     2: z(log1p batch size), batch size known
+///   optimizer 5 one-hot: sgd, adam, adamw, other, unknown
+/// z(.) is a z-score with training mean/std; absent values are 0 after scoring and flagged where ambiguous.
+class FeatureSpec {
+ public:
+  static constexpr std::uint32_t kFormatVersion = 1;
+  static constexpr int kOptimizerCount = 5;
+  static constexpr int kLabelCount = 2;  ///< (time, gap), the order of WindowBatch::y
+
+  struct Layout {
+    int type = 0, other = 0, freq = 0, phase = 0, dtype = 0, inputs = 0, input_stride = 0, cost = 0,
+        hyper = 0, batch = 0, optimizer = 0, features = 0;
+  };
+
+  /// An unfitted spec (feature_count() == 0); encoding with it throws.
+  FeatureSpec() = default;
+
+  /// Fits vocabulary, per-op-type hyper-parameter statistics, size statistics and label statistics.
+  ETS_INLINE static FeatureSpec fit(const std::vector<ExecutionTrace>& traces, const FeatureOptions& options = {});
+
+  bool fitted() const noexcept { return layout_.features > 0; }
+  int feature_count() const noexcept { return layout_.features; }
+  const Layout& layout() const noexcept { return layout_; }
+  const FeatureOptions& options() const noexcept { return options_; }
+  /// One name per column ("type.conv2d", "type.other", "in0.log_numel", "hyper.kernel_h", ...).
+  ETS_INLINE std::vector<std::string> feature_names() const;
+
+  /// Op types seen in training, most frequent first; the first one_hot_count() have their own column.
+  int vocab_size() const noexcept { return static_cast<int>(types_.size()); }
+  int one_hot_count() const noexcept { return one_hot_; }
+  const std::string& type_name(int rank) const { return types_.at(static_cast<std::size_t>(rank)).name; }
+  std::int64_t type_count(int rank) const { return types_.at(static_cast<std::size_t>(rank)).count; }
+  /// Frequency rank of a type name; -1 when the type was never seen in training.
+  ETS_INLINE int type_rank(std::string_view name) const;
+  std::int64_t fitted_ops() const noexcept { return total_ops_; }
+
+  /// Writes feature_count() floats for one op. `meta` supplies batch size and optimizer.
+  ETS_INLINE void encode_op(const OpRecord& op, const TraceMeta& meta, float* row,
+                            EncodeStats* stats = nullptr) const;
+  /// Writes ops.size() × feature_count() floats (row-major); per-trace work is done once.
+  ETS_INLINE void encode_ops(const ExecutionTrace& trace, float* rows, EncodeStats* stats = nullptr) const;
+
+  /// Whether a trace carries usable per-op labels: at least one op, all times and gaps finite, some positive.
+  ETS_INLINE static bool has_labels(const ExecutionTrace& trace) noexcept;
+
+  /// Label transform z = (log1p(max(us, 0)) - mean) / std, channel 0 = time, 1 = gap; see docs/concepts.md.
+  ETS_INLINE double normalize_label(int channel, double us) const;
+  /// Exact inverse of normalize_label for us >= 0 (clamped at 0 below).
+  ETS_INLINE double denormalize_label(int channel, double z) const;
+  double normalize_time(double us) const { return normalize_label(0, us); }
+  double normalize_gap(double us) const { return normalize_label(1, us); }
+  double denormalize_time(double z) const { return denormalize_label(0, z); }
+  double denormalize_gap(double z) const { return denormalize_label(1, z); }
+
+  /// Versioned little-endian blob with a trailing checksum; the model file embeds it as-is.
+  ETS_INLINE std::vector<std::uint8_t> serialize() const;
+  /// Inverse of serialize(); truncated, corrupt or inconsistent input throws ets::Error (ets.encoder.*).
+  ETS_INLINE static FeatureSpec deserialize(const std::uint8_t* data, std::size_t size);
+  static FeatureSpec deserialize(const std::vector<std::uint8_t>& blob) {
+    return deserialize(blob.data(), blob.size());
+  }
+
+  ETS_INLINE bool operator==(const FeatureSpec& o) const noexcept;
+  bool operator!=(const FeatureSpec& o) const noexcept { return !(*this == o); }
+
+  /// Mean/std/sample count of a fitted statistic (population std; a std of 0 is stored as 1).
+  struct Moments {
+    std::int64_t n = 0;
+    double mean = 0.0;
+    double stdev = 1.0;
+    ETS_INLINE bool operator==(const Moments& o) const noexcept;
+  };
+
+ private:
+  struct TypeEntry {
+    std::string name;
+    std::int64_t count = 0;
+    std::array<Moments, kHyperCount> hyper{};
+  };
+  struct MetaCode {
+    int optimizer = 4;
+    float batch_z = 0.f;
+    float batch_known = 0.f;
+  };
+
+  ETS_INLINE static std::string options_problem(const FeatureOptions& o);  ///< "" when valid
+  ETS_INLINE void build_layout();
+  ETS_INLINE void build_index();
+  ETS_INLINE MetaCode encode_meta(const TraceMeta& meta) const;
+  ETS_INLINE void encode_row(const OpRecord& op, const MetaCode& mc, float* row, EncodeStats* stats) const;
+  int cont_per_slot() const noexcept { return 2 + options_.dims_per_input; }
+  int cont_flops() const noexcept { return options_.input_slots * cont_per_slot(); }
+
+  FeatureOptions options_{};
+  Layout layout_{};
+  int one_hot_ = 0;
+  std::int64_t total_ops_ = 0;
+  std::vector<TypeEntry> types_;
+  std::array<Moments, kHyperCount> hyper_global_{};  ///< fallback for unknown types / slots a type never had
+  std::vector<Moments> cont_;                         ///< size columns: per slot (numel, rank, dims), flops, bytes, batch
+  std::array<Moments, kLabelCount> labels_{};
+  // Derived from the above (never serialised): name → rank, per-rank frequency code.
+  std::unordered_map<std::string, int> index_;
+  std::vector<std::array<float, 2>> freq_;
+};
+
+}  // namespace ets
+
+#ifndef ETS_COMPILED_LIB
+#include "ets/feature_spec-inl.hpp"
+#endif

@@ -1,0 +1,108 @@
+// Definitions for window_encoder.hpp. Each op's feature row is computed once and then copied into every
+// window covering it, so the cost is one row computation per op plus ⌈W/S⌉ memcpy's.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "ets/error.hpp"
+#include "ets/window_encoder.hpp"
+
+namespace ets {
+
+ETS_INLINE WindowEncoder::WindowEncoder(FeatureSpec spec, int width, int stride)
+    : spec_(std::move(spec)), width_(width), stride_(stride) {
+  ETS_CHECK(width >= 1 && width <= kMaxWidth && stride >= 1 && stride <= width, Errc::invalid_argument,
+            "ets.encoder.8", "window width {} / stride {} invalid: need 1 <= width <= {} and 1 <= stride <= width",
+            width, stride, kMaxWidth);
+  ETS_CHECK(spec_.fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
+}
+
+ETS_INLINE std::int64_t WindowEncoder::window_count(std::int64_t ops) const noexcept {
+  if (ops <= 0) return 0;
+  if (ops <= width_) return 1;
+  return (ops - width_ + stride_ - 1) / stride_ + 1;
+}
+
+ETS_INLINE WindowBatch WindowEncoder::encode(const ExecutionTrace& trace, EncodeStats* stats) const {
+  return encode(std::vector<const ExecutionTrace*>{&trace}, stats);
+}
+
+ETS_INLINE WindowBatch WindowEncoder::encode(const std::vector<ExecutionTrace>& traces, EncodeStats* stats) const {
+  std::vector<const ExecutionTrace*> ptrs;
+  ptrs.reserve(traces.size());
+  for (const auto& t : traces) ptrs.push_back(&t);
+  return encode(ptrs, stats);
+}
+
+ETS_INLINE WindowBatch WindowEncoder::encode(const std::vector<const ExecutionTrace*>& traces,
+                                             EncodeStats* stats) const {
+  constexpr std::int64_t kMaxIndex = std::numeric_limits<std::int32_t>::max();
+  ETS_CHECK(static_cast<std::int64_t>(traces.size()) <= kMaxIndex, Errc::invalid_argument, "ets.encoder.10",
+            "too many traces in one batch ({})", traces.size());
+  std::int64_t windows = 0;
+  std::size_t longest = 0;
+  bool labelled = true;
+  EncodeStats local;
+  for (std::size_t t = 0; t < traces.size(); ++t) {
+    ETS_CHECK(traces[t] != nullptr, Errc::invalid_argument, "ets.encoder.10", "trace {} is null", t);
+    const auto n = static_cast<std::int64_t>(traces[t]->ops.size());
+    ETS_CHECK(n <= kMaxIndex, Errc::invalid_argument, "ets.encoder.10", "trace {} has too many ops ({})", t, n);
+    windows += window_count(n);
+    longest = std::max(longest, traces[t]->ops.size());
+    if (n > 0 && !FeatureSpec::has_labels(*traces[t])) {
+      labelled = false;
+      ++local.unlabelled_traces;
+    }
+  }
+  const std::size_t w = static_cast<std::size_t>(width_), f = static_cast<std::size_t>(features());
+  ETS_CHECK(windows <= kMaxIndex / width_, Errc::invalid_argument, "ets.encoder.10",
+            "batch too large: {} windows of width {}", windows, width_);
+  labelled = labelled && windows > 0;
+
+  WindowBatch b;
+  b.windows = static_cast<int>(windows);
+  b.width = width_;
+  b.features = features();
+  const std::size_t positions = b.positions();
+  b.x.resize(positions * f);  // zero: padding rows stay all-zero
+  b.mask.resize(positions);
+  b.op_index.assign(positions, -1);
+  b.trace_index.resize(static_cast<std::size_t>(windows));
+  if (labelled) b.y.resize(positions * 2);
+
+  std::vector<float> rows(longest * f);
+  std::vector<float> labels(labelled ? longest * 2 : 0);
+  std::size_t n = 0;  // next window
+  for (std::size_t t = 0; t < traces.size(); ++t) {
+    const ExecutionTrace& tr = *traces[t];
+    const std::size_t len = tr.ops.size();
+    if (len == 0) continue;
+    spec_.encode_ops(tr, rows.data(), &local);
+    if (labelled)
+      for (std::size_t i = 0; i < len; ++i) {
+        labels[2 * i] = static_cast<float>(spec_.normalize_label(0, tr.ops[i].time_us));
+        labels[2 * i + 1] = static_cast<float>(spec_.normalize_label(1, tr.ops[i].gap_us));
+      }
+    const std::int64_t nw = window_count(static_cast<std::int64_t>(len));
+    for (std::int64_t k = 0; k < nw; ++k, ++n) {
+      const std::size_t start = static_cast<std::size_t>(k) * static_cast<std::size_t>(stride_);
+      const std::size_t real = std::min(w, len - start);
+      std::memcpy(b.x.data() + n * w * f, rows.data() + start * f, real * f * sizeof(float));
+      std::fill_n(b.mask.data() + n * w, real, std::uint8_t{1});
+      std::int32_t* idx = b.op_index.data() + n * w;
+      for (std::size_t p = 0; p < real; ++p) idx[p] = static_cast<std::int32_t>(start + p);
+      if (labelled) std::memcpy(b.y.data() + n * w * 2, labels.data() + start * 2, real * 2 * sizeof(float));
+      b.trace_index[n] = static_cast<std::int32_t>(t);
+      local.padded_positions += static_cast<std::int64_t>(w - real);
+    }
+  }
+  local.traces = static_cast<std::int64_t>(traces.size());
+  local.windows = windows;
+  if (stats) stats->merge(local);
+  return b;
+}
+
+}  // namespace ets

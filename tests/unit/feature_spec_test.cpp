@@ -1,0 +1,407 @@
+// FeatureSpec: vocabulary ranking and the two-level op-type code, per-op-type hyper-parameter z-scores and
+// size statistics against hand computations, the label transform's inverse, and the serialised form.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "encoder_fixtures.hpp"
+#include "ets/error.hpp"
+#include "ets/feature_spec.hpp"
+
+namespace {
+
+using ets::Hyper;
+using ets::OpRecord;
+using ets_test::make_op;
+
+int col(const ets::FeatureSpec& s, const std::string& name) {
+  const auto names = s.feature_names();
+  const auto it = std::find(names.begin(), names.end(), name);
+  INFO("feature " << name);
+  REQUIRE(it != names.end());
+  return static_cast<int>(it - names.begin());
+}
+
+std::vector<float> row(const ets::FeatureSpec& s, const OpRecord& op, const ets::TraceMeta& meta = {},
+                       ets::EncodeStats* st = nullptr) {
+  std::vector<float> r(static_cast<std::size_t>(s.feature_count()), -99.f);
+  s.encode_op(op, meta, r.data(), st);
+  return r;
+}
+
+float at(const ets::FeatureSpec& s, const std::vector<float>& r, const std::string& name) {
+  return r[static_cast<std::size_t>(col(s, name))];
+}
+
+template <typename F>
+std::string error_id(F&& f) {
+  try {
+    f();
+  } catch (const ets::Error& e) {
+    return e.id();
+  }
+  return "no error";
+}
+
+// Independent mean / population standard deviation (two-pass) for the hand computations.
+struct MeanStd {
+  double mean, sd;
+};
+MeanStd mean_std(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m += x;
+  m /= static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  const double sd = std::sqrt(ss / static_cast<double>(v.size()));
+  return {m, sd > 0 ? sd : 1.0};
+}
+
+ets::ExecutionTrace counted_trace(const std::vector<std::pair<std::string, int>>& counts) {
+  ets::ExecutionTrace t;
+  bool more = true;
+  std::vector<int> left;
+  for (const auto& c : counts) left.push_back(c.second);
+  while (more) {  // interleave so order in the trace cannot matter
+    more = false;
+    for (std::size_t i = 0; i < counts.size(); ++i)
+      if (left[i] > 0) {
+        t.ops.push_back(make_op(counts[i].first));
+        --left[i];
+        more = true;
+      }
+  }
+  return t;
+}
+
+std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+void reseal(std::vector<std::uint8_t>& blob) {
+  const std::uint64_t h = fnv1a(blob.data(), blob.size() - 8);
+  for (int i = 0; i < 8; ++i) blob[blob.size() - 8 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(h >> (8 * i));
+}
+
+}  // namespace
+
+TEST_CASE("vocabulary is ranked by frequency and K covers the requested share of ops") {
+  const auto t = counted_trace({{"e", 1}, {"c", 15}, {"a", 50}, {"d", 4}, {"b", 30}});
+  const auto s = ets::FeatureSpec::fit({t});
+  REQUIRE(s.vocab_size() == 5);
+  CHECK(s.fitted_ops() == 100);
+  for (int r = 0; r < 5; ++r) CHECK(s.type_name(r) == std::string(1, static_cast<char>('a' + r)));
+  CHECK(s.type_rank("e") == 4);
+  CHECK(s.type_rank("zzz") == -1);
+  // 50 + 30 + 15 + 4 = 99 of 100 ops: four types reach 99 %.
+  CHECK(s.one_hot_count() == 4);
+  CHECK(col(s, "type.d") == 3);
+  CHECK(col(s, "type.other") == 4);
+
+  auto k_for = [&](double coverage, int cap = 64) {
+    ets::FeatureOptions o;
+    o.coverage = coverage;
+    o.max_one_hot = cap;
+    return ets::FeatureSpec::fit({t}, o).one_hot_count();
+  };
+  CHECK(k_for(0.80) == 2);  // 80 of 100 exactly
+  CHECK(k_for(0.81) == 3);
+  CHECK(k_for(1.0) == 5);
+  CHECK(k_for(0.99, 1) == 1);
+  CHECK(k_for(0.99, 0) == 0);
+
+  // Ties break by name so the layout is deterministic.
+  const auto tie = ets::FeatureSpec::fit({counted_trace({{"y", 2}, {"z", 3}, {"x", 2}})});
+  CHECK(tie.type_name(0) == "z");
+  CHECK(tie.type_name(1) == "x");
+  CHECK(tie.type_name(2) == "y");
+}
+
+TEST_CASE("two-level op-type code keeps rare types distinguishable and flags unknown ones") {
+  const auto t = counted_trace({{"a", 50}, {"b", 30}, {"c", 15}, {"d", 4}, {"e", 1}});
+  const auto s = ets::FeatureSpec::fit({t});
+  const auto ra = row(s, make_op("a"));
+  CHECK(at(s, ra, "type.a") == 1.f);
+  CHECK(at(s, ra, "type.other") == 0.f);
+  CHECK(at(s, ra, "freq.log_count") == Approx(std::log1p(50.0) / std::log1p(100.0)));
+  CHECK(at(s, ra, "freq.rank") == Approx(1.0));
+
+  const auto re = row(s, make_op("e"));
+  for (const char* c : {"type.a", "type.b", "type.c", "type.d"}) CHECK(at(s, re, c) == 0.f);
+  CHECK(at(s, re, "type.other") == 1.f);
+  CHECK(at(s, re, "freq.log_count") == Approx(std::log1p(1.0) / std::log1p(100.0)));
+  CHECK(at(s, re, "freq.rank") == Approx(1.0 - 4.0 / 5.0));
+
+  ets::EncodeStats st;
+  const auto ru = row(s, make_op("never_seen"), {}, &st);
+  CHECK(at(s, ru, "type.other") == 1.f);
+  CHECK(at(s, ru, "freq.log_count") == 0.f);
+  CHECK(at(s, ru, "freq.rank") == 0.f);
+  CHECK(ru != re);
+  row(s, make_op("never_seen"), {}, &st);
+  row(s, make_op("a"), {}, &st);
+  CHECK(st.ops == 3);
+  CHECK(st.unknown_ops == 2);
+  REQUIRE(st.unknown_types.size() == 1);
+  CHECK(st.unknown_types.at("never_seen") == 2);
+}
+
+TEST_CASE("hyper-parameters are z-scored per op type with training statistics") {
+  ets::ExecutionTrace t;
+  const std::vector<double> conv_k = {1, 3, 3, 7}, conv_in = {3, 64, 64, 256}, lin_in = {128, 512};
+  for (std::size_t i = 0; i < conv_k.size(); ++i) {
+    auto op = make_op("conv2d");
+    op.hyper.set(Hyper::KernelH, conv_k[i]);
+    op.hyper.set(Hyper::InChannels, conv_in[i]);
+    op.hyper.set(Hyper::Groups, 1);
+    t.ops.push_back(op);
+  }
+  for (double v : lin_in) {
+    auto op = make_op("linear");
+    op.hyper.set(Hyper::InChannels, v);
+    t.ops.push_back(op);
+  }
+  const auto s = ets::FeatureSpec::fit({t});
+
+  auto conv = make_op("conv2d");
+  conv.hyper.set(Hyper::KernelH, 5);
+  conv.hyper.set(Hyper::InChannels, 100);
+  conv.hyper.set(Hyper::Groups, 2);
+  const auto rc = row(s, conv);
+  const auto ck = mean_std(conv_k), ci = mean_std(conv_in);
+  CHECK(at(s, rc, "hyper.kernel_h") == Approx((5 - ck.mean) / ck.sd));
+  CHECK(at(s, rc, "hyper.in_channels") == Approx((100 - ci.mean) / ci.sd));
+  CHECK(at(s, rc, "hyper.groups") == Approx(1.0));  // constant in training: std 0 → 1, mean 1
+  CHECK(at(s, rc, "hyper.kernel_w") == 0.f);        // absent slot
+  CHECK(at(s, rc, "hyper.heads") == 0.f);
+
+  auto lin = make_op("linear");
+  lin.hyper.set(Hyper::InChannels, 100);
+  lin.hyper.set(Hyper::KernelH, 5);  // a slot linear never had: falls back to all training ops
+  const auto rl = row(s, lin);
+  const auto li = mean_std(lin_in);
+  CHECK(at(s, rl, "hyper.in_channels") == Approx((100 - li.mean) / li.sd));
+  CHECK(at(s, rl, "hyper.kernel_h") == Approx((5 - ck.mean) / ck.sd));
+
+  auto unk = make_op("mystery");
+  unk.hyper.set(Hyper::InChannels, 100);
+  const auto all_in = mean_std({3, 64, 64, 256, 128, 512});
+  CHECK(at(s, row(s, unk), "hyper.in_channels") == Approx((100 - all_in.mean) / all_in.sd));
+
+  auto huge = make_op("conv2d");
+  huge.hyper.set(Hyper::InChannels, 1e9);
+  CHECK(at(s, row(s, huge), "hyper.in_channels") == Approx(10.0));  // hyper_clip
+}
+
+TEST_CASE("tensor sizes, cost, dtype, phase, batch and optimizer features") {
+  ets::ExecutionTrace t;
+  t.meta.batch_size = 32;
+  auto a = make_op("mm");
+  a.inputs = {{{2, 3}, ets::DType::Float32}};
+  a.flops = 100;
+  auto b = make_op("mm");
+  b.inputs = {{{4, 5, 6}, ets::DType::Float16}, {{7}, ets::DType::Float16}};
+  b.flops = 1000;
+  auto c = make_op("relu");
+  t.ops = {a, b, c};
+  const auto s = ets::FeatureSpec::fit({t});
+
+  auto probe = make_op("mm", ets::Phase::Backward);
+  probe.inputs = {{{10, 20}, ets::DType::BFloat16}};
+  probe.flops = 100;
+  probe.bytes = 10;
+  ets::TraceMeta meta;
+  meta.batch_size = 64;
+  meta.optimizer = "SGD";
+  const auto r = row(s, probe, meta);
+
+  const auto numel = mean_std({std::log1p(6.0), std::log1p(120.0)});
+  const auto d1 = mean_std({std::log1p(3.0), std::log1p(6.0)});
+  const auto d2 = mean_std({std::log1p(2.0), std::log1p(5.0)});
+  CHECK(at(s, r, "in0.present") == 1.f);
+  CHECK(at(s, r, "in0.log_numel") == Approx((std::log1p(200.0) - numel.mean) / numel.sd));
+  CHECK(at(s, r, "in0.rank") == Approx(-1.0));  // ranks 2 and 3: mean 2.5, std 0.5
+  CHECK(at(s, r, "in0.log_dim[-1]") == Approx((std::log1p(20.0) - d1.mean) / d1.sd));
+  CHECK(at(s, r, "in0.log_dim[-2]") == Approx((std::log1p(10.0) - d2.mean) / d2.sd));
+  CHECK(at(s, r, "in0.log_dim[-3]") == 0.f);
+  for (const char* n : {"in1.present", "in1.log_numel", "in1.rank", "in2.present"}) CHECK(at(s, r, n) == 0.f);
+  CHECK(at(s, r, "cost.log_flops") == Approx(-1.0));  // the lower of two known values
+  CHECK(at(s, r, "cost.flops_known") == 1.f);
+  CHECK(at(s, r, "cost.log_bytes") == Approx(std::log1p(10.0)));  // no bytes in training: identity scaling
+  CHECK(at(s, r, "cost.bytes_known") == 1.f);
+  CHECK(at(s, r, "dtype.bfloat16") == 1.f);
+  CHECK(at(s, r, "dtype.float32") == 0.f);
+  CHECK(at(s, r, "phase.backward") == 1.f);
+  CHECK(at(s, r, "phase.forward") + at(s, r, "phase.update") == 0.f);
+  CHECK(at(s, r, "batch.log_size") == Approx(std::log1p(64.0) - std::log1p(32.0)));
+  CHECK(at(s, r, "batch.known") == 1.f);
+  CHECK(at(s, r, "opt.sgd") == 1.f);
+
+  probe.flops = ets::kUnknown;
+  const auto rn = row(s, probe);
+  CHECK(at(s, rn, "cost.log_flops") == 0.f);
+  CHECK(at(s, rn, "cost.flops_known") == 0.f);
+  CHECK(at(s, rn, "batch.log_size") == 0.f);
+  CHECK(at(s, rn, "batch.known") == 0.f);
+  CHECK(at(s, rn, "opt.unknown") == 1.f);
+
+  const std::vector<std::pair<std::string, std::string>> opts = {
+      {"Adam", "opt.adam"}, {"torch.optim.AdamW", "opt.adamw"}, {"lamb", "opt.other"}, {"sgd", "opt.sgd"}};
+  for (const auto& [name, column] : opts) {
+    meta.optimizer = name;
+    const auto ro = row(s, probe, meta);
+    float sum = 0;
+    for (const char* o : {"opt.sgd", "opt.adam", "opt.adamw", "opt.other", "opt.unknown"}) sum += at(s, ro, o);
+    CHECK(at(s, ro, column) == 1.f);
+    CHECK(sum == 1.f);
+  }
+}
+
+TEST_CASE("label transform: log1p then z-score on labelled training ops, with an exact inverse") {
+  ets::ExecutionTrace t;
+  const std::vector<double> times = {1, 10, 100, 1000}, gaps = {0, 1, 2, 3};
+  for (std::size_t i = 0; i < times.size(); ++i) t.ops.push_back(make_op("x", ets::Phase::Forward, times[i], gaps[i]));
+  ets::ExecutionTrace unlabelled;  // all-zero timings carry no labels and must not move the statistics
+  for (int i = 0; i < 5; ++i) unlabelled.ops.push_back(make_op("x", ets::Phase::Forward, 0, 0));
+  CHECK_FALSE(ets::FeatureSpec::has_labels(unlabelled));
+  CHECK(ets::FeatureSpec::has_labels(t));
+  const auto s = ets::FeatureSpec::fit({t, unlabelled});
+
+  std::vector<double> lt, lg;
+  for (double v : times) lt.push_back(std::log1p(v));
+  for (double v : gaps) lg.push_back(std::log1p(v));
+  const auto mt = mean_std(lt), mg = mean_std(lg);
+  CHECK(s.normalize_time(50) == Approx((std::log1p(50.0) - mt.mean) / mt.sd));
+  CHECK(s.normalize_gap(50) == Approx((std::log1p(50.0) - mg.mean) / mg.sd));
+  CHECK(s.normalize_time(-3) == s.normalize_time(0));
+
+  for (double x : {0.0, 1e-6, 0.5, 1.0, 37.25, 1e3, 123456.789, 1e8}) {
+    for (int ch = 0; ch < 2; ++ch) {
+      INFO("x = " << x << " channel " << ch);
+      const double back = s.denormalize_label(ch, s.normalize_label(ch, x));
+      CHECK(std::abs(back - x) <= 1e-12 * std::max(1.0, x));
+      // Through the float tensors the model sees: float rounding of z only.
+      const double via_float = s.denormalize_label(ch, static_cast<float>(s.normalize_label(ch, x)));
+      CHECK(std::abs(via_float - x) <= 1e-5 * std::max(1.0, x));
+    }
+  }
+  CHECK(s.denormalize_time(-1e6) == 0.0);
+  CHECK(error_id([&] { s.normalize_label(2, 1.0); }) == "ets.encoder.11");
+}
+
+TEST_CASE("serialised spec round-trips bit-exactly and encodes identically") {
+  std::vector<ets::ExecutionTrace> train;
+  for (std::uint32_t i = 0; i < 4; ++i) train.push_back(ets_test::synthetic_trace(400, i));
+  ets::FeatureOptions o;
+  o.max_one_hot = 12;
+  o.dims_per_input = 3;
+  const auto s = ets::FeatureSpec::fit(train, o);
+  const auto blob = s.serialize();
+  REQUIRE(blob.size() > 16);
+  CHECK(std::memcmp(blob.data(), "ETSF", 4) == 0);
+  CHECK(blob[4] == 1);
+  CHECK(blob[5] + blob[6] + blob[7] == 0);
+
+  const auto back = ets::FeatureSpec::deserialize(blob);
+  CHECK(back == s);
+  CHECK(back.serialize() == blob);
+  CHECK(back.feature_names() == s.feature_names());
+  CHECK(back.one_hot_count() == s.one_hot_count());
+
+  auto probe = ets_test::synthetic_trace(300, 99, 60);  // types 40..59 never seen in training
+  const std::size_t f = static_cast<std::size_t>(s.feature_count());
+  std::vector<float> r1(probe.ops.size() * f), r2(probe.ops.size() * f);
+  ets::EncodeStats st1, st2;
+  s.encode_ops(probe, r1.data(), &st1);
+  back.encode_ops(probe, r2.data(), &st2);
+  CHECK(std::memcmp(r1.data(), r2.data(), r1.size() * sizeof(float)) == 0);
+  CHECK(st1.unknown_ops == st2.unknown_ops);
+  CHECK(st1.unknown_ops > 0);
+  for (double x : {0.0, 3.5, 1e4})
+    CHECK(back.normalize_time(x) == s.normalize_time(x));  // bit-exact statistics
+}
+
+TEST_CASE("truncated, corrupt or inconsistent blobs throw ets::Error") {
+  const auto s = ets::FeatureSpec::fit({ets_test::synthetic_trace(200, 1)});
+  const auto blob = s.serialize();
+  for (std::size_t n = 0; n < blob.size(); ++n) {
+    INFO("prefix " << n);
+    const std::string id = error_id([&] { ets::FeatureSpec::deserialize(blob.data(), n); });
+    CHECK((id == "ets.encoder.3" || id == "ets.encoder.6"));
+  }
+  for (std::size_t i = 0; i < blob.size(); ++i) {
+    auto bad = blob;
+    bad[i] ^= 0x10;
+    INFO("flipped byte " << i);
+    const std::string id = error_id([&] { ets::FeatureSpec::deserialize(bad); });
+    CHECK((id == "ets.encoder.4" || id == "ets.encoder.5" || id == "ets.encoder.6"));
+  }
+  CHECK(error_id([&] { ets::FeatureSpec::deserialize(nullptr, 100); }) == "ets.encoder.3");
+
+  auto bad_magic = blob;
+  bad_magic[0] = 'X';
+  CHECK(error_id([&] { ets::FeatureSpec::deserialize(bad_magic); }) == "ets.encoder.4");
+  auto newer = blob;
+  newer[4] = 2;
+  CHECK(error_id([&] { ets::FeatureSpec::deserialize(newer); }) == "ets.encoder.5");
+
+  // Valid checksum, impossible content: one-hot width (offset 36) beyond the vocabulary.
+  auto wide = blob;
+  wide[36] = 0xff;
+  wide[37] = 0xff;
+  reseal(wide);
+  CHECK(error_id([&] { ets::FeatureSpec::deserialize(wide); }) == "ets.encoder.7");
+  // coverage (offset 8, f64) = 2.0 is not a valid option.
+  auto cov = blob;
+  const double two = 2.0;
+  std::uint64_t bits;
+  std::memcpy(&bits, &two, 8);
+  for (int i = 0; i < 8; ++i) cov[8 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(bits >> (8 * i));
+  reseal(cov);
+  CHECK(error_id([&] { ets::FeatureSpec::deserialize(cov); }) == "ets.encoder.7");
+  auto longer = blob;
+  longer.insert(longer.end() - 8, std::uint8_t{0});
+  reseal(longer);
+  CHECK(error_id([&] { ets::FeatureSpec::deserialize(longer); }) == "ets.encoder.7");
+}
+
+TEST_CASE("invalid options, empty training sets and unfitted specs are rejected") {
+  const auto t = ets_test::synthetic_trace(20, 3);
+  auto fit_with = [&](auto change) {
+    ets::FeatureOptions o;
+    change(o);
+    return error_id([&] { ets::FeatureSpec::fit({t}, o); });
+  };
+  CHECK(fit_with([](ets::FeatureOptions& o) { o.coverage = 0; }) == "ets.encoder.1");
+  CHECK(fit_with([](ets::FeatureOptions& o) { o.coverage = 1.5; }) == "ets.encoder.1");
+  CHECK(fit_with([](ets::FeatureOptions& o) { o.coverage = std::nan(""); }) == "ets.encoder.1");
+  CHECK(fit_with([](ets::FeatureOptions& o) { o.max_one_hot = -1; }) == "ets.encoder.1");
+  CHECK(fit_with([](ets::FeatureOptions& o) { o.input_slots = 17; }) == "ets.encoder.1");
+  CHECK(fit_with([](ets::FeatureOptions& o) { o.hyper_clip = 0; }) == "ets.encoder.1");
+  CHECK(error_id([] { ets::FeatureSpec::fit({}); }) == "ets.encoder.2");
+  CHECK(error_id([] { ets::FeatureSpec::fit({ets::ExecutionTrace{}}); }) == "ets.encoder.2");
+  ets::FeatureSpec empty;
+  CHECK_FALSE(empty.fitted());
+  float r[4];
+  CHECK(error_id([&] { empty.encode_op(make_op("a"), {}, r); }) == "ets.encoder.9");
+}
+
+TEST_CASE("feature names are unique and match the layout") {
+  const auto s = ets::FeatureSpec::fit({ets_test::synthetic_trace(500, 7)});
+  const auto names = s.feature_names();
+  CHECK(static_cast<int>(names.size()) == s.feature_count());
+  CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
+  const auto& l = s.layout();
+  CHECK(names[static_cast<std::size_t>(l.other)] == "type.other");
+  CHECK(names[static_cast<std::size_t>(l.phase)] == "phase.forward");
+  CHECK(names[static_cast<std::size_t>(l.hyper)] == "hyper.kernel_h");
+  CHECK(names[static_cast<std::size_t>(l.optimizer + 4)] == "opt.unknown");
+  CHECK(names.back() == "opt.unknown");
+}
