@@ -221,7 +221,6 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   std::vector<double> shard_loss(static_cast<std::size_t>(shards));
 
   std::vector<std::int32_t> order(static_cast<std::size_t>(N));
-  for (int i = 0; i < N; ++i) order[static_cast<std::size_t>(i)] = i;
   const std::int64_t steps_per_epoch = (N + opt.batch - 1) / opt.batch;
   const std::int64_t total_steps = steps_per_epoch * opt.epochs;
 
@@ -318,6 +317,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
 
   for (int epoch = start_epoch; epoch < opt.epochs && !stop; ++epoch) {
     const auto e_start = clock::now();
+    // the permutation depends only on the generator state, so a resumed run shuffles exactly like an unbroken one
+    for (int i = 0; i < N; ++i) order[static_cast<std::size_t>(i)] = i;
     rng.shuffle(order);
     double epoch_loss = 0, epoch_weight = 0;
     double lr = 0;
