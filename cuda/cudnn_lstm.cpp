@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "ets/bilstm_predictor.hpp"
 #include "ets/cuda/cudnn_weight_slice.hpp"
 #include "ets/cuda/device.hpp"
 #include "status.hpp"
@@ -338,6 +339,11 @@ void CudnnBackend::forward(const float* x, int windows, int width, float* y) con
 
 std::unique_ptr<InferenceBackend> make_cudnn_backend(const LstmWeights& weights, const CudnnOptions& options) {
   return std::make_unique<CudnnBackend>(weights, options);
+}
+
+void enable() noexcept {
+  ets::detail::set_cuda_backend_factory(
+      [](const LstmWeights& w) -> std::unique_ptr<InferenceBackend> { return make_cudnn_backend(w); });
 }
 
 }  // namespace ets::cuda

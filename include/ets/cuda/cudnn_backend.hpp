@@ -52,4 +52,9 @@ class CudnnBackend final : public InferenceBackend {
 /// Convenience for predictor factories: a CudnnBackend behind the InferenceBackend interface.
 std::unique_ptr<InferenceBackend> make_cudnn_backend(const LstmWeights& weights, const CudnnOptions& options = {});
 
+/// Installs make_cudnn_backend (device 0) as BiLstmPredictor's CUDA factory, so Backend::Cuda and Backend::Auto
+/// can use cuDNN. Call once before building predictors; idempotent and thread-safe. Without a working device,
+/// Backend::Auto then falls back to the CPU with the reason (ets.cuda.1) in backend_note(), Backend::Cuda throws.
+void enable() noexcept;
+
 }  // namespace ets::cuda
