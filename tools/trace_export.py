@@ -109,10 +109,15 @@ def events_from_profile(prof) -> list:
             "name": e.name,
             "pid": pid,
             "tid": int(e.start_tid),
-            "ts": round(start_ns / 1000.0, 3),
+            "ts": start_ns,
             "dur": round(dur_ns / 1000.0, 3),
             "args": args,
         })
+    # Epoch-µs floats (~1.8e15) cannot hold ns: rounding put children 0.25 µs outside their parents and broke
+    # nesting. Timestamps are therefore µs since a whole second before the first event (exact to the ns).
+    base_ns = min((ev["ts"] for ev in events), default=0) // 1_000_000_000 * 1_000_000_000
+    for ev in events:
+        ev["ts"] = round((ev["ts"] - base_ns) / 1000.0, 3)
     events.sort(key=lambda ev: (ev["ts"], -ev["dur"]))
     return events
 

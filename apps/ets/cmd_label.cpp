@@ -1,0 +1,97 @@
+// `ets label PASS... -o OUT`: imports every timing pass of one configuration and writes its labelled iteration.
+// The dataset collector (tools/collect/collect.py) calls this once per configuration after its last pass.
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "ets/labeler.hpp"
+#include "ets/trace_file.hpp"
+#include "ets/tracer.hpp"
+
+namespace ets::cli {
+namespace {
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      o += fmt::format("\\u{:04x}", static_cast<int>(c));
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+double number(const Args& a, const std::string& name, double fallback) {
+  if (!a.has(name)) return fallback;
+  try {
+    std::size_t used = 0;
+    double v = std::stod(a.value(name), &used);
+    if (used == a.value(name).size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("option " + name + " needs a number, got '" + a.value(name) + "'");
+}
+
+int run_label(const Args& a) {
+  const std::string out = a.has("-o") ? a.value("-o") : a.value("--out");
+  if (out.empty()) throw std::invalid_argument("missing -o OUT (the labelled .etst.gz to write)");
+  Labeler::Options opt;
+  opt.disagreement_threshold = number(a, "--threshold", opt.disagreement_threshold);
+  opt.sum_tolerance = number(a, "--tolerance", opt.sum_tolerance);
+  const Labeler labeler(opt);
+
+  std::vector<std::vector<ExecutionTrace>> passes;
+  passes.reserve(a.positional.size());
+  for (const auto& path : a.positional) passes.push_back(Tracer::load(path));
+  Labeler::Result r = labeler.label(passes);
+
+  // Collector-supplied facts override what the source trace said (the raw JSON may come from another exporter).
+  TraceMeta& m = r.trace.meta;
+  auto set = [&](const char* opt_name, std::string& field) {
+    if (a.has(opt_name)) field = a.value(opt_name);
+  };
+  set("--family", m.family);
+  set("--model", m.model);
+  set("--optimizer", m.optimizer);
+  set("--environment", m.environment);
+  set("--device", m.device);
+  if (a.has("--batch-size")) m.batch_size = static_cast<std::int64_t>(number(a, "--batch-size", 0));
+  if (a.has("--id")) m.extra["config_id"] = a.value("--id");
+  if (a.has("--split")) m.extra["split"] = a.value("--split");
+  write_trace_file(out, {r.trace});
+
+  if (a.flag("--json")) {
+    std::string pm;
+    for (std::size_t i = 0; i < r.pass_median_us.size(); ++i)
+      pm += fmt::format("{}{:.3f}", i ? "," : "", r.pass_median_us[i]);
+    std::printf("{\"out\":\"%s\",\"ops\":%zu,\"measured_us\":%.3f,\"sum_us\":%.3f,\"pass_median_us\":[%s],"
+                "\"disagreement\":%.5f,\"disagrees\":%s,\"sum_discrepancy\":%.5f,\"gap_share\":%.5f}\n",
+                json_escape(out).c_str(), r.trace.ops.size(), r.trace.measured_us, r.trace.sum_us(), pm.c_str(),
+                r.disagreement, r.disagrees ? "true" : "false", r.sum_discrepancy, r.trace.gap_share());
+  } else {
+    std::printf("%s: %zu ops, label %.1f us (sum of op labels %+.2f%%), %zu passes, disagreement %.1f%%%s\n",
+                out.c_str(), r.trace.ops.size(), r.trace.measured_us, 100 * r.sum_discrepancy,
+                r.pass_median_us.size(), 100 * r.disagreement, r.disagrees ? " (flagged)" : "");
+  }
+  return 0;
+}
+
+const Register label_cmd{Command{
+    "label", "label one configuration from its timing passes (dataset collection)",
+    Spec{"label PASS... -o OUT [--threshold 0.10] [--tolerance 0.03] [--id ID] [--split S] [--family F] "
+         "[--model M] [--batch-size N] [--optimizer O] [--environment E] [--device D] [--json]",
+         {"--json"},
+         {"-o", "--out", "--threshold", "--tolerance", "--id", "--split", "--family", "--model", "--batch-size",
+          "--optimizer", "--environment", "--device"},
+         1},
+    run_label}};
+
+}  // namespace
+}  // namespace ets::cli

@@ -1,0 +1,57 @@
+// ets::Labeler — turns several timing passes of one configuration into the one labelled iteration the dataset stores.
+// Per-op labels are medians over passes × iterations; the iteration label is the median of the per-pass median periods.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "ets/trace.hpp"
+
+namespace ets {
+
+/// Labels a configuration from its passes (each pass: the profiled iterations of one fresh process).
+/// Needs the compiled library ets::ets (definitions in src/dataset/label.cpp). Used by `ets label`.
+///
+/// Definitions (docs/dataset.md):
+///  - period of an iteration = Σ(time + gap) = distance between its start and the next iteration's start;
+///  - per-op label = median over all passes × iterations of that op's time, and separately of its gap;
+///  - measured_us = median over passes of each pass's median period;
+///  - disagreement = max/min − 1 of the per-pass median periods, flagged above Options::disagreement_threshold.
+/// A sum of medians is not a median of sums: Σ(time + gap) of the labels can differ from measured_us; the
+/// relative difference is recorded and must stay within Options::sum_tolerance (else ets.label.4).
+class Labeler {
+ public:
+  struct Options {
+    double disagreement_threshold = 0.10;  ///< flag passes whose median periods differ by more (max/min − 1)
+    double sum_tolerance = 0.03;           ///< max |Σ(time + gap) of labels − measured_us| / measured_us
+  };
+
+  /// What label() found besides the labelled trace (all of it is also stored in trace.meta.extra).
+  struct Result {
+    ExecutionTrace trace;                 ///< one iteration: per-op medians, measured_us = the label
+    std::vector<double> pass_median_us;   ///< each pass's median period, in pass order
+    std::vector<std::size_t> iterations;  ///< iterations used per pass
+    double disagreement = 0;              ///< max/min − 1 of pass_median_us
+    bool disagrees = false;               ///< disagreement > Options::disagreement_threshold
+    double sum_discrepancy = 0;           ///< (Σ(time + gap) of the labels − measured_us) / measured_us
+    double single_pass_deviation = 0;     ///< mean over passes of |pass median − measured_us| / measured_us
+  };
+
+  Labeler() : Labeler(Options{}) {}
+  /// Throws ets.label.5 on a negative threshold or a tolerance outside (0, 1).
+  explicit Labeler(Options options);
+
+  /// Labels one configuration. Every iteration of every pass must carry the same op sequence (normalised names
+  /// and phases) — else ets.label.2 naming the first difference; empty input → ets.label.1; an iteration
+  /// with a non-positive or non-finite period → ets.label.3; labels off measured_us by more than the tolerance →
+  /// ets.label.4. The template for op attributes (shapes, hyper-parameters, FLOPs) is the first iteration of the
+  /// first pass; its meta is kept and extended with the label.* entries.
+  Result label(const std::vector<std::vector<ExecutionTrace>>& passes) const;
+
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  Options options_;
+};
+
+}  // namespace ets

@@ -1,0 +1,141 @@
+// Labelling of dataset configurations: aligns the iterations of all timing passes and takes robust medians.
+// Medians, not means: slow spells on a shared machine hit whole stretches of a pass and would drag a mean along.
+#include "ets/labeler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ets/error.hpp"
+
+namespace ets {
+namespace {
+
+double median(std::vector<double> v) {
+  const std::size_t n = v.size();
+  const std::size_t mid = n / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double hi = v[mid];
+  if (n % 2) return hi;
+  const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return 0.5 * (lo + hi);
+}
+
+std::string join(const std::vector<double>& v, int decimals) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ';';
+    s += fmt::format("{:.{}f}", v[i], decimals);
+  }
+  return s;
+}
+
+// The reference op sequence is the first iteration of the first pass; every other iteration must match it.
+void check_aligned(const ExecutionTrace& ref, const ExecutionTrace& it, std::size_t pass, std::size_t iter) {
+  const std::size_t n = std::min(ref.ops.size(), it.ops.size());
+  for (std::size_t j = 0; j < n; ++j) {
+    const OpRecord& a = ref.ops[j];
+    const OpRecord& b = it.ops[j];
+    if (a.name != b.name || a.phase != b.phase)
+      ETS_THROW(Errc::invalid_trace, "ets.label.2",
+                "pass {} iteration {} does not align with pass 1 iteration 1: op {} is '{}' ({}), expected '{}' ({})",
+                pass + 1, iter + 1, j, b.name, phase_name(b.phase), a.name, phase_name(a.phase));
+  }
+  if (ref.ops.size() != it.ops.size())
+    ETS_THROW(Errc::invalid_trace, "ets.label.2",
+              "pass {} iteration {} does not align with pass 1 iteration 1: {} ops instead of {}", pass + 1, iter + 1,
+              it.ops.size(), ref.ops.size());
+}
+
+}  // namespace
+
+Labeler::Labeler(Options options) : options_(options) {
+  ETS_CHECK(std::isfinite(options_.disagreement_threshold) && options_.disagreement_threshold >= 0,
+            Errc::invalid_argument, "ets.label.5", "disagreement threshold must be a finite number >= 0, got {}",
+            options_.disagreement_threshold);
+  ETS_CHECK(std::isfinite(options_.sum_tolerance) && options_.sum_tolerance > 0 && options_.sum_tolerance < 1,
+            Errc::invalid_argument, "ets.label.5", "sum tolerance must lie in (0, 1), got {}", options_.sum_tolerance);
+}
+
+Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& passes) const {
+  ETS_CHECK(!passes.empty(), Errc::invalid_argument, "ets.label.1", "no passes to label");
+  for (std::size_t p = 0; p < passes.size(); ++p)
+    ETS_CHECK(!passes[p].empty(), Errc::invalid_argument, "ets.label.1", "pass {} holds no iteration", p + 1);
+  const ExecutionTrace& ref = passes.front().front();
+  ETS_CHECK(!ref.ops.empty(), Errc::invalid_argument, "ets.label.1", "pass 1 iteration 1 holds no operator");
+
+  Result r;
+  std::size_t samples = 0;
+  for (std::size_t p = 0; p < passes.size(); ++p) {
+    std::vector<double> periods;
+    periods.reserve(passes[p].size());
+    for (std::size_t i = 0; i < passes[p].size(); ++i) {
+      const ExecutionTrace& it = passes[p][i];
+      check_aligned(ref, it, p, i);
+      const double period = it.sum_us();
+      ETS_CHECK(std::isfinite(period) && period > 0, Errc::invalid_trace, "ets.label.3",
+                "pass {} iteration {} has period {} us; a labelled iteration needs a positive finite period", p + 1,
+                i + 1, period);
+      periods.push_back(period);
+    }
+    r.pass_median_us.push_back(median(std::move(periods)));
+    r.iterations.push_back(passes[p].size());
+    samples += passes[p].size();
+  }
+
+  // Per-op medians over every (pass, iteration) sample, time and gap separately.
+  ExecutionTrace out;
+  out.meta = ref.meta;
+  out.iteration = 0;
+  out.start_us = 0;
+  out.ops = ref.ops;
+  std::vector<double> times(samples), gaps(samples);
+  double cursor = 0;
+  for (std::size_t j = 0; j < out.ops.size(); ++j) {
+    std::size_t s = 0;
+    for (const auto& pass : passes)
+      for (const auto& it : pass) {
+        times[s] = it.ops[j].time_us;
+        gaps[s] = it.ops[j].gap_us;
+        ++s;
+      }
+    OpRecord& op = out.ops[j];
+    op.time_us = median(times);
+    op.gap_us = median(gaps);
+    op.start_us = cursor;
+    cursor += op.time_us + op.gap_us;
+  }
+  out.measured_us = median(r.pass_median_us);
+
+  const auto [mn, mx] = std::minmax_element(r.pass_median_us.begin(), r.pass_median_us.end());
+  r.disagreement = *mx / *mn - 1.0;
+  r.disagrees = r.disagreement > options_.disagreement_threshold;
+  r.sum_discrepancy = (out.sum_us() - out.measured_us) / out.measured_us;
+  double dev = 0;
+  for (double m : r.pass_median_us) dev += std::abs(m - out.measured_us) / out.measured_us;
+  r.single_pass_deviation = dev / static_cast<double>(r.pass_median_us.size());
+
+  std::vector<double> iters(r.iterations.begin(), r.iterations.end());
+  auto& x = out.meta.extra;
+  x["label.method"] = "op: median over passes x iterations of time and of gap; measured: median of pass median periods";
+  x["label.passes"] = std::to_string(passes.size());
+  x["label.iterations"] = join(iters, 0);
+  x["label.pass_median_us"] = join(r.pass_median_us, 3);
+  x["label.disagreement"] = fmt::format("{:.5f}", r.disagreement);
+  x["label.disagreement_threshold"] = fmt::format("{:.5f}", options_.disagreement_threshold);
+  x["label.disagrees"] = r.disagrees ? "1" : "0";
+  x["label.sum_discrepancy"] = fmt::format("{:.5f}", r.sum_discrepancy);
+  x["label.single_pass_deviation"] = fmt::format("{:.5f}", r.single_pass_deviation);
+
+  ETS_CHECK(std::abs(r.sum_discrepancy) <= options_.sum_tolerance, Errc::invalid_trace, "ets.label.4",
+            "sum of per-op median labels {:.1f} us is {:+.2f}% off the iteration label {:.1f} us (tolerance {:.1f}%)",
+            out.sum_us(), 100 * r.sum_discrepancy, out.measured_us, 100 * options_.sum_tolerance);
+  r.trace = std::move(out);
+  return r;
+}
+
+}  // namespace ets

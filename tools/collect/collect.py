@@ -1,0 +1,311 @@
+#!/usr/bin/python3
+# Dataset collector CLI: runs ≥ 3 timing passes per configuration in fresh processes, then labels them with `ets label`.
+# Resumable (skips finished passes and labelled configs), one failing config never stops a run; see docs/dataset.md.
+"""Collect ETS training traces.
+
+    /usr/bin/python3 tools/collect/collect.py                     # the whole manifest, 3 passes, labels into data/
+    /usr/bin/python3 tools/collect/collect.py --limit 10 --passes 2   # pilot
+    /usr/bin/python3 tools/collect/collect.py --configs ids.txt --device cuda --passes 1 --out gpu-out/data
+
+Work is done in blocks of --block configs: for each block, pass 1, 2, 3 each run in a fresh worker process over a
+freshly shuffled order, so one configuration's passes are minutes apart with other configurations in between; the
+block's configurations are then labelled. Interrupt at any time; the next run resumes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from tools.collect import configs as C  # noqa: E402
+
+
+class Progress:
+    """One-line progress bar with ETA on stderr (plain lines when stderr is not a terminal)."""
+
+    def __init__(self, total: int, label: str = ""):
+        self.total, self.done, self.fails, self.t0, self.label = max(1, total), 0, 0, time.time(), label
+        self.tty = sys.stderr.isatty()
+        self.last_plain = 0.0
+
+    def update(self, note: str, ok: bool = True) -> None:
+        self.done += 1
+        self.fails += 0 if ok else 1
+        el = time.time() - self.t0
+        eta = el / self.done * (self.total - self.done)
+        width = 30
+        fill = int(width * self.done / self.total)
+        line = (f"[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} {100 * self.done / self.total:5.1f}% "
+                f"elapsed {_hms(el)} eta {_hms(eta)} fails {self.fails} | {note}")
+        if self.tty:
+            sys.stderr.write("\r\x1b[2K" + line[:160])
+            sys.stderr.flush()
+        elif time.time() - self.last_plain > 10 or self.done == self.total:
+            sys.stderr.write(line + "\n")
+            self.last_plain = time.time()
+
+    def close(self) -> None:
+        if self.tty:
+            sys.stderr.write("\n")
+
+
+def _hms(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+class Collector:
+    def __init__(self, args):
+        self.a = args
+        self.out = os.path.abspath(args.out)
+        self.raw = os.path.abspath(args.raw or os.path.join(self.out, "raw"))
+        self.traces = os.path.join(self.out, "traces")
+        self.state = os.path.join(self.out, "collect")
+        for d in (self.out, self.raw, self.traces, self.state):
+            os.makedirs(d, exist_ok=True)
+        self.log_path = os.path.join(self.state, "run.jsonl")
+        self.ets = args.ets or _find_ets()
+
+    # ---- bookkeeping
+    def log(self, **ev) -> None:
+        ev["t"] = round(time.time(), 3)
+        with open(self.log_path, "a") as fh:
+            fh.write(json.dumps(ev, sort_keys=True) + "\n")
+
+    def status(self, cid: str, p: int):
+        path = os.path.join(self.raw, cid, f"pass{p}.status.json")
+        try:
+            with open(path) as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return None
+
+    def label_path(self, cfg: dict) -> str:
+        return os.path.join(self.traces, cfg["split"], cfg["id"] + ".etst.gz")
+
+    def needs_pass(self, cid: str, p: int) -> bool:
+        st = self.status(cid, p)
+        if st is None:
+            return True
+        return (not st.get("ok")) and self.a.retry_failed
+
+    # ---- passes
+    def run_pass(self, ids: list, p: int, progress: Progress) -> None:
+        """Runs one pass over ids in fresh worker processes; a crashed worker is blamed on its current config."""
+        todo = list(ids)
+        while todo:
+            ids_file = os.path.join(self.state, f"ids-pass{p}-{os.getpid()}.txt")
+            with open(ids_file, "w") as fh:
+                fh.write("\n".join(todo) + "\n")
+            cmd = (["chrt", "-f", "10"] if self.a.rt else []) + [sys.executable, "-u", os.path.join(HERE, "worker.py"), "--ids", ids_file, "--pass", str(p),
+                   "--raw", self.raw, "--device", self.a.device, "--warmup", str(self.a.warmup),
+                   "--iters", str(self.a.iters), "--max-iter-s", str(self.a.max_iter_s),
+                   "--env-out", os.path.join(self.state, f"env-pass{p}.json")]
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+            finished = set()
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                parts = line.split()
+                if len(parts) == 4 and parts[0] == "DONE":
+                    cid, ok, secs = parts[1], parts[2] == "1", float(parts[3])
+                    finished.add(cid)
+                    st = self.status(cid, p) or {}
+                    self.log(ev="pass", config=cid, **{"pass": p}, ok=ok, secs=secs,
+                             error=st.get("error", ""))
+                    progress.update(f"{cid} p{p} {secs:.1f}s{'' if ok else ' FAILED'}", ok)
+            err = proc.stderr.read() if proc.stderr else ""
+            rc = proc.wait()
+            todo = [c for c in todo if c not in finished]
+            if rc == 0 and not todo:
+                break
+            # the worker died (segfault, OOM kill, ...): blame the config it was running, then go on without it
+            marker = os.path.join(self.raw, f".current-{proc.pid}")
+            culprit = None
+            if os.path.exists(marker):
+                with open(marker) as fh:
+                    culprit = fh.read().strip()
+                os.remove(marker)
+            if culprit is None and todo:
+                culprit = todo[0]
+            if culprit:
+                d = os.path.join(self.raw, culprit)
+                os.makedirs(d, exist_ok=True)
+                rec = {"ok": False, "config": culprit, "pass": p, "error": f"worker crashed rc={rc}",
+                       "stderr_tail": err[-2000:]}
+                with open(os.path.join(d, f"pass{p}.status.json"), "w") as fh:
+                    json.dump(rec, fh, indent=1)
+                self.log(ev="crash", config=culprit, **{"pass": p}, rc=rc, stderr=err[-500:])
+                progress.update(f"{culprit} p{p} CRASHED rc={rc}", False)
+                todo = [c for c in todo if c != culprit]
+            if rc != 0 and not culprit:
+                break
+            try:
+                os.remove(ids_file)
+            except OSError:
+                pass
+
+    # ---- labelling
+    def label(self, cfg: dict) -> bool:
+        cid, P = cfg["id"], self.a.passes
+        files = [os.path.join(self.raw, cid, f"pass{p}.json.gz") for p in range(1, P + 1)]
+        out = self.label_path(cfg)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        st = self.status(cid, 1) or {}
+        env = st.get("env", {})
+        k = cfg["knobs"]
+        cmd = [self.ets, "label", *files, "-o", out, "--id", cid, "--family", cfg["family"],
+               "--model", C.model_name(cfg), "--batch-size", str(k["batch_size"]), "--optimizer", k["optimizer"],
+               "--split", cfg["split"], "--threshold", str(self.a.disagree), "--tolerance", str(self.a.tolerance)]
+        if env.get("environment"):
+            cmd += ["--environment", env["environment"]]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        ok = r.returncode == 0 and os.path.exists(out)
+        self.log(ev="label", config=cid, ok=ok, rc=r.returncode, stderr=r.stderr.strip()[-800:],
+                 stdout=r.stdout.strip()[-800:])
+        if ok and self.a.prune_raw and not _keep_raw_sample(cid):
+            for p in range(1, P + 1):
+                try:
+                    os.remove(files[p - 1])
+                except OSError:
+                    pass
+        return ok
+
+    # ---- driver
+    def run(self, cfgs: list) -> int:
+        P = self.a.passes
+        pending = [c for c in cfgs if self.a.no_label or not os.path.exists(self.label_path(c))]
+        units = sum(1 for c in pending for p in range(1, P + 1) if self.needs_pass(c["id"], p))
+        skipped = len(cfgs) - len(pending)
+        sys.stderr.write(f"collect: {len(cfgs)} configs selected, {skipped} already labelled, "
+                         f"{units} config-passes to run, {P} passes, blocks of {self.a.block}, device {self.a.device}\n")
+        self.log(ev="start", configs=len(cfgs), skipped=skipped, units=units, passes=P, argv=sys.argv[1:])
+        prog = Progress(units)
+        labelled = label_fail = 0
+        rng = random.Random(self.a.seed)
+        for b0 in range(0, len(pending), self.a.block):
+            block = pending[b0:b0 + self.a.block]
+            for p in range(1, P + 1):
+                ids = [c["id"] for c in block if self.needs_pass(c["id"], p)]
+                rng.shuffle(ids)  # a fresh order per pass: slow spells hit different configs each time
+                if ids:
+                    self.run_pass(ids, p, prog)
+            if self.a.no_label:
+                continue
+            for c in block:
+                if all((self.status(c["id"], p) or {}).get("ok") for p in range(1, P + 1)):
+                    if self.label(c):
+                        labelled += 1
+                    else:
+                        label_fail += 1
+        prog.close()
+        fails = self._failures(pending)
+        sys.stderr.write(f"collect: done; labelled {labelled} now, label failures {label_fail}, "
+                         f"configs with a failed pass {len(fails)} (see {self.log_path})\n")
+        for cid, err in list(fails.items())[:20]:
+            sys.stderr.write(f"  {cid}: {err[:160]}\n")
+        self.log(ev="end", labelled=labelled, label_fail=label_fail, pass_fail=len(fails))
+        return 0
+
+    def _failures(self, cfgs) -> dict:
+        out = {}
+        for c in cfgs:
+            for p in range(1, self.a.passes + 1):
+                st = self.status(c["id"], p)
+                if st is not None and not st.get("ok"):
+                    out[c["id"]] = st.get("error", "?")
+        return out
+
+
+def _keep_raw_sample(cid: str) -> bool:
+    # raw Kineto JSON is kept for a deterministic ~5% sample (the card's "raw sample")
+    return C.seed_of(cid) % 20 == 0
+
+
+def _find_ets() -> str:
+    for d in ("build-dataset", "build"):
+        p = os.path.join(ROOT, d, "ets")
+        if os.path.exists(p):
+            return p
+    return shutil.which("ets") or os.path.join(ROOT, "build", "ets")
+
+
+def select(args) -> list:
+    fams = [f.strip() for f in args.families.split(",")] if args.families else None
+    if args.configs:
+        with open(args.configs) as fh:
+            ids = [ln.split("#")[0].strip() for ln in fh]
+        ids = [i for i in ids if i]
+        if fams:
+            ids = [i for i in ids if C.parse_id(i)[0] in fams]
+    else:
+        ids = C.all_ids(fams)
+        # a fixed interleaving so that --limit N samples every family rather than the first one
+        random.Random(1234).shuffle(ids)
+    if args.limit:
+        ids = ids[:args.limit]
+    return [C.config(i) for i in ids]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(ROOT, "data"), help="dataset root (default: data/)")
+    ap.add_argument("--raw", default="", help="raw Kineto JSON folder (default: OUT/raw)")
+    ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--families", default="", help="comma-separated family names")
+    ap.add_argument("--configs", default="", help="file with one config id per line")
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--block", type=int, default=40, help="configs per block (passes alternate within a block)")
+    ap.add_argument("--warmup", type=int, default=3, help="unprofiled warm-up iterations")
+    ap.add_argument("--iters", type=int, default=6, help="profiled iterations per pass (≥ 5)")
+    ap.add_argument("--max-iter-s", type=float, default=2.0, help="skip configs whose warm-up iteration is slower")
+    ap.add_argument("--disagree", type=float, default=0.10, help="pass-disagreement flag threshold (max/min-1)")
+    ap.add_argument("--tolerance", type=float, default=0.03, help="max |Σ labels - measured| / measured")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ets", default="", help="path of the ets tool (default: build-dataset/ets or build/ets)")
+    ap.add_argument("--rt", action="store_true",
+                    help="run workers SCHED_FIFO (chrt -f 10): shields timings from other processes on a busy "
+                         "machine, but RT throttling then stalls ~50 ms per second; default off (collect on a quiet machine)")
+    ap.add_argument("--retry-failed", action="store_true", help="re-run passes that failed before")
+    ap.add_argument("--no-label", action="store_true", help="collect raw passes only")
+    ap.add_argument("--prune-raw", action="store_true", help="delete raw JSON of labelled configs (keeps a 5%% sample)")
+    ap.add_argument("--quick", action="store_true", help="CI / dry run: 1 warm-up, 5 iterations, 2 passes, small block")
+    ap.add_argument("--print-ids", action="store_true", help="print the selected config ids and exit")
+    ap.add_argument("--manifest", action="store_true", help="(re)write OUT/manifest.json and exit")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.warmup = 1
+        args.iters = 5
+        args.max_iter_s = min(args.max_iter_s, 1.0)
+        if "--passes" not in (argv or sys.argv):
+            args.passes = 2
+        args.block = min(args.block, 8)
+    if args.iters < 1 or args.passes < 1:
+        ap.error("--iters and --passes must be ≥ 1")
+
+    if args.manifest:
+        os.makedirs(args.out, exist_ok=True)
+        m = C.write_manifest(os.path.join(args.out, "manifest.json"))
+        print(f"wrote {len(m['configs'])} configs: {m['counts']}")
+        return 0
+    cfgs = select(args)
+    if args.print_ids:
+        print("\n".join(c["id"] for c in cfgs))
+        return 0
+    if not args.no_label and not os.path.exists(args.ets or _find_ets()):
+        ap.error("the ets tool was not found; build it (cmake --build build-dataset --target ets_cli) or pass --ets")
+    return Collector(args).run(cfgs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+# Deterministic configuration generator: config id -> (family, knobs, seed, split), and the dataset manifest.
+# The same id always yields the same model and knobs on any machine, so collections resume and re-collect exactly.
+"""Config ids are ``<family>-<index:04d>``; ``config(cid)`` regenerates everything from the id alone.
+
+Split (by architecture family; test families never appear in train or val):
+  test  = vgg, shufflenet, squeezenet, gru_classifier, plus random nets with index % 10 == 0
+  val   = mnasnet, inception, bert, plus random nets with index % 10 == 1
+  train = everything else
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+
+from .zoo import FAMILIES
+
+TEST_FAMILIES = ("vgg", "shufflenet", "squeezenet", "gru_classifier")
+VAL_FAMILIES = ("mnasnet", "inception", "bert")
+RANDOM_FAMILIES = ("randwire_ws", "randwire_er")
+
+PER_REAL_FAMILY = 70
+PER_RANDOM_FAMILY = 300
+# Training multiply-add budget (GMAC) that keeps one iteration inside ~5 ms..1 s on one CPU thread;
+# sampling is retried (deterministically) until a draw fits.
+MAX_TRAIN_GMAC = 12.0
+MANIFEST_VERSION = 1
+
+
+def config_id(fam: str, index: int) -> str:
+    return f"{fam}-{index:04d}"
+
+
+def parse_id(cid: str):
+    fam, _, idx = cid.rpartition("-")
+    if fam not in FAMILIES or not idx.isdigit():
+        raise KeyError(f"unknown config id {cid!r}")
+    return fam, int(idx)
+
+
+def split_of(fam: str, index: int) -> str:
+    if fam in RANDOM_FAMILIES:
+        return {0: "test", 1: "val"}.get(index % 10, "train")
+    if fam in TEST_FAMILIES:
+        return "test"
+    if fam in VAL_FAMILIES:
+        return "val"
+    return "train"
+
+
+def seed_of(cid: str) -> int:
+    return int.from_bytes(hashlib.sha256(cid.encode()).digest()[:4], "little")
+
+
+def config(cid: str) -> dict:
+    """Everything needed to rebuild a configuration, from its id alone."""
+    fam, index = parse_id(cid)
+    f = FAMILIES[fam]
+    knobs = None
+    for attempt in range(64):
+        rng = random.Random(f"ets-dataset-v{MANIFEST_VERSION}:{cid}:{attempt}")
+        k = f.sample(rng)
+        if f.est_gmac(k) <= MAX_TRAIN_GMAC:
+            knobs = k
+            break
+        knobs = k
+    return {"id": cid, "family": fam, "domain": f.domain, "index": index, "seed": seed_of(cid),
+            "split": split_of(fam, index), "knobs": knobs, "est_gmac": round(f.est_gmac(knobs), 4)}
+
+
+def all_ids(families=None) -> list:
+    ids = []
+    for fam in FAMILIES:
+        if families and fam not in families:
+            continue
+        n = PER_RANDOM_FAMILY if fam in RANDOM_FAMILIES else PER_REAL_FAMILY
+        ids += [config_id(fam, i) for i in range(n)]
+    return ids
+
+
+def model_name(cfg: dict) -> str:
+    """Short human-readable model name stored in TraceMeta.model."""
+    k = cfg["knobs"]
+    return k.get("arch") and f"{cfg['family']}:{k['arch']}" or cfg["family"]
+
+
+def manifest(families=None) -> dict:
+    cfgs = [config(c) for c in all_ids(families)]
+    counts = {}
+    for c in cfgs:
+        counts.setdefault(c["split"], 0)
+        counts[c["split"]] += 1
+    return {"version": MANIFEST_VERSION, "generator": "tools/collect/configs.py",
+            "test_families": list(TEST_FAMILIES), "val_families": list(VAL_FAMILIES),
+            "random_split_rule": "index % 10 == 0 -> test, == 1 -> val, else train",
+            "counts": counts, "configs": cfgs}
+
+
+def write_manifest(path: str, families=None) -> dict:
+    m = manifest(families)
+    with open(path, "w") as fh:
+        json.dump(m, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    return m

@@ -1,0 +1,160 @@
+# Fixes and records the timing environment of a collection process (threads, BLAS core type, denormals).
+# Must run before torch is imported: OpenBLAS and OpenMP read their thread counts once, at load time.
+"""Timing environment for the collector.
+
+``prepare_process(device)`` must be called before ``import torch``; ``configure_torch()`` after it.
+``environment_record()`` returns what the dataset card and every labelled trace record about the machine.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import re
+import time
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def cpu_flags() -> set:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cpu_slug(model: str | None = None) -> str:
+    """'AMD EPYC 7B13 64-Core' -> 'amd-epyc-7b13-64-core' (used in the environment id)."""
+    s = re.sub(r"\(r\)|\(tm\)|cpu|@.*$|processor", "", (model or cpu_model()).lower())
+    return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "unknown"
+
+
+def prepare_process(device: str = "cpu") -> None:
+    """Sets thread and BLAS variables; a no-op for variables the user already set explicitly."""
+    if device == "cpu":
+        for v in _THREAD_VARS:
+            os.environ.setdefault(v, "1")
+    # OpenBLAS picks its kernels by CPUID; on AVX-512 hosts the DYNAMIC_ARCH build may fall back to Haswell
+    # kernels under some hypervisors, so pin SkylakeX there. Elsewhere auto-detection is right (checked by gemm).
+    if "avx512f" in cpu_flags():
+        os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+
+
+def _openblas():
+    for name in ("libopenblas.so.0", "libopenblasp-r0.3.21.so", "libblas.so.3"):
+        try:
+            lib = ctypes.CDLL(name)
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def configure_torch(device: str = "cpu"):
+    """Applies the fixed settings to an imported torch; returns the torch module."""
+    import torch
+
+    if device == "cpu":
+        torch.set_num_threads(1)
+        if _interop_unset(torch):
+            torch.set_num_interop_threads(1)
+        lib = _openblas()
+        if lib is not None:
+            # torch.set_num_threads does not reach OpenBLAS's own pthread pool: a 1-thread torch would
+            # otherwise run GEMMs on every core (measured: 154 vs 78 GFLOP/s on the 2-core dev box).
+            try:
+                lib.openblas_set_num_threads(1)
+            except AttributeError:
+                pass
+    torch.set_flush_denormal(True)
+    return torch
+
+
+def _interop_unset(torch) -> bool:
+    # set_num_interop_threads raises once any inter-op work ran; only call it in a fresh process.
+    try:
+        return torch.get_num_interop_threads() != 1
+    except Exception:
+        return False
+
+
+def gemm_gflops(n: int = 512, reps: int = 20, device: str = "cpu") -> float:
+    """fp32 n×n matmul throughput (GFLOP/s): a cheap check that the BLAS and thread settings took effect."""
+    import torch
+
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    for _ in range(3):
+        a @ b
+    if device != "cpu":
+        torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        if device != "cpu":
+            torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - t) / reps)
+    return 2.0 * n ** 3 / best / 1e9
+
+
+def environment_record(device: str = "cpu", gemm: bool = True) -> dict:
+    """What the card and each label record: CPU/GPU, torch and BLAS versions, threads, denormals, GEMM check."""
+    import torch
+
+    rec = {
+        "host_cpu": cpu_model(),
+        "cpu_flags_avx512": "avx512f" in cpu_flags(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "flush_denormal": True,
+        "device": device,
+        "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE", ""),
+    }
+    try:
+        import torchvision
+
+        rec["torchvision"] = torchvision.__version__
+    except Exception:
+        rec["torchvision"] = ""
+    lib = _openblas()
+    if lib is not None:
+        rec["blas"] = lib.openblas_get_config().decode()
+        rec["blas_core"] = lib.openblas_get_corename().decode()
+        try:
+            rec["blas_threads"] = int(lib.openblas_get_num_threads())
+        except AttributeError:
+            pass
+    else:
+        rec["blas"] = "unknown"
+    if device == "cpu":
+        rec["environment"] = f"cpu-{cpu_slug()}-{torch.get_num_threads()}t"
+        rec["device_name"] = cpu_model()
+    else:
+        name = torch.cuda.get_device_name(0)
+        rec["environment"] = "gpu-" + cpu_slug(name)
+        rec["device_name"] = name
+        rec["cuda"] = torch.version.cuda or ""
+        rec["cudnn"] = str(torch.backends.cudnn.version() or "")
+    if gemm:
+        rec["gemm512_gflops"] = round(gemm_gflops(device=device), 1)
+    return rec

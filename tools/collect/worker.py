@@ -1,0 +1,168 @@
+# One collection pass in one fresh process: builds each listed configuration, warms up, profiles, exports raw JSON.
+# Run by collect.py (never imports torch before the environment is fixed); one failing config never stops the pass.
+"""Usage: python -m tools.collect.worker --ids FILE --pass N --raw DIR [--device cpu|cuda] [--warmup W] [--iters I]
+
+Writes, per config, ``DIR/<id>/pass<N>.json.gz`` (Kineto-style trace) and ``DIR/<id>/pass<N>.status.json``
+(``{"ok": bool, ...}``), both atomically. Before each config it writes ``DIR/.current-<pid>`` so that the parent can
+blame a config that crashed the whole process. Prints ``DONE <id> <ok> <seconds>`` per config on stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+TOOLS = os.path.join(ROOT, "tools")
+if TOOLS not in sys.path:
+    sys.path.insert(0, TOOLS)
+
+from tools.collect import env as envmod  # noqa: E402  (no torch import in env at module level)
+
+
+def atomic_write_json(path: str, obj) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as fh:
+        json.dump(obj, fh, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def _sync(torch, device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict) -> dict:
+    from tools.collect.zoo import FAMILIES, make_optimizer
+
+    t0 = time.perf_counter()
+    torch.manual_seed(cfg["seed"])
+    fam = FAMILIES[cfg["family"]]
+    w = fam.build(torch, cfg["knobs"])
+    dev = args.device
+    model = w.model.to(dev).train()
+    inputs = tuple(x.to(dev) for x in w.inputs)
+    target = tuple(t.to(dev) for t in w.target) if isinstance(w.target, tuple) else w.target.to(dev)
+    opt = make_optimizer(torch, model.parameters(), cfg["knobs"])
+
+    def step():
+        # set_to_none: no per-parameter zero_ ops outside the optimizer scope, as in current PyTorch defaults
+        opt.zero_grad(set_to_none=True)
+        out = model(*inputs)
+        loss = w.loss(out, target)
+        loss.backward()
+        opt.step()
+        _sync(torch, dev)
+
+    warm = []
+    for _ in range(args.warmup):
+        t = time.perf_counter()
+        step()
+        warm.append(time.perf_counter() - t)
+        if warm[-1] > args.max_iter_s:
+            break
+    med_warm = sorted(warm)[len(warm) // 2]
+    if med_warm > args.max_iter_s:
+        raise RuntimeError(f"too_slow: warm-up iteration {med_warm:.2f} s > --max-iter-s {args.max_iter_s}")
+
+    out_dir = os.path.join(raw_dir, cfg["id"])
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"pass{pass_no}.json.gz")
+    tmp = path + f".tmp{os.getpid()}.json.gz"
+    extra = {"config_id": cfg["id"], "family": cfg["family"], "pass": pass_no,
+             "batch_size": cfg["knobs"]["batch_size"], "optimizer": cfg["knobs"]["optimizer"],
+             "environment": env_rec["environment"], "device": env_rec["device_name"]}
+    exported = []
+
+    def ready(prof):
+        if dev == "cuda":
+            # a CUDA build of torch has real Kineto: its own exporter keeps kernels, flows and args
+            plain = tmp[:-3]
+            prof.export_chrome_trace(plain)
+            import gzip
+            import shutil
+            with open(plain, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
+                shutil.copyfileobj(src, dst)
+            os.remove(plain)
+        else:
+            from trace_export import export_kineto_json
+            export_kineto_json(prof, tmp, extra)
+        exported.append(tmp)
+
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if dev == "cuda":
+        acts.append(torch.profiler.ProfilerActivity.CUDA)
+    tp = time.perf_counter()
+    with torch.profiler.profile(activities=acts, record_shapes=True, with_flops=True,
+                                schedule=torch.profiler.schedule(wait=0, warmup=1, active=args.iters),
+                                on_trace_ready=ready) as prof:
+        for _ in range(1 + args.iters):
+            step()
+            prof.step()
+    if not exported:
+        raise RuntimeError("profiler produced no trace (on_trace_ready never ran)")
+    os.replace(tmp, path)
+    return {"ok": True, "config": cfg["id"], "pass": pass_no, "pid": os.getpid(),
+            "finished_unix": time.time(), "wall_s": round(time.perf_counter() - t0, 3),
+            "profile_s": round(time.perf_counter() - tp, 3),
+            "warmup_ms": [round(1e3 * x, 3) for x in warm], "trace": os.path.basename(path),
+            "trace_bytes": os.path.getsize(path)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ids", required=True, help="file with one config id per line, run in that order")
+    ap.add_argument("--pass", dest="pass_no", type=int, required=True)
+    ap.add_argument("--raw", required=True)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=6)
+    ap.add_argument("--max-iter-s", type=float, default=2.0)
+    ap.add_argument("--env-out", default="", help="write the environment record (JSON) here")
+    args = ap.parse_args(argv)
+
+    envmod.prepare_process(args.device)
+    import torch  # noqa: E402  (after prepare_process on purpose)
+    envmod.configure_torch(args.device)
+    from tools.collect.configs import config
+
+    env_rec = envmod.environment_record(args.device, gemm=True)
+    if args.env_out:
+        atomic_write_json(args.env_out, env_rec)
+    os.makedirs(args.raw, exist_ok=True)
+    marker = os.path.join(args.raw, f".current-{os.getpid()}")
+    with open(args.ids) as fh:
+        ids = [ln.strip() for ln in fh if ln.strip()]
+    for cid in ids:
+        with open(marker, "w") as fh:
+            fh.write(cid)
+        t = time.perf_counter()
+        try:
+            cfg = config(cid)
+            rec = run_config(torch, cfg, args.pass_no, args.raw, args, env_rec)
+            rec["env"] = {k: env_rec.get(k) for k in ("environment", "threads", "blas_core", "gemm512_gflops")}
+        except Exception as e:  # one failing config never stops a pass
+            rec = {"ok": False, "config": cid, "pass": args.pass_no, "pid": os.getpid(),
+                   "finished_unix": time.time(), "error": f"{type(e).__name__}: {e}",
+                   "traceback": traceback.format_exc(limit=6)}
+        d = os.path.join(args.raw, cid)
+        os.makedirs(d, exist_ok=True)
+        atomic_write_json(os.path.join(d, f"pass{args.pass_no}.status.json"), rec)
+        print(f"DONE {cid} {int(rec['ok'])} {time.perf_counter() - t:.3f}", flush=True)
+        # release the model before the next build so peak memory stays one model
+        import gc
+        gc.collect()
+    try:
+        os.remove(marker)
+    except OSError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
