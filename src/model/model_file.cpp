@@ -1,0 +1,513 @@
+// .etsm reader and writer (layout: docs/model-format.md). Every read is bounds-checked against the section it
+// belongs to, so truncated, corrupted or hostile files end in ets::Error (ets.model.*), never a crash.
+#include "ets/model_file.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include "ets/detail/cpu_lstm.hpp"
+#include "ets/error.hpp"
+
+namespace ets {
+namespace {
+
+constexpr char kMagic[8] = {'E', 'T', 'S', 'M', 'O', 'D', 'E', 'L'};
+constexpr char kEndMagic[8] = {'E', 'T', 'S', 'M', '_', 'E', 'N', 'D'};
+constexpr std::size_t kHeaderBytes = 64;
+constexpr std::size_t kTrailerBytes = 16;
+constexpr std::size_t kAlign = 64;
+constexpr int kMaxDims = 4;
+
+enum MetaType : std::uint8_t { kInt = 1, kFloat = 2, kString = 3, kBytes = 4 };
+enum DType : std::uint8_t { kF32 = 1 };
+
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78): the checksum iSCSI/ext4 use; small and well known,
+// so the Python exporter can reproduce it bit for bit.
+std::uint32_t crc32c(const std::uint8_t* data, std::size_t n) {
+  static const std::array<std::uint32_t, 256> table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1u) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i) crc = table[(crc ^ data[i]) & 0xFFu] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+}
+
+// ---- writing ----
+
+struct Writer {
+  std::vector<std::uint8_t> out;
+  void u8(std::uint8_t v) { out.push_back(v); }
+  void u16(std::uint16_t v) { for (int i = 0; i < 2; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i))); }
+  void u32(std::uint32_t v) { for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i))); }
+  void u64(std::uint64_t v) { for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i))); }
+  void raw(const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::uint8_t*>(p);
+    out.insert(out.end(), b, b + n);
+  }
+  void f32s(const std::vector<float>& v) {
+    for (float f : v) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      u32(bits);
+    }
+  }
+  void patch_u64(std::size_t at, std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) out[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+  }
+  void pad_to(std::size_t align) { out.resize((out.size() + align - 1) / align * align, 0); }
+};
+
+struct Meta {
+  std::string key;
+  MetaType type;
+  std::int64_t i = 0;
+  double f = 0;
+  std::vector<std::uint8_t> bytes;  // string or blob
+};
+
+Meta meta_int(std::string k, std::int64_t v) { Meta m{std::move(k), kInt, v, 0, {}}; return m; }
+Meta meta_float(std::string k, double v) { Meta m{std::move(k), kFloat, 0, v, {}}; return m; }
+Meta meta_string(std::string k, const std::string& v) { return Meta{std::move(k), kString, 0, 0, {v.begin(), v.end()}}; }
+Meta meta_bytes(std::string k, const std::vector<std::uint8_t>& v) { return Meta{std::move(k), kBytes, 0, 0, v}; }
+
+struct TensorOut {
+  std::string name;
+  std::vector<std::uint64_t> dims;
+  const std::vector<float>* data;
+};
+
+std::string tensor_name(const char* kind, int layer, int dir) {
+  return fmt::format("{}_l{}{}", kind, layer, dir ? "_reverse" : "");
+}
+
+// ---- reading ----
+
+// A cursor over one section; running past its end means the section is malformed.
+struct Reader {
+  const std::uint8_t* base;
+  std::size_t begin, end, pos;
+  const char* what;
+
+  void need(std::size_t n) const {
+    ETS_CHECK(n <= end - pos, Errc::parse, "ets.model.6", "{} is malformed: a field at byte {} runs past its end (byte {})",
+              what, pos, end);
+  }
+  std::uint64_t uint(int bytes) {
+    need(static_cast<std::size_t>(bytes));
+    std::uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(base[pos + i]) << (8 * i);
+    pos += static_cast<std::size_t>(bytes);
+    return v;
+  }
+  std::vector<std::uint8_t> take(std::uint64_t n) {
+    ETS_CHECK(n <= end - pos, Errc::parse, "ets.model.6", "{} is malformed: a {}-byte value at byte {} runs past its end",
+              what, n, pos);
+    std::vector<std::uint8_t> v(base + pos, base + pos + n);
+    pos += static_cast<std::size_t>(n);
+    return v;
+  }
+};
+
+std::uint64_t le(const std::uint8_t* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+bool within(std::uint64_t off, std::uint64_t len, std::uint64_t limit) { return off <= limit && len <= limit - off; }
+
+struct TensorIn {
+  std::vector<std::uint64_t> dims;
+  std::uint64_t offset = 0, nbytes = 0;
+};
+
+std::string dims_str(const std::vector<std::uint64_t>& d) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
+  detail::validate_weights(m.weights);
+  const LstmConfig& c = m.weights.config;
+  ETS_CHECK(m.window_width >= 1 && m.window_width <= 4096 && m.window_stride >= 1 && m.window_stride <= m.window_width,
+            Errc::invalid_argument, "ets.model.10", "window width {} / stride {} out of range (1 ≤ stride ≤ width ≤ 4096)",
+            m.window_width, m.window_stride);
+  const auto& st = m.self_test;
+  if (!st.empty()) {
+    const std::size_t positions = static_cast<std::size_t>(st.windows) * static_cast<std::size_t>(std::max(st.width, 0));
+    ETS_CHECK(st.windows > 0 && st.width > 0 && st.input.size() == positions * static_cast<std::size_t>(c.input_size) &&
+                  st.expected.size() == positions * static_cast<std::size_t>(c.outputs) && std::isfinite(st.tolerance) &&
+                  st.tolerance >= 0,
+              Errc::invalid_argument, "ets.model.10",
+              "self-test of {} windows × {} holds {} inputs and {} outputs; the model needs {} and {}", st.windows,
+              st.width, st.input.size(), st.expected.size(), positions * static_cast<std::size_t>(c.input_size),
+              positions * static_cast<std::size_t>(c.outputs));
+  }
+  for (const auto& [k, v] : m.provenance)
+    ETS_CHECK(!k.empty() && k.size() <= 200, Errc::invalid_argument, "ets.model.10",
+              "provenance key '{}' must have 1..200 bytes", k);
+
+  std::vector<Meta> meta;
+  meta.push_back(meta_string("arch", "bilstm"));
+  meta.push_back(meta_int("lstm.input_size", c.input_size));
+  meta.push_back(meta_int("lstm.hidden", c.hidden));
+  meta.push_back(meta_int("lstm.layers", c.layers));
+  meta.push_back(meta_int("lstm.outputs", c.outputs));
+  meta.push_back(meta_int("lstm.bidirectional", c.bidirectional ? 1 : 0));
+  meta.push_back(meta_int("window.width", m.window_width));
+  meta.push_back(meta_int("window.stride", m.window_stride));
+  meta.push_back(meta_bytes("encoder.state", m.encoder_state));
+  meta.push_back(meta_string("labels.transform", m.labels.transform));
+  meta.push_back(meta_float("labels.time_mean", m.labels.time_mean));
+  meta.push_back(meta_float("labels.time_scale", m.labels.time_scale));
+  meta.push_back(meta_float("labels.gap_mean", m.labels.gap_mean));
+  meta.push_back(meta_float("labels.gap_scale", m.labels.gap_scale));
+  meta.push_back(meta_string("hardware.env", m.hardware_env));
+  for (const auto& [k, v] : m.provenance) meta.push_back(meta_string("provenance." + k, v));
+  if (!st.empty()) meta.push_back(meta_float("selftest.tolerance", st.tolerance));
+
+  std::vector<TensorOut> tensors;
+  const int dirs = c.directions();
+  const auto h4 = static_cast<std::uint64_t>(4 * c.hidden);
+  for (int l = 0; l < c.layers; ++l)
+    for (int d = 0; d < dirs; ++d) {
+      const LstmCellWeights& cell = m.weights.cell(l, d);
+      tensors.push_back({tensor_name("weight_ih", l, d), {h4, static_cast<std::uint64_t>(c.layer_input(l))}, &cell.w_ih});
+      tensors.push_back({tensor_name("weight_hh", l, d), {h4, static_cast<std::uint64_t>(c.hidden)}, &cell.w_hh});
+      tensors.push_back({tensor_name("bias_ih", l, d), {h4}, &cell.b_ih});
+      tensors.push_back({tensor_name("bias_hh", l, d), {h4}, &cell.b_hh});
+    }
+  tensors.push_back({"head.weight", {static_cast<std::uint64_t>(c.outputs), static_cast<std::uint64_t>(c.hidden * dirs)},
+                     &m.weights.head_w});
+  tensors.push_back({"head.bias", {static_cast<std::uint64_t>(c.outputs)}, &m.weights.head_b});
+  if (!st.empty()) {
+    const auto n = static_cast<std::uint64_t>(st.windows), w = static_cast<std::uint64_t>(st.width);
+    tensors.push_back({"selftest.input", {n, w, static_cast<std::uint64_t>(c.input_size)}, &st.input});
+    tensors.push_back({"selftest.output", {n, w, static_cast<std::uint64_t>(c.outputs)}, &st.expected});
+  }
+
+  Writer wr;
+  wr.raw(kMagic, 8);
+  wr.u16(ModelFile::kMajor);
+  wr.u16(ModelFile::kMinor);
+  wr.u32(kHeaderBytes);
+  wr.u64(0);  // file bytes, patched below
+  wr.u64(0);  // metadata offset
+  wr.u64(0);  // metadata bytes
+  wr.u64(0);  // tensor directory offset
+  wr.u64(0);  // tensor directory bytes
+  wr.u32(static_cast<std::uint32_t>(meta.size()));
+  wr.u32(static_cast<std::uint32_t>(tensors.size()));
+
+  const std::size_t meta_off = wr.out.size();
+  for (const Meta& e : meta) {
+    wr.u16(static_cast<std::uint16_t>(e.key.size()));
+    wr.raw(e.key.data(), e.key.size());
+    wr.u8(e.type);
+    switch (e.type) {
+      case kInt: wr.u64(static_cast<std::uint64_t>(e.i)); break;
+      case kFloat: {
+        std::uint64_t bits;
+        std::memcpy(&bits, &e.f, 8);
+        wr.u64(bits);
+        break;
+      }
+      case kString: wr.u32(static_cast<std::uint32_t>(e.bytes.size())); wr.raw(e.bytes.data(), e.bytes.size()); break;
+      case kBytes: wr.u64(e.bytes.size()); wr.raw(e.bytes.data(), e.bytes.size()); break;
+    }
+  }
+  const std::size_t dir_off = wr.out.size();
+  std::vector<std::size_t> offset_slots;
+  for (const TensorOut& t : tensors) {
+    wr.u16(static_cast<std::uint16_t>(t.name.size()));
+    wr.raw(t.name.data(), t.name.size());
+    wr.u8(kF32);
+    wr.u8(static_cast<std::uint8_t>(t.dims.size()));
+    for (auto d : t.dims) wr.u64(d);
+    offset_slots.push_back(wr.out.size());
+    wr.u64(0);
+    wr.u64(t.data->size() * 4);
+  }
+  const std::size_t dir_end = wr.out.size();
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    wr.pad_to(kAlign);
+    wr.patch_u64(offset_slots[i], wr.out.size());
+    wr.f32s(*tensors[i].data);
+  }
+  wr.pad_to(kAlign);
+  const std::size_t file_bytes = wr.out.size() + kTrailerBytes;
+  wr.patch_u64(16, file_bytes);
+  wr.patch_u64(24, meta_off);
+  wr.patch_u64(32, dir_off - meta_off);
+  wr.patch_u64(40, dir_off);
+  wr.patch_u64(48, dir_end - dir_off);
+  wr.raw(kEndMagic, 8);
+  wr.u32(crc32c(wr.out.data(), wr.out.size()));  // covers everything up to and including the end magic
+  wr.u32(0);
+  return std::move(wr.out);
+}
+
+void save_model(const ModelFile& model, const std::string& path) {
+  const std::vector<std::uint8_t> bytes = serialize_model(model);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    ETS_CHECK(f.good(), Errc::io, "ets.model.9", "cannot write model file '{}': {}", tmp, std::strerror(errno));
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    f.flush();
+    ETS_CHECK(f.good(), Errc::io, "ets.model.9", "cannot write model file '{}'", tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    ETS_THROW(Errc::io, "ets.model.9", "cannot move model file into place at '{}': {}", path, std::strerror(err));
+  }
+}
+
+ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoadOptions& options) {
+  ETS_CHECK(data != nullptr || size == 0, Errc::invalid_argument, "ets.model.10", "null model buffer of {} bytes", size);
+  ETS_CHECK(size >= 8, Errc::parse, "ets.model.4", "model file is truncated: {} bytes, not even the magic fits", size);
+  ETS_CHECK(std::memcmp(data, kMagic, 8) == 0, Errc::parse, "ets.model.2", "not an ETS model file (bad magic)");
+  ETS_CHECK(size >= 12, Errc::parse, "ets.model.4", "model file is truncated: {} bytes, the version does not fit", size);
+  const auto major = static_cast<std::uint16_t>(le(data + 8, 2));
+  const auto minor = static_cast<std::uint16_t>(le(data + 10, 2));
+  ETS_CHECK(major == ModelFile::kMajor, Errc::version, "ets.model.3",
+            "model file has format version {}.{}; this build of ETS reads version {}.x (up to {}.{})", major, minor,
+            ModelFile::kMajor, ModelFile::kMajor, ModelFile::kMinor);
+  ETS_CHECK(size >= kHeaderBytes + kTrailerBytes, Errc::parse, "ets.model.4",
+            "model file is truncated: {} bytes, shorter than header and trailer", size);
+  const std::uint64_t header_bytes = le(data + 12, 4), file_bytes = le(data + 16, 8);
+  ETS_CHECK(file_bytes <= size, Errc::parse, "ets.model.4", "model file is truncated: the header says {} bytes, got {}",
+            file_bytes, size);
+  ETS_CHECK(file_bytes == size, Errc::parse, "ets.model.4",
+            "model file has {} bytes after its end (the header says {} bytes, got {})", size - file_bytes, file_bytes, size);
+  const std::size_t body = size - kTrailerBytes;
+  ETS_CHECK(std::memcmp(data + body, kEndMagic, 8) == 0 && le(data + body + 12, 4) == 0, Errc::parse, "ets.model.4",
+            "model file trailer is missing or damaged (truncated or corrupted file)");
+  const std::uint32_t stored = static_cast<std::uint32_t>(le(data + body + 8, 4));
+  const std::uint32_t actual = crc32c(data, body + 8);
+  ETS_CHECK(stored == actual, Errc::checksum, "ets.model.5",
+            "model file checksum mismatch (stored CRC-32C {:08x}, computed {:08x}): the file is corrupted", stored, actual);
+  ETS_CHECK(header_bytes >= kHeaderBytes && header_bytes <= body, Errc::parse, "ets.model.6",
+            "model header size {} is invalid", header_bytes);
+
+  const std::uint64_t meta_off = le(data + 24, 8), meta_len = le(data + 32, 8);
+  const std::uint64_t dir_off = le(data + 40, 8), dir_len = le(data + 48, 8);
+  const std::uint64_t meta_count = le(data + 56, 4), tensor_count = le(data + 60, 4);
+  ETS_CHECK(meta_off >= header_bytes && within(meta_off, meta_len, body) && dir_off >= header_bytes &&
+                within(dir_off, dir_len, body),
+            Errc::parse, "ets.model.6", "model file sections lie outside the file (metadata {}+{}, tensors {}+{}, body {})",
+            meta_off, meta_len, dir_off, dir_len, body);
+
+  // Metadata.
+  std::map<std::string, Meta> meta;
+  Reader r{data, static_cast<std::size_t>(meta_off), static_cast<std::size_t>(meta_off + meta_len),
+           static_cast<std::size_t>(meta_off), "model metadata"};
+  for (std::uint64_t i = 0; i < meta_count; ++i) {
+    Meta e;
+    const auto key_len = r.uint(2);
+    const auto key = r.take(key_len);
+    e.key.assign(key.begin(), key.end());
+    e.type = static_cast<MetaType>(r.uint(1));
+    switch (e.type) {
+      case kInt: e.i = static_cast<std::int64_t>(r.uint(8)); break;
+      case kFloat: {
+        const std::uint64_t bits = r.uint(8);
+        std::memcpy(&e.f, &bits, 8);
+        break;
+      }
+      case kString: e.bytes = r.take(r.uint(4)); break;
+      case kBytes: e.bytes = r.take(r.uint(8)); break;
+      default:
+        ETS_THROW(Errc::parse, "ets.model.6", "model metadata '{}' has unknown value type {}", e.key,
+                  static_cast<int>(e.type));
+    }
+    ETS_CHECK(!e.key.empty() && meta.count(e.key) == 0, Errc::parse, "ets.model.6",
+              "model metadata key '{}' is empty or repeated", e.key);
+    meta.emplace(e.key, std::move(e));
+  }
+  const auto get = [&](const std::string& key, MetaType type, bool required) -> const Meta* {
+    auto it = meta.find(key);
+    if (it == meta.end()) {
+      ETS_CHECK(!required, Errc::parse, "ets.model.6", "model metadata lacks required key '{}'", key);
+      return nullptr;
+    }
+    ETS_CHECK(it->second.type == type, Errc::parse, "ets.model.6", "model metadata '{}' has type {}, expected {}", key,
+              static_cast<int>(it->second.type), static_cast<int>(type));
+    return &it->second;
+  };
+  const auto get_int = [&](const std::string& key, std::int64_t lo, std::int64_t hi) {
+    const std::int64_t v = get(key, kInt, true)->i;
+    ETS_CHECK(v >= lo && v <= hi, Errc::parse, "ets.model.6", "model metadata '{}' = {} is outside {}..{}", key, v, lo, hi);
+    return static_cast<int>(v);
+  };
+  const auto get_string = [&](const std::string& key) {
+    const Meta* e = get(key, kString, false);
+    return e ? std::string(e->bytes.begin(), e->bytes.end()) : std::string();
+  };
+  const auto get_float = [&](const std::string& key, double fallback) {
+    const Meta* e = get(key, kFloat, false);
+    return e ? e->f : fallback;
+  };
+
+  const std::string arch = get_string("arch");
+  ETS_CHECK(arch == "bilstm", Errc::unsupported, "ets.model.11", "model architecture '{}' is not supported (expected 'bilstm')",
+            arch);
+  ModelFile m;
+  m.file_major = major;
+  m.file_minor = minor;
+  LstmConfig& c = m.weights.config;
+  c.input_size = get_int("lstm.input_size", 1, 1 << 16);
+  c.hidden = get_int("lstm.hidden", 1, 1 << 16);
+  c.layers = get_int("lstm.layers", 1, 64);
+  c.outputs = get_int("lstm.outputs", 1, 1 << 16);
+  c.bidirectional = get_int("lstm.bidirectional", 0, 1) == 1;
+  m.window_width = get_int("window.width", 1, 4096);
+  m.window_stride = get_int("window.stride", 1, m.window_width);
+  if (const Meta* e = get("encoder.state", kBytes, false)) m.encoder_state = e->bytes;
+  m.labels.transform = meta.count("labels.transform") ? get_string("labels.transform") : m.labels.transform;
+  m.labels.time_mean = get_float("labels.time_mean", 0.0);
+  m.labels.time_scale = get_float("labels.time_scale", 1.0);
+  m.labels.gap_mean = get_float("labels.gap_mean", 0.0);
+  m.labels.gap_scale = get_float("labels.gap_scale", 1.0);
+  m.hardware_env = get_string("hardware.env");
+  for (const auto& [k, e] : meta)
+    if (k.rfind("provenance.", 0) == 0 && e.type == kString)
+      m.provenance[k.substr(11)] = std::string(e.bytes.begin(), e.bytes.end());
+
+  // Tensor directory.
+  std::map<std::string, TensorIn> tensors;
+  Reader td{data, static_cast<std::size_t>(dir_off), static_cast<std::size_t>(dir_off + dir_len),
+            static_cast<std::size_t>(dir_off), "model tensor directory"};
+  for (std::uint64_t i = 0; i < tensor_count; ++i) {
+    const auto name_bytes = td.take(td.uint(2));
+    const std::string name(name_bytes.begin(), name_bytes.end());
+    const auto dtype = td.uint(1);
+    const auto ndim = td.uint(1);
+    ETS_CHECK(dtype == kF32, Errc::unsupported, "ets.model.11", "tensor '{}' has unsupported dtype {}", name, dtype);
+    ETS_CHECK(ndim >= 1 && ndim <= kMaxDims, Errc::parse, "ets.model.6", "tensor '{}' has {} dimensions", name, ndim);
+    TensorIn t;
+    std::uint64_t count = 1;
+    for (std::uint64_t k = 0; k < ndim; ++k) {
+      const std::uint64_t d = td.uint(8);
+      ETS_CHECK(d <= body && (d == 0 || count <= body / d), Errc::parse, "ets.model.6",
+                "tensor '{}' dimensions are larger than the file", name);
+      count *= d;
+      t.dims.push_back(d);
+    }
+    t.offset = td.uint(8);
+    t.nbytes = td.uint(8);
+    ETS_CHECK(t.nbytes == count * 4 && t.offset % kAlign == 0 && t.offset >= header_bytes && within(t.offset, t.nbytes, body),
+              Errc::parse, "ets.model.6", "tensor '{}' ({} bytes at offset {}) does not fit its shape {} or the file",
+              name, t.nbytes, t.offset, dims_str(t.dims));
+    ETS_CHECK(tensors.count(name) == 0, Errc::parse, "ets.model.6", "tensor '{}' appears twice", name);
+    tensors.emplace(name, std::move(t));
+  }
+  const auto read_tensor = [&](const std::string& name, const std::vector<std::uint64_t>& shape) {
+    auto it = tensors.find(name);
+    ETS_CHECK(it != tensors.end(), Errc::shape, "ets.model.7", "model file lacks tensor '{}' (shape {})", name,
+              dims_str(shape));
+    ETS_CHECK(it->second.dims == shape, Errc::shape, "ets.model.7", "tensor '{}' has shape {}, the model needs {}", name,
+              dims_str(it->second.dims), dims_str(shape));
+    std::vector<float> v(static_cast<std::size_t>(it->second.nbytes / 4));
+    const std::uint8_t* p = data + it->second.offset;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const auto bits = static_cast<std::uint32_t>(le(p + 4 * i, 4));
+      std::memcpy(&v[i], &bits, 4);
+    }
+    return v;
+  };
+
+  const int dirs = c.directions();
+  const auto h4 = static_cast<std::uint64_t>(4 * c.hidden);
+  for (int l = 0; l < c.layers; ++l)
+    for (int d = 0; d < dirs; ++d) {
+      LstmCellWeights cell;
+      cell.w_ih = read_tensor(tensor_name("weight_ih", l, d), {h4, static_cast<std::uint64_t>(c.layer_input(l))});
+      cell.w_hh = read_tensor(tensor_name("weight_hh", l, d), {h4, static_cast<std::uint64_t>(c.hidden)});
+      cell.b_ih = read_tensor(tensor_name("bias_ih", l, d), {h4});
+      cell.b_hh = read_tensor(tensor_name("bias_hh", l, d), {h4});
+      m.weights.cells.push_back(std::move(cell));
+    }
+  m.weights.head_w = read_tensor("head.weight", {static_cast<std::uint64_t>(c.outputs), static_cast<std::uint64_t>(c.hidden * dirs)});
+  m.weights.head_b = read_tensor("head.bias", {static_cast<std::uint64_t>(c.outputs)});
+  detail::validate_weights(m.weights);
+
+  const auto in_it = tensors.find("selftest.input");
+  const auto out_it = tensors.find("selftest.output");
+  ETS_CHECK((in_it == tensors.end()) == (out_it == tensors.end()), Errc::shape, "ets.model.7",
+            "model self-test needs both selftest.input and selftest.output");
+  if (in_it != tensors.end()) {
+    const auto& dims = in_it->second.dims;
+    ETS_CHECK(dims.size() == 3 && dims[0] >= 1 && dims[0] <= (1u << 20) && dims[1] >= 1 && dims[1] <= 4096, Errc::shape,
+              "ets.model.7", "selftest.input has shape {}, expected [windows, width, {}]", dims_str(dims), c.input_size);
+    auto& st = m.self_test;
+    st.windows = static_cast<int>(dims[0]);
+    st.width = static_cast<int>(dims[1]);
+    st.input = read_tensor("selftest.input", {dims[0], dims[1], static_cast<std::uint64_t>(c.input_size)});
+    st.expected = read_tensor("selftest.output", {dims[0], dims[1], static_cast<std::uint64_t>(c.outputs)});
+    st.tolerance = get_float("selftest.tolerance", st.tolerance);
+    ETS_CHECK(std::isfinite(st.tolerance) && st.tolerance >= 0, Errc::parse, "ets.model.6",
+              "selftest.tolerance {} is not a finite non-negative number", st.tolerance);
+    if (options.verify_self_test) {
+      const detail::CpuLstmBackend cpu(m.weights);
+      std::vector<float> y(st.expected.size());
+      cpu.forward(st.input.data(), st.windows, st.width, y.data());
+      double worst = 0;
+      std::size_t at = 0;
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        const double e = std::abs(static_cast<double>(y[i]) - st.expected[i]);
+        if (!(e <= worst)) {  // also catches NaN
+          worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
+          at = i;
+        }
+      }
+      ETS_CHECK(worst <= st.tolerance, Errc::checksum, "ets.model.8",
+                "model self-test failed: output {} differs by {:.3g} from the stored result (tolerance {:.3g})", at,
+                worst, st.tolerance);
+    }
+  }
+  return m;
+}
+
+ModelFile load_model(const std::string& path, const ModelLoadOptions& options) {
+  std::error_code ec;
+  ETS_CHECK(std::filesystem::is_regular_file(path, ec), Errc::io, "ets.model.1", "cannot open model file '{}': {}", path,
+            ec ? ec.message() : std::string("not a regular file"));
+  const auto file_size = std::filesystem::file_size(path, ec);
+  ETS_CHECK(!ec && file_size <= (std::uintmax_t{1} << 31), Errc::io, "ets.model.1",
+            "cannot read model file '{}': {}", path, ec ? ec.message() : std::string("larger than 2 GiB"));
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  ETS_CHECK(f.good(), Errc::io, "ets.model.1", "cannot open model file '{}': {}", path, std::strerror(errno));
+  const std::streamoff end = f.tellg();
+  ETS_CHECK(end >= 0, Errc::io, "ets.model.1", "cannot read model file '{}'", path);
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(end));
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(bytes.data()), end);
+  ETS_CHECK(f.good() || (f.eof() && f.gcount() == end), Errc::io, "ets.model.1", "cannot read model file '{}'", path);
+  try {
+    return parse_model(bytes.data(), bytes.size(), options);
+  } catch (const Error& e) {
+    throw Error(e.code(), e.id(), e.message() + " [" + path + "]");
+  }
+}
+
+}  // namespace ets

@@ -1,0 +1,251 @@
+// .etsm model file: save/load round trip, the Python exporter's files, version and checksum handling, self-test,
+// and clean errors for truncated, bit-flipped and internally inconsistent files.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "ets/bilstm_predictor.hpp"
+#include "ets/error.hpp"
+#include "ets/model_file.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+std::vector<std::uint8_t> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  REQUIRE(f.good());
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+ets::ModelFile sample_model(unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  auto fill = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = u(rng);
+    return v;
+  };
+  ets::ModelFile m;
+  auto& c = m.weights.config;
+  c = {6, 5, 3, 2, true};
+  for (int l = 0; l < c.layers; ++l)
+    for (int d = 0; d < 2; ++d) m.weights.cells.push_back({fill(20u * c.layer_input(l)), fill(20u * 5), fill(20), fill(20)});
+  m.weights.head_w = fill(2 * 10);
+  m.weights.head_b = fill(2);
+  m.window_width = 12;
+  m.window_stride = 4;
+  m.encoder_state = {0, 1, 2, 255, 42, 0};
+  m.labels = {"log1p", 1.5, 0.25, -2.0, 3.0};
+  m.hardware_env = "h200/torch-2.3";
+  m.provenance = {{"dataset", "train split"}, {"epochs", "17"}};
+  m.self_test.windows = 2;
+  m.self_test.width = 12;
+  m.self_test.input = fill(2 * 12 * 6);
+  m.self_test.expected.resize(2 * 12 * 2);
+  ets::BiLstmPredictor(m.weights).predict(m.self_test.input.data(), 2, 12, m.self_test.expected.data());
+  m.self_test.tolerance = 1e-5;
+  return m;
+}
+
+// Recomputes the trailing CRC-32C so a test can reach the checks behind the checksum.
+void fix_crc(std::vector<std::uint8_t>& b) {
+  std::uint32_t crc = 0xFFFFFFFFu;
+  const std::size_t n = b.size() - 8;
+  for (std::size_t i = 0; i < n; ++i) {
+    crc ^= b[i];
+    for (int k = 0; k < 8; ++k) crc = (crc & 1u) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+  }
+  crc ^= 0xFFFFFFFFu;
+  for (int i = 0; i < 4; ++i) b[n + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+}
+
+std::string error_id(const std::vector<std::uint8_t>& b, ets::ModelLoadOptions opt = {}) {
+  try {
+    ets::parse_model(b.data(), b.size(), opt);
+  } catch (const ets::Error& e) {
+    return e.id();
+  }
+  return "";
+}
+
+std::size_t find(const std::vector<std::uint8_t>& b, const std::string& s) {
+  auto it = std::search(b.begin(), b.end(), s.begin(), s.end());
+  REQUIRE(it != b.end());
+  return static_cast<std::size_t>(it - b.begin());
+}
+
+}  // namespace
+
+TEST_CASE("model round trip keeps every field and re-encodes to the same bytes") {
+  const ets::ModelFile m = sample_model(1);
+  const auto bytes = ets::serialize_model(m);
+  CHECK(bytes.size() % 16 == 0);
+  const ets::ModelFile r = ets::parse_model(bytes.data(), bytes.size());
+  CHECK(r.weights.config == m.weights.config);
+  REQUIRE(r.weights.cells.size() == m.weights.cells.size());
+  for (std::size_t i = 0; i < m.weights.cells.size(); ++i) {
+    CHECK(r.weights.cells[i].w_ih == m.weights.cells[i].w_ih);
+    CHECK(r.weights.cells[i].w_hh == m.weights.cells[i].w_hh);
+    CHECK(r.weights.cells[i].b_ih == m.weights.cells[i].b_ih);
+    CHECK(r.weights.cells[i].b_hh == m.weights.cells[i].b_hh);
+  }
+  CHECK(r.weights.head_w == m.weights.head_w);
+  CHECK(r.weights.head_b == m.weights.head_b);
+  CHECK(r.window_width == 12);
+  CHECK(r.window_stride == 4);
+  CHECK(r.encoder_state == m.encoder_state);
+  CHECK(r.labels == m.labels);
+  CHECK(r.hardware_env == m.hardware_env);
+  CHECK(r.provenance == m.provenance);
+  CHECK(r.self_test.input == m.self_test.input);
+  CHECK(r.self_test.expected == m.self_test.expected);
+  CHECK(r.self_test.tolerance == m.self_test.tolerance);
+  CHECK(r.file_major == 1);
+  CHECK(ets::serialize_model(r) == bytes);
+
+  const auto dir = std::filesystem::temp_directory_path() / ("ets_model_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "m.etsm").string();
+  ets::save_model(m, path);
+  CHECK(read_bytes(path) == bytes);
+  CHECK(ets::load_model(path).weights.head_w == m.weights.head_w);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("files written by tools/export_etsm.py load, and C++ re-encodes them byte for byte") {
+  for (const char* name : {"lstm_f16_h16.etsm", "lstm_f5_h7_trained.etsm"}) {
+    const auto bytes = read_bytes(ets_test::fixture(name));
+    const ets::ModelFile m = ets::parse_model(bytes.data(), bytes.size());
+    CHECK(m.self_test.windows == 2);
+    CHECK(m.hardware_env == "fixture");
+    CHECK(m.provenance.at("exporter") == "tools/export_etsm.py");
+    CHECK(ets::serialize_model(m) == bytes);
+  }
+}
+
+TEST_CASE("unknown major version names both versions") {
+  auto b = ets::serialize_model(sample_model(2));
+  b[8] = 2;  // major 2
+  try {
+    ets::parse_model(b.data(), b.size());
+    FAIL("a major-2 file must be rejected");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.model.3");
+    CHECK(e.code() == ets::Errc::version);
+    CHECK(e.message().find("2.0") != std::string::npos);
+    CHECK(e.message().find("1.x") != std::string::npos);
+  }
+  b[8] = 1;
+  b[10] = 9;  // minor 9 of major 1 is readable as far as the version goes; the checksum still guards the bytes
+  CHECK(error_id(b) == "ets.model.5");
+  fix_crc(b);
+  CHECK(ets::parse_model(b.data(), b.size()).file_minor == 9);
+}
+
+TEST_CASE("self-test is verified on load and can be disabled") {
+  ets::ModelFile m = sample_model(3);
+  m.self_test.expected[7] += 0.01f;
+  const auto b = ets::serialize_model(m);
+  CHECK(error_id(b) == "ets.model.8");
+  ets::ModelLoadOptions off;
+  off.verify_self_test = false;
+  CHECK(error_id(b, off).empty());
+}
+
+TEST_CASE("truncation at every 4 KiB boundary and at random offsets gives a clean error") {
+  const auto full = read_bytes(ets_test::fixture("lstm_f16_h16.etsm"));
+  REQUIRE(full.size() > 4 * 4096);
+  std::vector<std::size_t> cuts{0, 1, 7, 8, 11, 12, 63, 64, 79, 80, full.size() - 16, full.size() - 8, full.size() - 1};
+  for (std::size_t at = 4096; at < full.size(); at += 4096) cuts.push_back(at);
+  std::mt19937 rng(77);
+  for (int i = 0; i < 300; ++i) cuts.push_back(rng() % full.size());
+  for (std::size_t cut : cuts) {
+    std::vector<std::uint8_t> b(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut));
+    INFO("truncated to " << cut << " bytes");
+    CHECK(error_id(b) == "ets.model.4");
+  }
+  std::vector<std::uint8_t> longer = full;
+  longer.push_back(0);
+  CHECK(error_id(longer) == "ets.model.4");
+}
+
+TEST_CASE("flipped bytes anywhere are detected") {
+  const auto full = read_bytes(ets_test::fixture("lstm_f5_h7_trained.etsm"));
+  std::mt19937 rng(5);
+  for (int i = 0; i < 400; ++i) {
+    auto b = full;
+    const std::size_t at = rng() % b.size();
+    b[at] ^= static_cast<std::uint8_t>(1u + rng() % 255u);
+    INFO("byte " << at);
+    CHECK_FALSE(error_id(b).empty());
+  }
+}
+
+TEST_CASE("files with a valid checksum but damaged structure fail cleanly (fuzz with CRC repaired)") {
+  const auto full = read_bytes(ets_test::fixture("lstm_f5_h7_trained.etsm"));
+  std::mt19937 rng(9);
+  int accepted = 0;
+  for (int i = 0; i < 1500; ++i) {
+    auto b = full;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    // Bias towards the header, metadata and tensor directory, where structure lives.
+    for (int k = 0; k < flips; ++k) b[rng() % std::min<std::size_t>(b.size() - 16, 1200)] = static_cast<std::uint8_t>(rng());
+    fix_crc(b);
+    try {
+      ets::parse_model(b.data(), b.size());
+      ++accepted;  // e.g. a flip inside a weight value or a provenance string
+    } catch (const ets::Error& e) {
+      CHECK(e.id().rfind("ets.", 0) == 0);
+    }
+  }
+  CHECK(accepted < 1500);
+}
+
+TEST_CASE("a tensor whose shape disagrees with the metadata is a shape error") {
+  auto b = ets::serialize_model(sample_model(4));
+  // Metadata entry: u16 key length, key, u8 type, i64 value.
+  const std::size_t key = find(b, "lstm.input_size");
+  b[key + 15 + 1] = 7;  // input_size 6 -> 7
+  fix_crc(b);
+  try {
+    ets::parse_model(b.data(), b.size());
+    FAIL("shape mismatch must be rejected");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.model.7");
+    CHECK(e.code() == ets::Errc::shape);
+    CHECK(e.message().find("weight_ih_l0") != std::string::npos);
+  }
+}
+
+TEST_CASE("bad magic, missing file and inconsistent content have their own ids") {
+  auto b = ets::serialize_model(sample_model(5));
+  b[0] = 'X';
+  CHECK(error_id(b) == "ets.model.2");
+  try {
+    ets::load_model("/nonexistent/dir/m.etsm");
+    FAIL();
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.model.1");
+  }
+  CHECK_THROWS_AS(ets::load_model(std::filesystem::temp_directory_path().string()), ets::Error);
+  ets::ModelFile m = sample_model(6);
+  m.window_stride = 13;
+  CHECK_THROWS_AS(ets::serialize_model(m), ets::Error);
+  m = sample_model(6);
+  m.self_test.expected.pop_back();
+  CHECK_THROWS_AS(ets::serialize_model(m), ets::Error);
+  m = sample_model(6);
+  m.weights.cells[0].b_hh.pop_back();
+  CHECK_THROWS_AS(ets::serialize_model(m), ets::Error);
+  CHECK_THROWS_AS(ets::save_model(sample_model(6), "/nonexistent/dir/m.etsm"), ets::Error);
+}

@@ -1,0 +1,297 @@
+#!/usr/bin/python3
+# Exports a PyTorch BiLSTM + linear head (random init or a trained state_dict) to ETS's .etsm model format and
+# writes parity fixtures (input windows + torch output); also reads .etsm back for the benchmark peers.
+"""Usage (Debian torch 1.13, /usr/bin/python3):
+
+  export_etsm.py export --out m.etsm [--input-size 16 --hidden 16 --layers 4 --seed 1] [--state-dict trained.pt]
+                        [--parity p.bin --parity-windows 4 --width 12]
+  export_etsm.py fixtures --out-dir tests/data      # the committed test fixtures (see tests/data/README.md)
+
+The byte layout is docs/model-format.md; this writer and src/model/model_file.cpp must agree byte for byte.
+"""
+import argparse
+import os
+import struct
+import sys
+import tempfile
+
+import numpy as np
+
+MAGIC = b"ETSMODEL"
+END_MAGIC = b"ETSM_END"
+MAJOR, MINOR = 1, 0
+HEADER_BYTES, TRAILER_BYTES, ALIGN = 64, 16, 64
+T_INT, T_FLOAT, T_STRING, T_BYTES = 1, 2, 3, 4
+DT_F32 = 1
+PARITY_MAGIC = b"ETSPAR01"
+
+
+def _crc32c_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC_TABLE = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    table = _CRC_TABLE
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def build_model(input_size, hidden, layers, outputs=2, bidirectional=True):
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(input_size, hidden, layers, batch_first=True, bidirectional=bidirectional)
+            self.head = nn.Linear(hidden * (2 if bidirectional else 1), outputs)
+
+        def forward(self, x):
+            return self.head(self.lstm(x)[0])
+
+    return Net()
+
+
+def lstm_tensors(net):
+    """(name, float32 array) in .etsm naming: the nn.LSTM state_dict names plus head.weight / head.bias."""
+    out = []
+    sd = net.state_dict()
+    for k, v in sd.items():
+        name = k[len("lstm."):] if k.startswith("lstm.") else k
+        out.append((name, v.detach().cpu().numpy().astype(np.float32)))
+    return out
+
+
+def write_etsm(path, tensors, config, window=(12, 4), encoder_state=b"", labels=None, hardware_env="",
+               provenance=None, selftest=None):
+    """tensors: list of (name, ndarray float32); config: dict input_size/hidden/layers/outputs/bidirectional;
+    selftest: (input N×W×F, expected N×W×O, tolerance) or None."""
+    labels = labels or {"transform": "log1p", "time_mean": 0.0, "time_scale": 1.0, "gap_mean": 0.0, "gap_scale": 1.0}
+    meta = [("arch", T_STRING, "bilstm")]
+    for k in ("input_size", "hidden", "layers", "outputs"):
+        meta.append(("lstm." + k, T_INT, int(config[k])))
+    meta.append(("lstm.bidirectional", T_INT, 1 if config["bidirectional"] else 0))
+    meta += [("window.width", T_INT, window[0]), ("window.stride", T_INT, window[1]),
+             ("encoder.state", T_BYTES, bytes(encoder_state)), ("labels.transform", T_STRING, labels["transform"])]
+    for k in ("time_mean", "time_scale", "gap_mean", "gap_scale"):
+        meta.append(("labels." + k, T_FLOAT, float(labels[k])))
+    meta.append(("hardware.env", T_STRING, hardware_env))
+    for k, v in sorted((provenance or {}).items()):
+        meta.append(("provenance." + k, T_STRING, v))
+    tensors = list(tensors)
+    if selftest is not None:
+        x, y, tol = selftest
+        meta.append(("selftest.tolerance", T_FLOAT, float(tol)))
+        tensors += [("selftest.input", np.asarray(x, np.float32)), ("selftest.output", np.asarray(y, np.float32))]
+
+    meta_blob = bytearray()
+    for key, typ, val in meta:
+        kb = key.encode()
+        meta_blob += struct.pack("<H", len(kb)) + kb + struct.pack("<B", typ)
+        if typ == T_INT:
+            meta_blob += struct.pack("<q", val)
+        elif typ == T_FLOAT:
+            meta_blob += struct.pack("<d", val)
+        elif typ == T_STRING:
+            vb = val.encode()
+            meta_blob += struct.pack("<I", len(vb)) + vb
+        else:
+            meta_blob += struct.pack("<Q", len(val)) + val
+
+    dir_off = HEADER_BYTES + len(meta_blob)
+    dir_size = sum(2 + len(n.encode()) + 2 + 8 * a.ndim + 16 for n, a in tensors)
+    pos = dir_off + dir_size
+    offsets = []
+    for _, a in tensors:
+        pos = (pos + ALIGN - 1) // ALIGN * ALIGN
+        offsets.append(pos)
+        pos += a.size * 4
+    body_end = (pos + ALIGN - 1) // ALIGN * ALIGN
+    file_bytes = body_end + TRAILER_BYTES
+
+    out = bytearray()
+    out += MAGIC + struct.pack("<HHIQQQQQII", MAJOR, MINOR, HEADER_BYTES, file_bytes, HEADER_BYTES, len(meta_blob),
+                               dir_off, dir_size, len(meta), len(tensors))
+    assert len(out) == HEADER_BYTES
+    out += meta_blob
+    for (name, a), off in zip(tensors, offsets):
+        nb = name.encode()
+        out += struct.pack("<H", len(nb)) + nb + struct.pack("<BB", DT_F32, a.ndim)
+        out += struct.pack("<%dQ" % a.ndim, *a.shape) + struct.pack("<QQ", off, a.size * 4)
+    for (_, a), off in zip(tensors, offsets):
+        out += b"\0" * (off - len(out))
+        out += np.ascontiguousarray(a, dtype="<f4").tobytes()
+    out += b"\0" * (body_end - len(out))
+    out += END_MAGIC
+    out += struct.pack("<II", crc32c(bytes(out)), 0)
+    assert len(out) == file_bytes
+    with open(path, "wb") as f:
+        f.write(out)
+
+
+def read_etsm(path):
+    """Returns (meta dict, {name: ndarray}). Checks magic, major and checksum."""
+    data = open(path, "rb").read()
+    if data[:8] != MAGIC:
+        raise ValueError("not an .etsm file")
+    major, minor, hb, fb, mo, ml, do, dl, mc, tc = struct.unpack_from("<HHIQQQQQII", data, 8)
+    if major != MAJOR:
+        raise ValueError("unsupported .etsm version %d.%d" % (major, minor))
+    if fb != len(data) or data[fb - 16:fb - 8] != END_MAGIC:
+        raise ValueError("truncated .etsm")
+    if struct.unpack_from("<I", data, fb - 8)[0] != crc32c(data[:fb - 8]):
+        raise ValueError(".etsm checksum mismatch")
+    meta, p = {}, mo
+    for _ in range(mc):
+        (kl,) = struct.unpack_from("<H", data, p)
+        key = data[p + 2:p + 2 + kl].decode()
+        typ = data[p + 2 + kl]
+        p += 3 + kl
+        if typ in (T_INT, T_FLOAT):
+            meta[key] = struct.unpack_from("<q" if typ == T_INT else "<d", data, p)[0]
+            p += 8
+        elif typ == T_STRING:
+            (n,) = struct.unpack_from("<I", data, p)
+            meta[key] = data[p + 4:p + 4 + n].decode()
+            p += 4 + n
+        else:
+            (n,) = struct.unpack_from("<Q", data, p)
+            meta[key] = data[p + 8:p + 8 + n]
+            p += 8 + n
+    tensors, p = {}, do
+    for _ in range(tc):
+        (nl,) = struct.unpack_from("<H", data, p)
+        name = data[p + 2:p + 2 + nl].decode()
+        _, nd = struct.unpack_from("<BB", data, p + 2 + nl)
+        p += 4 + nl
+        dims = struct.unpack_from("<%dQ" % nd, data, p)
+        off, nbytes = struct.unpack_from("<QQ", data, p + 8 * nd)
+        p += 8 * nd + 16
+        tensors[name] = np.frombuffer(data, dtype="<f4", count=nbytes // 4, offset=off).reshape(dims).copy()
+    return meta, tensors
+
+
+def model_from_etsm(path):
+    """A torch Net carrying the weights of an .etsm file (used by the benchmark peers)."""
+    import torch
+    meta, tensors = read_etsm(path)
+    net = build_model(meta["lstm.input_size"], meta["lstm.hidden"], meta["lstm.layers"], meta["lstm.outputs"],
+                      meta["lstm.bidirectional"] == 1)
+    sd = {}
+    for k in net.state_dict():
+        name = k[len("lstm."):] if k.startswith("lstm.") else k
+        sd[k] = torch.from_numpy(tensors[name])
+    net.load_state_dict(sd)
+    return net.eval(), meta
+
+
+def windows_input(rng, n, w, f, pad_last=3):
+    """Random feature windows; the last window's trailing positions are zero, like the encoder's padding."""
+    x = rng.standard_normal((n, w, f)).astype(np.float32)
+    if pad_last:
+        x[-1, w - pad_last:, :] = 0.0
+    return x
+
+
+def torch_forward(net, x):
+    import torch
+    with torch.no_grad():
+        return net(torch.from_numpy(x)).numpy().astype(np.float32)
+
+
+def write_parity(path, x, y):
+    n, w, f = x.shape
+    with open(path, "wb") as fh:
+        fh.write(PARITY_MAGIC + struct.pack("<IIII", n, w, f, y.shape[2]))
+        fh.write(np.ascontiguousarray(x, "<f4").tobytes())
+        fh.write(np.ascontiguousarray(y, "<f4").tobytes())
+
+
+def export(args):
+    import torch
+    torch.manual_seed(args.seed)
+    net = build_model(args.input_size, args.hidden, args.layers, 2, not args.unidirectional)
+    provenance = {"exporter": "tools/export_etsm.py", "torch": torch.__version__}
+    if args.state_dict:
+        sd = torch.load(args.state_dict, map_location="cpu")
+        sd = {k if (k.startswith("lstm.") or k.startswith("head.")) else "lstm." + k: v for k, v in sd.items()}
+        net.load_state_dict(sd)
+        provenance["state_dict"] = os.path.basename(args.state_dict)
+    else:
+        provenance["init"] = "random seed %d" % args.seed
+    net.eval()
+    rng = np.random.default_rng(args.seed + 1000)
+    x_st = windows_input(rng, 2, args.width, args.input_size)
+    cfg = dict(input_size=args.input_size, hidden=args.hidden, layers=args.layers, outputs=2,
+               bidirectional=not args.unidirectional)
+    write_etsm(args.out, lstm_tensors(net), cfg, window=(args.width, args.stride), hardware_env=args.hardware_env,
+               provenance=provenance, selftest=(x_st, torch_forward(net, x_st), 1e-4))
+    if args.parity:
+        x = windows_input(rng, args.parity_windows, args.width, args.input_size)
+        write_parity(args.parity, x, torch_forward(net, x))
+
+
+def fixtures(args):
+    """The committed fixtures: a random-init model of the shipped architecture (small sizes) and a briefly
+    trained odd-sized model that goes through the --state-dict path."""
+    import torch
+    d = args.out_dir
+    common = ["--width", "12", "--stride", "4", "--hardware-env", "fixture", "--parity-windows", "4"]
+    main([ "export", "--out", os.path.join(d, "lstm_f16_h16.etsm"), "--parity", os.path.join(d, "lstm_f16_h16.parity"),
+          "--input-size", "16", "--hidden", "16", "--layers", "4", "--seed", "1"] + common)
+    torch.manual_seed(7)
+    net = build_model(5, 7, 2)
+    opt = torch.optim.Adam(net.parameters(), lr=0.01)
+    rng = np.random.default_rng(7)
+    x = torch.from_numpy(windows_input(rng, 16, 12, 5, 0))
+    target = torch.from_numpy(rng.standard_normal((16, 12, 2)).astype(np.float32))
+    for _ in range(20):
+        opt.zero_grad()
+        loss = (net(x) - target).abs().mean()
+        loss.backward()
+        opt.step()
+    with tempfile.TemporaryDirectory() as tmp:
+        sd_path = os.path.join(tmp, "trained_f5_h7.pt")
+        torch.save(net.state_dict(), sd_path)
+        main(["export", "--out", os.path.join(d, "lstm_f5_h7_trained.etsm"),
+              "--parity", os.path.join(d, "lstm_f5_h7_trained.parity"), "--input-size", "5", "--hidden", "7",
+              "--layers", "2", "--seed", "7", "--state-dict", sd_path] + common)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("export")
+    e.add_argument("--out", required=True)
+    e.add_argument("--input-size", type=int, default=16)
+    e.add_argument("--hidden", type=int, default=16)
+    e.add_argument("--layers", type=int, default=4)
+    e.add_argument("--unidirectional", action="store_true")
+    e.add_argument("--seed", type=int, default=1)
+    e.add_argument("--state-dict", help="trained weights (torch.save of the Net or of its nn.LSTM + head)")
+    e.add_argument("--width", type=int, default=12)
+    e.add_argument("--stride", type=int, default=4)
+    e.add_argument("--hardware-env", default="")
+    e.add_argument("--parity", help="also write a parity fixture (input windows + torch output)")
+    e.add_argument("--parity-windows", type=int, default=4)
+    f = sub.add_parser("fixtures")
+    f.add_argument("--out-dir", required=True)
+    args = ap.parse_args(argv)
+    if args.cmd == "export":
+        export(args)
+    else:
+        fixtures(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
