@@ -107,8 +107,8 @@ class EtsConan(ConanFile):
         if self.options.header_only:
             copy(self, "*.hpp", os.path.join(self.source_folder, "include"), os.path.join(self.package_folder, "include"))
             copy(self, "*.h", os.path.join(self.source_folder, "include"), os.path.join(self.package_folder, "include"))
-            copy(self, "config.hpp", os.path.join(self.build_folder, "generated", "include"),
-                 os.path.join(self.package_folder, "include"), keep_path=True)
+            copy(self, "ets/config.hpp", os.path.join(self.build_folder, "generated", "include"),
+                 os.path.join(self.package_folder, "include"))
             self._write_platform_modules()
             return
         CMake(self).install()

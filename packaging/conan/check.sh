@@ -25,7 +25,7 @@ for v in "${variants[@]}"; do
   esac
   echo "=== conan create ($v)"
   "$conan" create . -pr:h packaging/conan/profiles/debian12 --build=missing --no-remote \
-    -c "tools.build:jobs=$jobs" "${opts[@]}" | tee "$CONAN_HOME/create-$v.log" | grep -E "test_package ok|ERROR" || true
+    -c "tools.build:jobs=$jobs" "${opts[@]}" 2>&1 | tee "$CONAN_HOME/create-$v.log" | grep -E "test_package ok|ERROR" || true
   grep -q "test_package ok" "$CONAN_HOME/create-$v.log" || { echo "conan check: $v failed (log: $CONAN_HOME/create-$v.log)" >&2; exit 1; }
 done
 echo "conan check: OK (${variants[*]})"
