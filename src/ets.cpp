@@ -13,3 +13,4 @@
 #include "ets/feature_spec-inl.hpp"
 #include "ets/window_encoder-inl.hpp"
 #include "ets/aggregator-inl.hpp"
+#include "ets/tracer-inl.hpp"

@@ -8,7 +8,6 @@ Command placeholder(const char* name, const char* summary, const char* usage) {
   return Command{name, summary, Spec{usage, {"--json"}, {}, 0},
                  [n = std::string(name)](const Args&) { return not_available(n); }};
 }
-const Register inspect_cmd{placeholder("inspect", "show iterations, measured time and gap share of traces", "inspect TRACE... [--json]")};
 const Register predict_cmd{placeholder("predict", "predict the iteration time of traces", "predict TRACE... [--model M] [--json]")};
 const Register train_cmd{placeholder("train", "train a predictor on a dataset", "train --data DIR --out M")};
 const Register eval_cmd{placeholder("eval", "evaluate a model and baselines on a dataset split", "eval --model M --data DIR --split test")};

@@ -36,8 +36,8 @@ struct HostSpan {
 /// One runtime API call that queued device work (cudaLaunchKernel, cudaMemcpyAsync, ...).
 struct Launch {
   std::int64_t correlation = -1;  ///< matches DeviceActivity::correlation
-  std::int64_t host_id = -1;      ///< HostSpan::id of the innermost op around the call when the source records it
-  std::int64_t tid = 0;           ///< else the enclosing span is found by (tid, ts_us)
+  std::int64_t host_id = -1;      ///< HostSpan::id around the call; only used when (tid, ts_us) is in no span
+  std::int64_t tid = 0;           ///< the innermost span on tid holding ts_us is the launching op
   double ts_us = 0;
 };
 

@@ -1,0 +1,94 @@
+// `ets inspect TRACE... [--json]`: format, iterations with op counts, measured iteration time and gap share.
+// --json prints one object per file per line, for scripts (tools/bench_import.py, the dataset collector).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "ets/tracer.hpp"
+
+namespace ets::cli {
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      o += fmt::format("\\u{:04x}", static_cast<int>(c));
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int run_inspect(const Args& args) {
+  Tracer::LoadOptions opt;
+  if (args.has("--rank")) {
+    try {
+      opt.rank = std::stoi(args.value("--rank"));
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--rank takes an integer, got '" + args.value("--rank") + "'");
+    }
+  }
+  opt.keep_incomplete = args.flag("--keep-incomplete");
+  const bool json = args.flag("--json");
+  for (const std::string& path : args.positional) {
+    const std::vector<ExecutionTrace> its = Tracer::load(path, opt);
+    const std::string format = its.empty() || its.front().meta.source_format.empty() ? Tracer::detect(path)
+                                                                                     : its.front().meta.source_format;
+    std::vector<double> measured;
+    for (const auto& t : its)
+      if (t.has_measurement()) measured.push_back(t.measured_us);
+    const double med = median(measured);
+    const std::string device = its.empty() ? "" : its.front().meta.device;
+    if (json) {
+      std::string out = fmt::format("{{\"path\":\"{}\",\"format\":\"{}\",\"device\":\"{}\",\"iterations\":[", esc(path),
+                                    esc(format), esc(device));
+      for (std::size_t i = 0; i < its.size(); ++i) {
+        const auto& t = its[i];
+        out += fmt::format("{}{{\"iteration\":{},\"ops\":{},\"measured_us\":{},\"sum_us\":{},\"gap_share\":{}}}",
+                           i ? "," : "", t.iteration, t.ops.size(), num(t.measured_us), num(t.sum_us()),
+                           fmt::format("{:.6f}", t.gap_share()));
+      }
+      out += fmt::format("],\"median_measured_us\":{}}}\n", num(med));
+      std::fputs(out.c_str(), stdout);
+    } else {
+      std::fputs(fmt::format("{}\n  format {}, device '{}', {} iteration(s), median measured {} us\n", path, format,
+                             device, its.size(), std::isfinite(med) ? fmt::format("{:.1f}", med) : "n/a")
+                     .c_str(),
+                 stdout);
+      std::fputs("  iteration      ops  measured_us       sum_us  gap_share\n", stdout);
+      for (const auto& t : its)
+        std::fputs(fmt::format("  {:>9} {:>8} {:>12} {:>12.1f} {:>10.4f}\n", t.iteration, t.ops.size(),
+                               t.has_measurement() ? fmt::format("{:.1f}", t.measured_us) : "n/a", t.sum_us(),
+                               t.gap_share())
+                       .c_str(),
+                   stdout);
+    }
+  }
+  return 0;
+}
+
+const Register inspect_cmd{Command{
+    "inspect", "show iterations, measured time and gap share of traces",
+    Spec{"inspect TRACE... [--json] [--rank N] [--keep-incomplete]", {"--json", "--keep-incomplete"}, {"--rank"}, 1},
+    run_inspect}};
+
+}  // namespace
+}  // namespace ets::cli

@@ -1,0 +1,98 @@
+// Definitions of the header-only part of ets::Tracer (live scope capture); Tracer::load lives in src/import/.
+// Built once into ets::ets via src/ets.cpp, inline everywhere else.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "ets/tracer.hpp"
+
+namespace ets {
+
+ETS_INLINE Tracer::Tracer(TraceMeta meta) : meta_(std::move(meta)), origin_(Clock::now()) {
+  meta_.source_format = "live";
+}
+
+ETS_INLINE double Tracer::now_us() const noexcept {
+  return std::chrono::duration<double, std::micro>(Clock::now() - origin_).count();
+}
+
+ETS_INLINE Tracer::Scope Tracer::op(std::string name, Phase phase, std::vector<TensorInfo> inputs, HyperParams hyper,
+                                    double flops) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::int64_t gen = static_cast<std::int64_t>(generation_) << 32;
+  if (depth_++ > 0) return Scope(this, gen | 0xffffffffLL);
+  Live l;
+  l.rec.raw_name = name;
+  l.rec.name = std::move(name);
+  l.rec.phase = phase;
+  l.rec.inputs = std::move(inputs);
+  l.rec.hyper = hyper;
+  l.rec.flops = flops;
+  l.rec.start_us = now_us();
+  open_.push_back(std::move(l));
+  return Scope(this, gen | static_cast<std::int64_t>(open_.size() - 1));
+}
+
+ETS_INLINE void Tracer::close(std::int64_t index) noexcept {
+  const double t = now_us();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (depth_ > 0) --depth_;
+  const auto gen = static_cast<std::uint32_t>(static_cast<std::uint64_t>(index) >> 32);
+  const auto slot = static_cast<std::uint32_t>(index & 0xffffffffLL);
+  if (gen != generation_ || slot == 0xffffffffu || slot >= open_.size()) return;
+  open_[slot].end_us = t;
+}
+
+ETS_INLINE void Tracer::step() {
+  const double t = now_us();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!open_.empty()) {
+    Done d;
+    d.ops = std::move(open_);
+    d.boundary_us = t;
+    d.prev_boundary_us = last_boundary_us_;
+    d.iteration = next_iteration_++;
+    done_.push_back(std::move(d));
+  }
+  open_.clear();
+  ++generation_;
+  last_boundary_us_ = t;
+}
+
+ETS_INLINE std::size_t Tracer::pending_ops() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return open_.size();
+}
+
+ETS_INLINE std::vector<ExecutionTrace> Tracer::take() {
+  std::vector<Done> done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done.swap(done_);
+  }
+  std::vector<ExecutionTrace> out;
+  out.reserve(done.size());
+  for (Done& d : done) {
+    ExecutionTrace tr;
+    tr.meta = meta_;
+    tr.iteration = d.iteration;
+    tr.start_us = d.ops.front().rec.start_us;
+    const double from = std::isnan(d.prev_boundary_us) ? tr.start_us : d.prev_boundary_us;
+    tr.measured_us = d.boundary_us - from;
+    tr.ops.reserve(d.ops.size());
+    for (std::size_t i = 0; i < d.ops.size(); ++i) {
+      OpRecord r = std::move(d.ops[i].rec);
+      const double next = i + 1 < d.ops.size() ? d.ops[i + 1].rec.start_us : d.boundary_us;
+      // A scope still open at step() is cut at the boundary.
+      const double end = d.ops[i].end_us < 0 ? d.boundary_us : d.ops[i].end_us;
+      r.time_us = std::max(0.0, std::min(end, next) - r.start_us);
+      r.gap_us = std::max(0.0, next - r.start_us - r.time_us);
+      tr.ops.push_back(std::move(r));
+    }
+    out.push_back(std::move(tr));
+  }
+  return out;
+}
+
+}  // namespace ets

@@ -1,0 +1,129 @@
+// ets::Tracer — where execution traces come from: the importer front door (Tracer::load, compiled library) and a
+// header-only RAII scope API that records the operators of a host C++ training loop as it runs.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ets/common.hpp"
+#include "ets/trace.hpp"
+
+namespace ets {
+
+/// Records or imports execution traces (docs/trace-format.md has the definitions of time and gap).
+///
+/// Live capture (header-only):
+/// \code
+///   ets::Tracer tracer;
+///   for (...) {
+///     { auto s = tracer.op("conv2d", ets::Phase::Forward, {{{32, 3, 224, 224}, ets::DType::Float32}}); conv(); }
+///     ...
+///     tracer.step();                    // iteration boundary
+///   }
+///   std::vector<ets::ExecutionTrace> its = tracer.take();
+/// \endcode
+/// Only the outermost open scope is an op; scopes opened inside it (helpers that trace themselves) are folded
+/// into it. An op's time is its scope's span (steady_clock), its gap the time to the next op's start; the last
+/// op's gap runs to the step() that ends the iteration. measured_us is the distance between step() calls (for the
+/// first iteration: from its first op). Threading: every member locks one mutex, so take() may run on another
+/// thread, but scopes must be opened and closed by one training thread (nesting is tracked per Tracer, not per
+/// thread).
+class Tracer {
+ public:
+  class Scope;
+
+  /// Options for load().
+  struct LoadOptions {
+    int rank = -1;                 ///< multi-rank files: which rank (-1: the file's own / the first)
+    bool keep_incomplete = false;  ///< keep a trailing iteration with no successor and no end marker
+  };
+
+#if defined(ETS_COMPILED_LIB)
+  /// Reads a trace file (Kineto / PyTorch-profiler JSON, Nsight SQLite, ETS CSV, ETS trace; plain or .gz),
+  /// detecting its format from its content. Needs the compiled library ets::ets. Throws ets::Error
+  /// (ets.io.* / ets.import.* / the format's own ids, see docs/errors.md).
+  static std::vector<ExecutionTrace> load(const std::string& path, const LoadOptions& options);
+  static std::vector<ExecutionTrace> load(const std::string& path);
+  /// Name of the detected format of a file ("kineto", "pytorch-et", "nsight", "ets-csv", "ets-trace", "unknown").
+  static std::string detect(const std::string& path);
+#endif
+
+  /// A live tracer; meta is copied into every iteration it hands out (source_format becomes "live").
+  ETS_INLINE explicit Tracer(TraceMeta meta = {});
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  /// Opens a scope; the op ends when the returned Scope is destroyed (or end() is called on it).
+  [[nodiscard]] ETS_INLINE Scope op(std::string name, Phase phase, std::vector<TensorInfo> inputs = {},
+                                    HyperParams hyper = {}, double flops = kUnknown);
+  /// Marks the end of the current iteration (and the start of the next).
+  ETS_INLINE void step();
+  /// Returns the iterations completed by step() so far and forgets them; the open iteration stays.
+  ETS_INLINE std::vector<ExecutionTrace> take();
+  /// Ops recorded since the last step() (the open iteration).
+  ETS_INLINE std::size_t pending_ops() const;
+
+  /// RAII handle of one traced scope. Movable, not copyable; destroying it ends the scope.
+  class Scope {
+   public:
+    Scope() = default;
+    Scope(Scope&& o) noexcept : tracer_(std::exchange(o.tracer_, nullptr)), index_(o.index_) {}
+    Scope& operator=(Scope&& o) noexcept {
+      if (this != &o) {
+        end();
+        tracer_ = std::exchange(o.tracer_, nullptr);
+        index_ = o.index_;
+      }
+      return *this;
+    }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    ~Scope() { end(); }
+    /// Ends the scope now (idempotent).
+    void end() noexcept {
+      if (tracer_) std::exchange(tracer_, nullptr)->close(index_);
+    }
+
+   private:
+    friend class Tracer;
+    Scope(Tracer* t, std::int64_t index) : tracer_(t), index_(index) {}
+    Tracer* tracer_ = nullptr;
+    std::int64_t index_ = -1;  ///< generation << 32 | slot in the open iteration (slot 0xffffffff: nested)
+  };
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Live {
+    OpRecord rec;
+    double end_us = -1;  ///< < 0 while open
+  };
+  struct Done {
+    std::vector<Live> ops;
+    double boundary_us;  ///< the step() that closed it
+    double prev_boundary_us;  ///< the step() before (NaN for the first)
+    std::int64_t iteration;
+  };
+
+  ETS_INLINE double now_us() const noexcept;
+  ETS_INLINE void close(std::int64_t index) noexcept;
+
+  mutable std::mutex mutex_;
+  TraceMeta meta_;
+  Clock::time_point origin_;
+  int depth_ = 0;
+  std::uint32_t generation_ = 0;  ///< bumped by step(); a scope still open at step() was cut at the boundary
+  std::vector<Live> open_;
+  std::vector<Done> done_;
+  double last_boundary_us_ = kUnknown;
+  std::int64_t next_iteration_ = 0;
+};
+
+}  // namespace ets
+
+#ifndef ETS_COMPILED_LIB
+#include "ets/tracer-inl.hpp"
+#endif

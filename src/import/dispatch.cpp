@@ -1,0 +1,53 @@
+// Tracer::load / Tracer::detect: the importer front door. Sniffs the content and hands it to the format's reader.
+// SQLite is recognised before reading the whole file, since its reader opens the file itself.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ets/error.hpp"
+#include "ets/tracer.hpp"
+#include "import/importers.hpp"
+
+namespace ets {
+namespace {
+
+bool is_sqlite(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}'", path);
+  char head[16] = {};
+  const std::size_t n = std::fread(head, 1, sizeof head, f);
+  std::fclose(f);
+  return n == 16 && std::memcmp(head, "SQLite format 3", 16) == 0;
+}
+
+}  // namespace
+
+std::string Tracer::detect(const std::string& path) {
+  if (is_sqlite(path)) return import::format_name(import::Format::NsightSqlite);
+  const std::string bytes = import::read_file_bytes(path);
+  return import::format_name(import::detect_format(bytes, path));
+}
+
+std::vector<ExecutionTrace> Tracer::load(const std::string& path) { return load(path, LoadOptions{}); }
+
+std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOptions& options) {
+  import::Options opt;
+  opt.rank = options.rank;
+  opt.keep_incomplete = options.keep_incomplete;
+  if (is_sqlite(path)) return import::read_nsight_sqlite(path, opt);
+  const std::string bytes = import::read_file_bytes(path);
+  switch (import::detect_format(bytes, path)) {
+    case import::Format::KinetoJson: return import::read_kineto_json(bytes, path, opt);
+    case import::Format::EtsCsv: return import::read_ets_csv(bytes, path, opt);
+    case import::Format::EtsTrace: return import::read_ets_trace(bytes, path, opt);
+    case import::Format::PytorchEt: return import::read_pytorch_et(bytes, path, opt);
+    case import::Format::NsightSqlite: return import::read_nsight_sqlite_bytes(bytes, path, opt);  // a gzipped database
+    case import::Format::Unknown: break;
+  }
+  ETS_THROW(Errc::unsupported, "ets.import.1",
+            "'{}': unrecognised trace format (expected Kineto JSON, PyTorch ET, Nsight SQLite, ETS CSV or ETS trace)",
+            path);
+}
+
+}  // namespace ets

@@ -1,0 +1,398 @@
+// Op selection (outermost candidates, phases, bookkeeping filter) and the CPU / GPU per-iteration assembly.
+// Both rules make Σ(time + gap) telescope to the distance between consecutive iteration starts.
+#include "import/gpu_assembly.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+#include "import/op_normalize.hpp"
+
+namespace ets::import {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
+
+bool is_candidate(const HostSpan& s) {
+  if (s.kind == SpanKind::Op) return true;
+  if (s.kind == SpanKind::Scope) return false;
+  const std::string& n = s.rec.raw_name;
+  return n.find("::") != std::string::npos && !starts_with(n, "ProfilerStep#");
+}
+
+// record_function's own tensor bookkeeping (torch <= 2.0), seen at thread top level and beside/inside scopes.
+bool is_bookkeeping(const std::string& raw) { return raw == "aten::zeros" || raw == "aten::empty"; }
+
+constexpr std::uint8_t kBwd = 1, kUpd = 2;
+
+std::uint8_t own_phase_flags(const HostSpan& s) {
+  const std::string& n = s.rec.raw_name;
+  if (starts_with(n, "autograd::engine::evaluate_function")) return kBwd;
+  if (starts_with(n, "Optimizer.step#") || starts_with(n, "Optimizer.zero_grad#")) return kUpd;
+  return 0;
+}
+
+/// Nesting per thread and the outermost candidate each span belongs to.
+struct Forest {
+  std::vector<std::size_t> order;   ///< span indices sorted by (tid, start, -end)
+  std::vector<std::int64_t> parent; ///< per span; -1 at thread top level
+  std::vector<std::int64_t> top;    ///< outermost candidate at or above the span; -1 if none
+  std::vector<std::uint8_t> flags;  ///< phase flags inherited from enclosing spans
+};
+
+Forest build_forest(const std::vector<HostSpan>& h) {
+  Forest f;
+  const std::size_t n = h.size();
+  f.order.resize(n);
+  std::iota(f.order.begin(), f.order.end(), std::size_t{0});
+  std::stable_sort(f.order.begin(), f.order.end(), [&](std::size_t a, std::size_t b) {
+    if (h[a].tid != h[b].tid) return h[a].tid < h[b].tid;
+    if (h[a].start_us != h[b].start_us) return h[a].start_us < h[b].start_us;
+    return h[a].end_us > h[b].end_us;
+  });
+  f.parent.assign(n, -1);
+  f.top.assign(n, -1);
+  f.flags.assign(n, 0);
+  std::vector<std::size_t> stack;
+  std::int64_t tid = std::numeric_limits<std::int64_t>::min();
+  for (std::size_t i : f.order) {
+    if (h[i].tid != tid) {
+      stack.clear();
+      tid = h[i].tid;
+    }
+    // A child may end a rounding step after its parent; containment is decided by the start alone.
+    while (!stack.empty() && h[stack.back()].end_us <= h[i].start_us) stack.pop_back();
+    const std::int64_t p = stack.empty() ? -1 : static_cast<std::int64_t>(stack.back());
+    f.parent[i] = p;
+    f.flags[i] = static_cast<std::uint8_t>((p >= 0 ? f.flags[p] : 0) | own_phase_flags(h[i]));
+    if (p >= 0 && f.top[p] >= 0) f.top[i] = f.top[p];
+    else if (is_candidate(h[i])) f.top[i] = static_cast<std::int64_t>(i);
+    stack.push_back(i);
+  }
+  return f;
+}
+
+/// Top op records: name, phase, inputs/hyper (from the first descendant that has them), summed flops, sequence.
+struct TopOp {
+  std::size_t span = 0;
+  OpRecord rec;
+  bool bookkeeping = false;
+};
+
+std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
+                                std::vector<std::int64_t>& top_slot) {
+  std::vector<TopOp> ops;
+  top_slot.assign(h.size(), -1);
+  for (std::size_t i : f.order) {
+    if (f.top[i] != static_cast<std::int64_t>(i)) continue;
+    top_slot[i] = static_cast<std::int64_t>(ops.size());
+    TopOp t;
+    t.span = i;
+    t.rec = h[i].rec;
+    const std::int64_t p = f.parent[i];
+    t.bookkeeping = is_bookkeeping(h[i].rec.raw_name) && h[i].kind == SpanKind::Auto &&
+                    (p < 0 || !is_candidate(h[static_cast<std::size_t>(p)]));
+    ops.push_back(std::move(t));
+  }
+  // Descendants in (tid, start) order: the first one with inputs / a sequence number wins; flops add up.
+  std::vector<double> flops(ops.size(), 0.0);
+  std::vector<char> has_flops(ops.size(), 0);
+  std::vector<char> has_inputs(ops.size(), 0);
+  for (std::size_t i : f.order) {
+    if (f.top[i] < 0) continue;
+    const auto slot = static_cast<std::size_t>(top_slot[static_cast<std::size_t>(f.top[i])]);
+    TopOp& t = ops[slot];
+    const OpRecord& r = h[i].rec;
+    if (!std::isnan(r.flops)) {
+      flops[slot] += r.flops;
+      has_flops[slot] = 1;
+    }
+    if (!has_inputs[slot] && !r.inputs.empty()) {
+      has_inputs[slot] = 1;
+      if (i != t.span) {
+        t.rec.inputs = r.inputs;
+        if (t.rec.hyper.present == 0) t.rec.hyper = r.hyper;
+      }
+    }
+    if (t.rec.sequence < 0 && r.sequence >= 0) t.rec.sequence = r.sequence;
+  }
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    TopOp& t = ops[k];
+    const HostSpan& s = h[t.span];
+    bool bwd_name = false;
+    const auto& inp = t.rec.inputs;
+    std::string norm = normalize_op_name(s.rec.raw_name, &bwd_name, inp.size() >= 2 ? int(inp[1].dims.size()) : 0);
+    // Backward convolutions list (grad_out, input, weight): the weight's rank decides 1d/2d/3d.
+    if (bwd_name && inp.size() >= 3) norm = normalize_op_name(s.rec.raw_name, &bwd_name, int(inp[2].dims.size()));
+    if (t.rec.name.empty()) t.rec.name = std::move(norm);
+    if (!s.phase_known) {
+      const std::uint8_t fl = f.flags[t.span];
+      t.rec.phase = (fl & kUpd) ? Phase::Update : ((fl & kBwd) || bwd_name) ? Phase::Backward : Phase::Forward;
+    }
+    if (has_flops[k]) t.rec.flops = flops[k];
+    fill_analytic(t.rec);
+  }
+  return ops;
+}
+
+// Which step holds host time t: steps are sorted by start; -1 when none.
+std::int64_t step_of(const std::vector<StepSpan>& steps, double t) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), t,
+                             [](double v, const StepSpan& s) { return v < s.start_us; });
+  if (it == steps.begin()) return -1;
+  --it;
+  return t < it->end_us ? static_cast<std::int64_t>(it - steps.begin()) : -1;
+}
+
+void sort_steps(std::vector<StepSpan>& steps) {
+  std::stable_sort(steps.begin(), steps.end(), [](const StepSpan& a, const StepSpan& b) { return a.start_us < b.start_us; });
+}
+
+// Measure of the union of [a,b) intervals clipped to [lo, hi).
+double union_within(std::vector<std::pair<double, double>>& iv, double lo, double hi) {
+  if (!(hi > lo)) return 0;
+  std::sort(iv.begin(), iv.end());
+  double total = 0, cur_a = 0, cur_b = 0;
+  bool open = false;
+  for (auto [a, b] : iv) {
+    a = std::max(a, lo);
+    b = std::min(b, hi);
+    if (b <= a) continue;
+    if (open && a <= cur_b) {
+      cur_b = std::max(cur_b, b);
+    } else {
+      if (open) total += cur_b - cur_a;
+      cur_a = a;
+      cur_b = b;
+      open = true;
+    }
+  }
+  if (open) total += cur_b - cur_a;
+  return total;
+}
+
+}  // namespace
+
+bool is_communication_kernel(std::string_view name) noexcept {
+  // Case-insensitive "nccl" / "rccl" anywhere (ncclKernel_AllReduce..., ncclDevKernel_..., rccl...).
+  for (std::size_t i = 0; i + 4 <= name.size(); ++i) {
+    const char a = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+    if ((a == 'n' || a == 'r') && std::tolower(static_cast<unsigned char>(name[i + 1])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(name[i + 2])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(name[i + 3])) == 'l')
+      return true;
+  }
+  return false;
+}
+
+std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions& opt) {
+  sort_steps(in.steps);
+  const Forest f = build_forest(in.host);
+  std::vector<std::int64_t> top_slot;
+  std::vector<TopOp> ops = make_top_ops(in.host, f, top_slot);
+  std::int64_t tid = opt.training_tid;
+  if (tid < 0) {
+    std::unordered_map<std::int64_t, std::size_t> count;
+    for (const auto& t : ops) ++count[in.host[t.span].tid];
+    std::size_t best = 0;
+    for (const auto& [k, c] : count)
+      if (c > best || (c == best && k < tid)) best = c, tid = k;
+  }
+  std::vector<const TopOp*> sel;
+  for (const auto& t : ops)
+    if (!t.bookkeeping && in.host[t.span].tid == tid) sel.push_back(&t);
+  std::stable_sort(sel.begin(), sel.end(), [&](const TopOp* a, const TopOp* b) {
+    return in.host[a->span].start_us < in.host[b->span].start_us;
+  });
+  const bool whole = in.steps.empty();
+  // Group ops by step.
+  std::vector<std::vector<const TopOp*>> groups(whole ? 1 : in.steps.size());
+  for (const TopOp* t : sel) {
+    const std::int64_t s = whole ? 0 : step_of(in.steps, in.host[t->span].start_us);
+    if (s >= 0) groups[static_cast<std::size_t>(s)].push_back(t);
+  }
+  std::vector<ExecutionTrace> out;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].empty()) continue;
+    // Successor = the next step in the list when it is adjacent and has ops.
+    const HostSpan* next_first = nullptr;
+    if (g + 1 < groups.size() && !groups[g + 1].empty()) next_first = &in.host[groups[g + 1].front()->span];
+    double end;
+    if (next_first) {
+      end = next_first->start_us;
+    } else if (!whole && std::isfinite(in.steps[g].end_us)) {
+      end = in.steps[g].end_us;
+    } else if (!whole && !opt.keep_incomplete) {
+      continue;  // marker-derived last iteration with no end
+    } else {
+      end = in.host[groups[g].back()->span].end_us;
+    }
+    ExecutionTrace tr;
+    tr.meta = in.meta;
+    tr.iteration = whole ? 0 : in.steps[g].index;
+    tr.measured_us = whole ? kUnknown : in.steps[g].measured_us;
+    const auto& v = groups[g];
+    tr.ops.reserve(v.size());
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      const HostSpan& s = in.host[v[k]->span];
+      const double next = k + 1 < v.size() ? in.host[v[k + 1]->span].start_us : std::max(end, s.start_us);
+      OpRecord r = v[k]->rec;
+      r.start_us = s.start_us;
+      r.time_us = std::max(0.0, std::min(s.end_us, next) - s.start_us);
+      r.gap_us = next - s.start_us - r.time_us;
+      r.kernels = 0;
+      tr.ops.push_back(std::move(r));
+    }
+    tr.start_us = tr.ops.front().start_us;
+    out.push_back(std::move(tr));
+  }
+  return out;
+}
+
+std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions& opt) {
+  sort_steps(in.steps);
+  const std::vector<HostSpan>& h = in.host;
+  const Forest f = build_forest(h);
+  std::vector<std::int64_t> top_slot;
+  std::vector<TopOp> ops = make_top_ops(h, f, top_slot);
+
+  std::unordered_map<std::int64_t, std::size_t> by_id;
+  by_id.reserve(h.size());
+  for (std::size_t i = 0; i < h.size(); ++i)
+    if (h[i].id >= 0) by_id.emplace(h[i].id, i);
+  // Per-thread sorted spans for launches that carry no host id.
+  std::unordered_map<std::int64_t, std::vector<std::size_t>> per_tid;
+  for (std::size_t i : f.order) per_tid[h[i].tid].push_back(i);
+  auto span_at = [&](std::int64_t tid, double ts) -> std::int64_t {
+    auto it = per_tid.find(tid);
+    if (it == per_tid.end()) return -1;
+    const auto& v = it->second;
+    auto pos = std::upper_bound(v.begin(), v.end(), ts, [&](double t, std::size_t i) { return t < h[i].start_us; });
+    if (pos == v.begin()) return -1;
+    std::int64_t s = static_cast<std::int64_t>(*(pos - 1));
+    while (s >= 0 && !(ts < h[static_cast<std::size_t>(s)].end_us)) s = f.parent[static_cast<std::size_t>(s)];
+    return s;
+  };
+  auto top_of_span = [&](std::int64_t s) -> std::int64_t {
+    if (s < 0) return -1;
+    const std::int64_t t = f.top[static_cast<std::size_t>(s)];
+    return t < 0 ? -1 : top_slot[static_cast<std::size_t>(t)];
+  };
+  std::unordered_map<std::int64_t, std::int64_t> corr_to_top;
+  corr_to_top.reserve(in.launches.size());
+  for (const Launch& l : in.launches) {
+    if (l.correlation < 0) continue;
+    // The enclosing span on the launching thread is ground truth; some Kineto versions write the correlation id
+    // into a launch's "External id" (param/resnet_kineto.json), so the id is only a fallback.
+    std::int64_t s = span_at(l.tid, l.ts_us);
+    if (s < 0 && l.host_id >= 0) {
+      auto it = by_id.find(l.host_id);
+      if (it != by_id.end()) s = static_cast<std::int64_t>(it->second);
+    }
+    corr_to_top[l.correlation] = top_of_span(s);
+  }
+
+  // Attribute device activities.
+  std::vector<std::vector<std::pair<double, double>>> iv(ops.size());
+  std::vector<std::uint32_t> nk(ops.size(), 0);
+  std::vector<const DeviceActivity*> loose;
+  std::vector<std::int64_t> devices;
+  for (const DeviceActivity& a : in.device) {
+    if (a.kind == DeviceKind::Communication || !(a.end_us >= a.start_us)) continue;
+    std::int64_t slot = -1;
+    bool linked = false;
+    if (a.correlation >= 0) {
+      auto it = corr_to_top.find(a.correlation);
+      if (it != corr_to_top.end()) linked = true, slot = it->second;
+    }
+    if (slot < 0 && a.host_id >= 0) {
+      auto it = by_id.find(a.host_id);
+      if (it != by_id.end()) linked = true, slot = top_of_span(static_cast<std::int64_t>(it->second));
+    }
+    if (slot >= 0 && !ops[static_cast<std::size_t>(slot)].bookkeeping) {
+      iv[static_cast<std::size_t>(slot)].emplace_back(a.start_us, a.end_us);
+      ++nk[static_cast<std::size_t>(slot)];
+      if (std::find(devices.begin(), devices.end(), a.device) == devices.end()) devices.push_back(a.device);
+    } else if (!linked || slot < 0) {
+      loose.push_back(&a);
+    }
+  }
+
+  // Ops with device work, grouped by the step their host start falls in, each group in GPU order.
+  const bool whole = in.steps.empty();
+  struct Item {
+    std::size_t slot;
+    double start;
+  };
+  std::vector<std::vector<Item>> groups(whole ? 1 : in.steps.size());
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    if (iv[k].empty()) continue;
+    const std::int64_t s = whole ? 0 : step_of(in.steps, h[ops[k].span].start_us);
+    if (s < 0) continue;
+    double first = iv[k].front().first;
+    for (const auto& p : iv[k]) first = std::min(first, p.first);
+    groups[static_cast<std::size_t>(s)].push_back({k, first});
+  }
+  std::vector<std::size_t> kept_groups;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].empty()) continue;
+    std::stable_sort(groups[g].begin(), groups[g].end(), [](const Item& a, const Item& b) { return a.start < b.start; });
+    kept_groups.push_back(g);
+  }
+  // One global sequence with non-decreasing starts (multi-stream reordering across a boundary is absorbed here).
+  struct Seq {
+    std::size_t slot;
+    double start;
+    std::size_t group;
+  };
+  std::vector<Seq> seq;
+  for (std::size_t g : kept_groups)
+    for (const Item& it : groups[g]) {
+      const double st = seq.empty() ? it.start : std::max(it.start, seq.back().start);
+      seq.push_back({it.slot, st, g});
+    }
+  if (seq.empty()) return {};
+  // Activities without a launch (or whose launch lies outside every op) fall to the op window holding their start.
+  for (const DeviceActivity* a : loose) {
+    if (!devices.empty() && std::find(devices.begin(), devices.end(), a->device) == devices.end()) continue;
+    auto it = std::upper_bound(seq.begin(), seq.end(), a->start_us, [](double t, const Seq& s) { return t < s.start; });
+    if (it == seq.begin()) continue;
+    --it;
+    iv[it->slot].emplace_back(a->start_us, a->end_us);
+    ++nk[it->slot];
+  }
+  // End of the capture: the last activity end of the last group's ops.
+  double last_end = seq.back().start;
+  for (const Seq& s : seq)
+    if (s.group == seq.back().group)
+      for (const auto& p : iv[s.slot]) last_end = std::max(last_end, p.second);
+
+  std::vector<ExecutionTrace> out;
+  std::size_t i = 0;
+  while (i < seq.size()) {
+    const std::size_t g = seq[i].group;
+    ExecutionTrace tr;
+    tr.meta = in.meta;
+    tr.iteration = whole ? 0 : in.steps[g].index;
+    tr.measured_us = whole ? kUnknown : in.steps[g].measured_us;
+    tr.start_us = seq[i].start;
+    for (; i < seq.size() && seq[i].group == g; ++i) {
+      const double next = i + 1 < seq.size() ? seq[i + 1].start : std::max(last_end, seq[i].start);
+      OpRecord r = ops[seq[i].slot].rec;
+      r.start_us = seq[i].start;
+      r.time_us = union_within(iv[seq[i].slot], seq[i].start, next);
+      r.gap_us = (next - seq[i].start) - r.time_us;
+      if (r.gap_us < 0) r.gap_us = 0;
+      r.kernels = nk[seq[i].slot];
+      tr.ops.push_back(std::move(r));
+    }
+    out.push_back(std::move(tr));
+  }
+  (void)opt;
+  return out;
+}
+
+}  // namespace ets::import

@@ -1,0 +1,582 @@
+// PyTorch profiler / Kineto Chrome-trace reader (CPU-only and GPU; 2021 and current schemas) on simdjson ondemand.
+// One pass collects host spans, launches, device activities and step markers; gpu_assembly turns them into iterations.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <simdjson.h>
+
+#include "ets/error.hpp"
+#include "import/gpu_assembly.hpp"
+#include "import/importers.hpp"
+#include "import/op_normalize.hpp"
+
+namespace ets::import {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+constexpr std::int64_t kNoId = -1;
+constexpr std::int64_t kBadPid = std::numeric_limits<std::int64_t>::min();
+
+enum class Cat : std::uint8_t { Other, Host, Launch, Kernel, Memcpy, Memset, Flow };
+
+Cat classify(std::string_view c) {
+  switch (c.size()) {
+    case 6:
+      if (c == "cpu_op" || c == "Kernel" || c == "Memcpy" || c == "Memset")
+        return c == "cpu_op" ? Cat::Host : c == "Kernel" ? Cat::Kernel : c == "Memcpy" ? Cat::Memcpy : Cat::Memset;
+      break;
+    case 8:
+      if (c == "Operator") return Cat::Host;
+      break;
+    case 7:
+      if (c == "Runtime") return Cat::Launch;
+      break;
+    case 4:
+      if (c == "ac2g") return Cat::Flow;
+      break;
+    case 5:
+      if (c == "async") return Cat::Flow;
+      break;
+    default:
+      break;
+  }
+  if (c == "kernel") return Cat::Kernel;
+  if (c == "gpu_memcpy") return Cat::Memcpy;
+  if (c == "gpu_memset") return Cat::Memset;
+  if (c == "user_annotation") return Cat::Host;
+  if (c == "cuda_runtime" || c == "cuda_driver" || c == "hip_runtime") return Cat::Launch;
+  if (c == "async_cpu_to_gpu") return Cat::Flow;
+  return Cat::Other;
+}
+
+// "stream 7" -> 7, "25738" -> 25738; other strings hash (their own thread); pids like "Traces" are not processes.
+std::int64_t id_from_string(std::string_view s, bool is_pid) {
+  std::int64_t v = 0;
+  bool digits = false;
+  for (char c : s) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      v = v * 10 + (c - '0');
+      digits = true;
+    } else if (digits) {
+      break;
+    }
+  }
+  if (digits) return v;
+  if (is_pid) return kBadPid;
+  return static_cast<std::int64_t>(std::hash<std::string_view>{}(s) >> 2) + (std::int64_t{1} << 60);
+}
+
+std::int64_t get_id(od::value v, bool is_pid) {
+  od::json_type t;
+  if (v.type().get(t)) return is_pid ? kBadPid : 0;
+  if (t == od::json_type::number) {
+    std::int64_t i;
+    if (!v.get_int64().get(i)) return i;
+    double d;
+    if (!v.get_double().get(d)) return static_cast<std::int64_t>(d);
+    return 0;
+  }
+  if (t == od::json_type::string) {
+    std::string_view s;
+    if (!v.get_string().get(s)) return id_from_string(s, is_pid);
+  }
+  return is_pid ? kBadPid : 0;
+}
+
+// Timestamps are µs with optional fraction; parsing the token into integer ns keeps ns resolution that a double
+// of an epoch-µs value (~1.7e15) cannot hold.
+bool parse_ts_ns(od::value v, std::int64_t& ns) {
+  std::string_view tok = v.raw_json_token();
+  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t' ||
+                          tok.back() == ',' || tok.back() == '}'))
+    tok.remove_suffix(1);
+  if (!tok.empty() && tok.front() == '"') {  // quoted timestamps occur in hand-edited files
+    tok.remove_prefix(1);
+    if (!tok.empty() && tok.back() == '"') tok.remove_suffix(1);
+  }
+  bool neg = false;
+  std::size_t i = 0;
+  if (i < tok.size() && tok[i] == '-') neg = true, ++i;
+  std::int64_t whole = 0;
+  std::size_t start = i;
+  for (; i < tok.size() && std::isdigit(static_cast<unsigned char>(tok[i])); ++i) whole = whole * 10 + (tok[i] - '0');
+  if (i == start) return false;
+  std::int64_t frac = 0;
+  int fd = 0;
+  if (i < tok.size() && tok[i] == '.') {
+    ++i;
+    for (; i < tok.size() && std::isdigit(static_cast<unsigned char>(tok[i])); ++i)
+      if (fd < 3) frac = frac * 10 + (tok[i] - '0'), ++fd;
+    while (fd < 3) frac *= 10, ++fd;
+  }
+  if (i < tok.size() && (tok[i] == 'e' || tok[i] == 'E')) {
+    double d;
+    if (v.get_double().get(d)) return false;
+    ns = static_cast<std::int64_t>(std::llround(d * 1000.0));
+    return true;
+  }
+  ns = whole * 1000 + frac;
+  if (neg) ns = -ns;
+  return true;
+}
+
+double get_number(od::value v, double fallback) {
+  double d;
+  if (!v.get_double().get(d)) return d;
+  std::string_view s;
+  if (!v.get_string().get(s)) {
+    try {
+      return std::stod(std::string(s));
+    } catch (...) {
+    }
+  }
+  return fallback;
+}
+
+std::int64_t get_int(od::value v, std::int64_t fallback) {
+  std::int64_t i;
+  if (!v.get_int64().get(i)) return i;
+  double d;
+  if (!v.get_double().get(d)) return static_cast<std::int64_t>(d);
+  return fallback;
+}
+
+// "Input Dims": [[2,3],[],[[1,2],[3]]] -> a TensorList contributes its first tensor's dims.
+void read_dims(od::value v, std::vector<std::vector<std::int64_t>>& out) {
+  od::array arr;
+  if (v.get_array().get(arr)) return;
+  for (auto el : arr) {
+    out.emplace_back();
+    od::array inner;
+    if (el.get_array().get(inner)) continue;
+    bool first_list = true;
+    for (auto x : inner) {
+      od::json_type t;
+      if (x.type().get(t)) break;
+      if (t == od::json_type::number) {
+        std::int64_t d;
+        if (!x.get_int64().get(d)) out.back().push_back(d);
+      } else if (t == od::json_type::array && first_list) {
+        first_list = false;
+        od::array deep;
+        if (!x.get_array().get(deep))
+          for (auto y : deep) {
+            std::int64_t d;
+            if (!y.get_int64().get(d)) out.back().push_back(d);
+          }
+      }
+    }
+  }
+}
+
+void read_strings(od::value v, std::vector<std::string>& out) {
+  od::array arr;
+  if (v.get_array().get(arr)) return;
+  for (auto el : arr) {
+    std::string_view s;
+    if (!el.get_string().get(s)) out.emplace_back(s);
+    else out.emplace_back();
+  }
+}
+
+struct Args {
+  std::int64_t external = kNoId;
+  std::int64_t correlation = kNoId;
+  std::int64_t sequence = -1;
+  std::int64_t stream = kNoId;
+  std::int64_t device = kNoId;
+  double flops = kUnknown;
+  RawArgs raw;
+  bool has_raw = false;
+};
+
+void read_args(od::object obj, Args& a, bool want_raw) {
+  for (auto field : obj) {
+    std::string_view k;
+    if (field.unescaped_key().get(k)) continue;
+    od::value v = field.value();
+    switch (k.size()) {
+      case 11:
+        if (k == "External id" || k == "external id") a.external = get_int(v, kNoId);
+        else if (k == "correlation") a.correlation = get_int(v, kNoId);
+        break;
+      case 6:
+        if (k == "stream") a.stream = get_int(v, kNoId);
+        else if (k == "device") a.device = get_int(v, kNoId);
+        break;
+      case 5:
+        if (k == "flops") a.flops = get_number(v, kUnknown);
+        break;
+      case 10:
+        if (k == "Input Dims" && want_raw) read_dims(v, a.raw.dims), a.has_raw = true;
+        else if (k == "Input type" && want_raw) read_strings(v, a.raw.types), a.has_raw = true;
+        break;
+      case 15:
+        if (k == "Sequence number") a.sequence = get_int(v, -1);
+        else if (k == "Concrete Inputs" && want_raw) read_strings(v, a.raw.concrete);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+struct Marker {
+  std::int64_t pid;
+  std::int64_t tid;
+  double start, end;
+  std::int64_t index;  // ProfilerStep#N's N
+};
+
+struct Flow {
+  std::int64_t pid, tid, ts_ns, id;
+};
+
+struct Collected {
+  std::vector<HostSpan> host;
+  std::vector<std::int64_t> host_pid;
+  std::vector<Launch> launches;
+  std::vector<std::int64_t> launch_pid;
+  std::vector<DeviceActivity> device;
+  std::vector<std::int64_t> device_ts_ns;  // for kernels without correlation, matched to ac2g flow ends
+  std::vector<std::int64_t> device_tid;
+  std::vector<Flow> flow_ends;
+  std::vector<Marker> profiler_steps, zero_grads, opt_steps;
+  std::unordered_map<std::int64_t, std::size_t> cpu_ops_per_pid;
+  std::string optimizer;
+  bool origin_set = false;
+  std::int64_t origin_ns = 0;
+  double rel(std::int64_t ns) const { return static_cast<double>(ns - origin_ns) / 1000.0; }
+};
+
+std::int64_t step_index(std::string_view name) {
+  const auto pos = name.find('#');
+  if (pos == std::string_view::npos) return -1;
+  std::int64_t v = 0;
+  bool any = false;
+  for (std::size_t i = pos + 1; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); ++i)
+    v = v * 10 + (name[i] - '0'), any = true;
+  return any ? v : -1;
+}
+
+void read_event(od::object obj, Collected& c) {
+  std::string_view ph, cat, name;
+  std::int64_t pid = kBadPid, tid = 0, ts_ns = 0, flow_id = kNoId;
+  bool has_ts = false;
+  double dur = 0;
+  Args args;
+  bool args_seen = false;
+  // Field order differs between writers; args may precede cat, so args are read before we know the category.
+  for (auto field : obj) {
+    std::string_view k;
+    if (field.unescaped_key().get(k)) continue;
+    od::value v = field.value();
+    if (k == "ph") {
+      if (v.get_string().get(ph)) ph = {};
+    } else if (k == "cat") {
+      if (v.get_string().get(cat)) cat = {};
+    } else if (k == "name") {
+      if (v.get_string().get(name)) name = {};
+    } else if (k == "pid") {
+      pid = get_id(v, true);
+    } else if (k == "tid") {
+      tid = get_id(v, false);
+    } else if (k == "ts") {
+      has_ts = parse_ts_ns(v, ts_ns);
+    } else if (k == "dur") {
+      dur = get_number(v, 0);
+    } else if (k == "id") {
+      flow_id = get_int(v, kNoId);
+    } else if (k == "args") {
+      od::object a;
+      if (!v.get_object().get(a)) {
+        read_args(a, args, true);
+        args_seen = true;
+      }
+    }
+  }
+  if (!has_ts || ph.size() != 1) return;
+  if (!c.origin_set) c.origin_set = true, c.origin_ns = ts_ns;
+  const Cat kind = classify(cat);
+  if (ph[0] == 'f' && kind == Cat::Flow) {
+    c.flow_ends.push_back({pid, tid, ts_ns, flow_id});
+    return;
+  }
+  if (ph[0] != 'X' || pid == kBadPid) return;
+  if (!(dur >= 0) || !std::isfinite(dur)) dur = 0;
+  const double start = c.rel(ts_ns);
+  switch (kind) {
+    case Cat::Host: {
+      if (name.rfind("ProfilerStep#", 0) == 0) {
+        c.profiler_steps.push_back({pid, tid, start, start + dur, step_index(name)});
+      } else if (name.rfind("Optimizer.zero_grad#", 0) == 0) {
+        c.zero_grads.push_back({pid, tid, start, start + dur, -1});
+      } else if (name.rfind("Optimizer.step#", 0) == 0) {
+        c.opt_steps.push_back({pid, tid, start, start + dur, -1});
+        if (c.optimizer.empty()) {
+          std::string_view cls = name.substr(15);
+          cls = cls.substr(0, cls.find('.'));
+          for (char ch : cls) c.optimizer += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        }
+      }
+      HostSpan s;
+      s.rec.raw_name.assign(name.data(), name.size());
+      s.start_us = start;
+      s.end_us = start + dur;
+      s.tid = tid;
+      s.id = args.external;
+      s.kind = cat == "user_annotation" ? SpanKind::Scope : SpanKind::Auto;
+      s.rec.sequence = args.sequence;
+      s.rec.flops = args.flops > 0 ? args.flops : kUnknown;
+      if (cat != "user_annotation") ++c.cpu_ops_per_pid[pid];
+      if (args_seen && args.has_raw) {
+        bool bwd = false;
+        const int wr = args.raw.dims.size() >= 2 ? static_cast<int>(args.raw.dims[1].size()) : 0;
+        s.rec.name = normalize_op_name(name, &bwd, bwd ? 0 : wr);
+        if (bwd) {
+          s.rec.phase = Phase::Backward;
+          if (args.raw.dims.size() >= 3) s.rec.name = normalize_op_name(name, &bwd, int(args.raw.dims[2].size()));
+        }
+        fill_from_args(s.rec, args.raw);
+        s.rec.phase = Phase::Forward;  // the assembly decides the phase from the enclosing spans
+        if (bwd) s.rec.phase = Phase::Backward;
+      }
+      c.host.push_back(std::move(s));
+      c.host_pid.push_back(pid);
+      break;
+    }
+    case Cat::Launch:
+      c.launches.push_back({args.correlation, args.external, tid, start});
+      c.launch_pid.push_back(pid);
+      break;
+    case Cat::Kernel:
+    case Cat::Memcpy:
+    case Cat::Memset: {
+      DeviceActivity a;
+      a.start_us = start;
+      a.end_us = start + dur;
+      a.device = args.device != kNoId ? args.device : pid;
+      a.stream = args.stream != kNoId ? args.stream : tid;
+      a.correlation = args.correlation;
+      a.host_id = args.external;
+      a.kind = kind == Cat::Memcpy ? DeviceKind::Memcpy
+               : kind == Cat::Memset ? DeviceKind::Memset
+               : is_communication_kernel(name) ? DeviceKind::Communication
+                                               : DeviceKind::Kernel;
+      c.device.push_back(a);
+      c.device_ts_ns.push_back(ts_ns);
+      c.device_tid.push_back(tid);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+// Keeps outer markers only (some traces nest a second Optimizer.step# inside the first).
+std::vector<Marker> outer_only(std::vector<Marker> v, std::int64_t pid) {
+  v.erase(std::remove_if(v.begin(), v.end(), [&](const Marker& m) { return m.pid != pid; }), v.end());
+  std::stable_sort(v.begin(), v.end(), [](const Marker& a, const Marker& b) { return a.start < b.start; });
+  std::vector<Marker> out;
+  for (const Marker& m : v)
+    if (out.empty() || m.start >= out.back().end) out.push_back(m);
+  return out;
+}
+
+std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, const Options& opt) {
+  std::vector<StepSpan> steps;
+  const double inf = std::numeric_limits<double>::infinity();
+  auto ps = outer_only(c.profiler_steps, pid);
+  if (!ps.empty()) {
+    for (const Marker& m : ps) steps.push_back({m.index, m.start, m.end, m.end - m.start});
+    return steps;
+  }
+  const auto zg = outer_only(c.zero_grads, pid);
+  const auto st = outer_only(c.opt_steps, pid);
+  if (!zg.empty()) {
+    for (std::size_t k = 0; k < zg.size(); ++k) {
+      if (k + 1 < zg.size()) {
+        steps.push_back({static_cast<std::int64_t>(k), zg[k].start, zg[k + 1].start, zg[k + 1].start - zg[k].start});
+      } else {
+        double end = -inf;
+        for (const Marker& m : st)
+          if (m.start >= zg[k].start) end = std::max(end, m.end);
+        if (std::isfinite(end)) steps.push_back({static_cast<std::int64_t>(k), zg[k].start, end, end - zg[k].start});
+        else if (opt.keep_incomplete) steps.push_back({static_cast<std::int64_t>(k), zg[k].start, inf, kUnknown});
+      }
+    }
+    return steps;
+  }
+  if (!st.empty()) {
+    if (opt.keep_incomplete) steps.push_back({0, -inf, st[0].end, kUnknown});
+    for (std::size_t k = 1; k < st.size(); ++k)
+      steps.push_back({static_cast<std::int64_t>(k), st[k - 1].end, st[k].end, st[k].end - st[k - 1].end});
+  }
+  return steps;
+}
+
+struct Meta {
+  std::int64_t rank = -1;
+  std::string device, framework_version, model, family, environment, optimizer;
+  std::int64_t batch_size = 0;
+};
+
+void read_meta_object(od::object obj, Meta& m) {
+  for (auto field : obj) {
+    std::string_view k;
+    if (field.unescaped_key().get(k)) continue;
+    od::value v = field.value();
+    std::string_view s;
+    if (k == "framework_version" && !v.get_string().get(s)) m.framework_version = std::string(s);
+    else if (k == "device" && !v.get_string().get(s)) m.device = std::string(s);
+    else if (k == "model" && !v.get_string().get(s)) m.model = std::string(s);
+    else if (k == "family" && !v.get_string().get(s)) m.family = std::string(s);
+    else if (k == "environment" && !v.get_string().get(s)) m.environment = std::string(s);
+    else if (k == "optimizer" && !v.get_string().get(s)) m.optimizer = std::string(s);
+    else if (k == "batch_size") m.batch_size = get_int(v, 0);
+  }
+}
+
+}  // namespace
+
+std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::string& path, const Options& opt) {
+  Collected c;
+  Meta meta;
+  bool saw_events = false;
+  {
+    simdjson::padded_string buf(bytes.data(), bytes.size());
+    od::parser parser;
+    try {
+      od::document doc = parser.iterate(buf);
+      od::object root = doc.get_object();
+      for (auto field : root) {
+        std::string_view k = field.unescaped_key();
+        od::value v = field.value();
+        if (k == "traceEvents") {
+          od::array arr = v.get_array();
+          saw_events = true;
+          c.host.reserve(bytes.size() / 2000);
+          for (auto ev : arr) {
+            od::object o;
+            if (!ev.get_object().get(o)) read_event(o, c);
+          }
+        } else if (k == "distributedInfo") {
+          od::object o;
+          if (!v.get_object().get(o))
+            for (auto f2 : o) {
+              std::string_view k2 = f2.unescaped_key();
+              if (k2 == "rank") meta.rank = get_int(f2.value(), -1);
+            }
+        } else if (k == "deviceProperties") {
+          od::array a;
+          if (!v.get_array().get(a))
+            for (auto d : a) {
+              od::object o;
+              if (d.get_object().get(o)) continue;
+              for (auto f2 : o) {
+                std::string_view k2 = f2.unescaped_key();
+                std::string_view s;
+                if (k2 == "name" && !f2.value().get_string().get(s) && meta.device.empty()) meta.device = std::string(s);
+              }
+            }
+        } else if (k == "ets") {
+          od::object o;
+          if (!v.get_object().get(o)) read_meta_object(o, meta);
+        }
+      }
+    } catch (const simdjson::simdjson_error& e) {
+      ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: {}", path, e.what());
+    }
+    // The parser (and its string buffer, which the string_views above point into) dies here; all kept data is copied.
+  }
+  if (!saw_events)
+    ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: no \"traceEvents\" array", path);
+  if (opt.rank >= 0 && meta.rank >= 0 && meta.rank != opt.rank)
+    ETS_THROW(Errc::invalid_argument, "ets.kineto.2", "'{}' holds rank {}, not the requested rank {}", path, meta.rank,
+              opt.rank);
+
+  // The host process: the one that ran ProfilerStep#s, else the one with most CPU ops.
+  std::int64_t pid = kBadPid;
+  for (const Marker& m : c.profiler_steps)
+    if (m.pid != kBadPid) {
+      pid = m.pid;
+      break;
+    }
+  if (pid == kBadPid) {
+    std::size_t best = 0;
+    for (const auto& [p, n] : c.cpu_ops_per_pid)
+      if (n > best || (n == best && p < pid)) best = n, pid = p;
+  }
+  if (pid == kBadPid) ETS_THROW(Errc::invalid_trace, "ets.kineto.3", "'{}' holds no CPU operator events", path);
+
+  AssemblyInput in;
+  in.meta.source_format = "kineto";
+  in.meta.source_path = path;
+  in.meta.framework = "pytorch";
+  in.meta.framework_version = meta.framework_version;
+  in.meta.device = meta.device;
+  in.meta.model = meta.model;
+  in.meta.family = meta.family;
+  in.meta.environment = meta.environment;
+  in.meta.batch_size = meta.batch_size;
+  in.meta.optimizer = !meta.optimizer.empty() ? meta.optimizer : c.optimizer;
+  if (meta.rank >= 0) in.meta.extra["rank"] = std::to_string(meta.rank);
+  in.steps = make_steps(c, pid, opt);
+  for (std::size_t i = 0; i < c.host.size(); ++i)
+    if (c.host_pid[i] == pid) in.host.push_back(std::move(c.host[i]));
+  c.host.clear();
+  c.host.shrink_to_fit();
+  for (std::size_t i = 0; i < c.launches.size(); ++i)
+    if (c.launch_pid[i] == pid) in.launches.push_back(c.launches[i]);
+  // Kernels without a correlation arg: the ac2g flow ending on them carries the launch's correlation id.
+  bool need_flows = false;
+  for (const auto& a : c.device) need_flows |= a.correlation < 0;
+  if (need_flows && !c.flow_ends.empty()) {
+    std::unordered_map<std::int64_t, std::int64_t> by_ts;
+    for (const Flow& f : c.flow_ends) by_ts[f.ts_ns * 31 + f.tid] = f.id;
+    for (std::size_t i = 0; i < c.device.size(); ++i)
+      if (c.device[i].correlation < 0) {
+        auto it = by_ts.find(c.device_ts_ns[i] * 31 + c.device_tid[i]);
+        if (it != by_ts.end()) c.device[i].correlation = it->second;
+      }
+  }
+  bool gpu = false;
+  for (const auto& a : c.device) gpu |= a.kind != DeviceKind::Communication;
+  if (gpu) {
+    in.device = std::move(c.device);
+    if (in.meta.device.empty()) in.meta.device = "gpu";
+  } else if (in.meta.device.empty()) {
+    in.meta.device = "cpu";
+  }
+  AssemblyOptions aopt;
+  aopt.keep_incomplete = opt.keep_incomplete;
+  if (!gpu && !c.profiler_steps.empty()) aopt.training_tid = outer_only(c.profiler_steps, pid).front().tid;
+  const std::vector<StepSpan> steps = in.steps;
+  const TraceMeta meta_copy = in.meta;
+  std::vector<ExecutionTrace> out = gpu ? assemble_gpu(std::move(in), aopt) : assemble_cpu(std::move(in), aopt);
+  // Steps whose training thread ran no operator (HTA's cpu_only fixture: only gloo annotations on other threads)
+  // still carry a measured iteration time; they come back with zero ops rather than as an error.
+  if (out.empty())
+    for (const StepSpan& s : steps) {
+      if (!std::isfinite(s.end_us)) continue;
+      ExecutionTrace t;
+      t.meta = meta_copy;
+      t.iteration = s.index;
+      t.start_us = s.start_us;
+      t.measured_us = s.measured_us;
+      out.push_back(std::move(t));
+    }
+  if (out.empty())
+    ETS_THROW(Errc::invalid_trace, "ets.kineto.3", "'{}' holds no iteration with operators (pid {})", path, pid);
+  return out;
+}
+
+}  // namespace ets::import

@@ -1,0 +1,345 @@
+// Operator naming, hyper-parameter derivation and analytic FLOPs / bytes for the common ops (all importers).
+// The tables mirror docs/trace-format.md; keep both in step when adding an op.
+#include "import/op_normalize.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <unordered_map>
+
+namespace ets::import {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+// Forward-op table over the stripped aten name (no "aten::", no leading '_', no trailing in-place '_').
+const std::unordered_map<std::string, std::string>& aten_table() {
+  static const std::unordered_map<std::string, std::string> t = {
+      {"conv2d", "conv2d"}, {"cudnn_convolution", "conv"}, {"convolution", "conv"}, {"mkldnn_convolution", "conv"},
+      {"thnn_conv2d", "conv2d"}, {"slow_conv2d", "conv2d"}, {"slow_conv2d_forward", "conv2d"},
+      {"miopen_convolution", "conv"}, {"convolution_overrideable", "conv"}, {"nnpack_spatial_convolution", "conv2d"},
+      {"conv1d", "conv1d"}, {"conv3d", "conv3d"}, {"slow_conv3d", "conv3d"}, {"slow_conv3d_forward", "conv3d"},
+      {"cudnn_convolution_relu", "conv2d"}, {"cudnn_convolution_add_relu", "conv2d"},
+      {"conv_transpose1d", "conv_transpose1d"}, {"conv_transpose2d", "conv_transpose2d"},
+      {"conv_transpose3d", "conv_transpose3d"}, {"cudnn_convolution_transpose", "conv_transpose2d"},
+      {"slow_conv_transpose2d", "conv_transpose2d"},
+      {"linear", "linear"}, {"addmm", "linear"}, {"matmul", "matmul"}, {"mm", "mm"}, {"bmm", "bmm"},
+      {"baddbmm", "bmm"}, {"addbmm", "bmm"}, {"einsum", "einsum"},
+      {"batch_norm", "batch_norm"}, {"batch_norm_impl_index", "batch_norm"}, {"cudnn_batch_norm", "batch_norm"},
+      {"native_batch_norm", "batch_norm"}, {"miopen_batch_norm", "batch_norm"},
+      {"native_batch_norm_legit", "batch_norm"}, {"native_batch_norm_legit_no_training", "batch_norm"},
+      {"layer_norm", "layer_norm"}, {"native_layer_norm", "layer_norm"}, {"group_norm", "group_norm"},
+      {"native_group_norm", "group_norm"},
+      {"relu", "relu"}, {"threshold", "relu"}, {"clamp_min", "relu"}, {"gelu", "gelu"}, {"silu", "silu"},
+      {"tanh", "tanh"}, {"sigmoid", "sigmoid"}, {"hardtanh", "hardtanh"}, {"leaky_relu", "leaky_relu"},
+      {"max_pool2d", "max_pool2d"}, {"max_pool2d_with_indices", "max_pool2d"}, {"avg_pool2d", "avg_pool2d"},
+      {"adaptive_avg_pool2d", "adaptive_avg_pool2d"}, {"adaptive_avg_pool2d_backward", "adaptive_avg_pool2d"},
+      {"mkldnn_adaptive_avg_pool2d", "adaptive_avg_pool2d"},
+      {"cross_entropy_loss", "cross_entropy"}, {"nll_loss", "nll_loss"}, {"nll_loss_nd", "nll_loss"},
+      {"nll_loss2d", "nll_loss"}, {"nll_loss_forward", "nll_loss"}, {"mse_loss", "mse_loss"},
+      {"log_softmax", "log_softmax"}, {"softmax", "softmax"}, {"safe_softmax", "softmax"},
+      {"dropout", "dropout"}, {"native_dropout", "dropout"}, {"fused_dropout", "dropout"},
+      {"feature_dropout", "dropout"},
+      {"embedding", "embedding"}, {"embedding_bag", "embedding_bag"}, {"embedding_dense", "embedding"},
+      {"lstm", "lstm"}, {"gru", "gru"}, {"scaled_dot_product_attention", "attention"},
+      {"scaled_dot_product_efficient_attention", "attention"}, {"scaled_dot_product_flash_attention", "attention"},
+      {"add", "add"}, {"sub", "sub"}, {"rsub", "sub"}, {"mul", "mul"}, {"div", "div"}, {"addcmul", "addcmul"},
+      {"addcdiv", "addcdiv"}, {"sqrt", "sqrt"}, {"rsqrt", "rsqrt"}, {"pow", "pow"}, {"exp", "exp"},
+      {"mean", "mean"}, {"sum", "sum"}, {"var", "var"}, {"var_mean", "var"}, {"cat", "cat"}, {"stack", "stack"},
+      {"view", "view"}, {"reshape", "view"}, {"reshape_alias", "view"}, {"unsafe_view", "view"},
+      {"flatten", "flatten"}, {"t", "transpose"}, {"transpose", "transpose"}, {"permute", "permute"},
+      {"contiguous", "contiguous"}, {"clone", "clone"}, {"copy", "copy"}, {"to", "to"}, {"zero", "zero"},
+      {"fill", "fill"}, {"ones_like", "ones_like"}, {"zeros_like", "zeros_like"}, {"empty", "empty"},
+      {"zeros", "zeros"}, {"ones", "ones"}, {"empty_like", "empty_like"},
+  };
+  return t;
+}
+
+// Autograd node class (without Backward<N>) -> forward op type.
+const std::unordered_map<std::string, std::string>& backward_table() {
+  static const std::unordered_map<std::string, std::string> t = {
+      {"Convolution", "conv"}, {"CudnnConvolution", "conv"}, {"MkldnnConvolution", "conv"},
+      {"ThnnConv2D", "conv2d"}, {"SlowConv2D", "conv2d"}, {"CudnnConvolutionTranspose", "conv_transpose2d"},
+      {"Addmm", "linear"}, {"Linear", "linear"}, {"Mm", "mm"}, {"Bmm", "bmm"}, {"Baddbmm", "bmm"},
+      {"Matmul", "matmul"}, {"Relu", "relu"}, {"Threshold", "relu"}, {"Gelu", "gelu"}, {"Silu", "silu"},
+      {"Tanh", "tanh"}, {"Sigmoid", "sigmoid"}, {"Hardtanh", "hardtanh"}, {"LeakyRelu", "leaky_relu"},
+      {"MaxPool2DWithIndices", "max_pool2d"}, {"MaxPool2D", "max_pool2d"}, {"AvgPool2D", "avg_pool2d"},
+      {"AdaptiveAvgPool2D", "adaptive_avg_pool2d"}, {"MkldnnAdaptiveAvgPool2D", "adaptive_avg_pool2d"},
+      {"CudnnBatchNorm", "batch_norm"}, {"NativeBatchNorm", "batch_norm"}, {"BatchNorm", "batch_norm"},
+      {"MiopenBatchNorm", "batch_norm"}, {"NativeLayerNorm", "layer_norm"}, {"NativeGroupNorm", "group_norm"},
+      {"NllLoss", "nll_loss"}, {"NllLoss2D", "nll_loss"}, {"MseLoss", "mse_loss"}, {"LogSoftmax", "log_softmax"},
+      {"Softmax", "softmax"}, {"NativeDropout", "dropout"}, {"FusedDropout", "dropout"},
+      {"Embedding", "embedding"}, {"EmbeddingBag", "embedding_bag"}, {"Add", "add"}, {"Sub", "sub"},
+      {"Rsub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Sqrt", "sqrt"}, {"Rsqrt", "rsqrt"}, {"Pow", "pow"},
+      {"Exp", "exp"}, {"Mean", "mean"}, {"Sum", "sum"}, {"Var", "var"}, {"Cat", "cat"}, {"Stack", "stack"},
+      {"View", "view"}, {"Reshape", "view"}, {"ReshapeAlias", "view"}, {"UnsafeView", "view"},
+      {"T", "transpose"}, {"Transpose", "transpose"}, {"Permute", "permute"}, {"Clone", "clone"},
+      {"Copy", "copy"}, {"ToCopy", "to"}, {"Expand", "expand"}, {"Select", "select"}, {"Slice", "slice"},
+      {"Index", "index"}, {"Squeeze", "squeeze"}, {"Unsqueeze", "unsqueeze"},
+      {"ScaledDotProductEfficientAttention", "attention"}, {"ScaledDotProductFlashAttention", "attention"},
+  };
+  return t;
+}
+
+std::string snake(std::string_view camel) {
+  std::string out;
+  for (std::size_t i = 0; i < camel.size(); ++i) {
+    const char c = camel[i];
+    if (std::isupper(static_cast<unsigned char>(c))) {
+      if (i > 0 && std::islower(static_cast<unsigned char>(camel[i - 1]))) out += '_';
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string conv_by_rank(const std::string& n, int weight_rank) {
+  if (n != "conv") return n;
+  if (weight_rank == 3) return "conv1d";
+  if (weight_rank == 5) return "conv3d";
+  return "conv2d";
+}
+
+std::string forward_name(std::string_view stripped, int weight_rank) {
+  std::string s(stripped);
+  while (!s.empty() && s.front() == '_') s.erase(s.begin());
+  const auto& t = aten_table();
+  auto it = t.find(s);
+  if (it == t.end() && !s.empty() && s.back() == '_') {
+    s.pop_back();
+    it = t.find(s);
+  }
+  if (it != t.end()) return conv_by_rank(it->second, weight_rank);
+  // Optimizer kernels: _foreach_add_ -> foreach_add, _fused_adam_ -> fused_adam.
+  return s;
+}
+
+// "conv2d" "[1, 1]" "2" -> integers; empty on anything else.
+std::vector<std::int64_t> parse_ints(const std::string& s) {
+  std::vector<std::int64_t> out;
+  const char* p = s.c_str();
+  while (*p) {
+    if (*p == '-' || std::isdigit(static_cast<unsigned char>(*p))) {
+      char* end = nullptr;
+      out.push_back(std::strtoll(p, &end, 10));
+      p = end;
+      if (*p == '.' || *p == 'e' || *p == 'E') return {};  // a float, not an int list
+    } else if (*p == '[' || *p == ']' || *p == ',' || *p == ' ') {
+      ++p;
+    } else {
+      return {};
+    }
+  }
+  return out;
+}
+
+bool is_tensor_type(const std::string& t) {
+  return !t.empty() && t != "Scalar" && t != "ScalarList" && t != "GenericList" && t != "None" && t != "Device" &&
+         t != "str" && t != "ScalarType" && t != "Layout" && t != "MemoryFormat";
+}
+
+double numel(const std::vector<std::int64_t>& d) {
+  double n = 1;
+  for (auto x : d) n *= static_cast<double>(x > 0 ? x : 0);
+  return n;
+}
+
+void set_pair(HyperParams& h, Hyper a, Hyper b, const std::vector<std::int64_t>& v) {
+  if (v.empty()) return;
+  h.set(a, static_cast<double>(v[0]));
+  h.set(b, static_cast<double>(v.size() > 1 ? v[1] : v[0]));
+}
+
+}  // namespace
+
+std::string normalize_op_name(std::string_view raw, bool* backward, int weight_rank) {
+  if (backward) *backward = false;
+  std::string_view s = raw;
+  constexpr std::string_view kEval = "autograd::engine::evaluate_function: ";
+  if (starts_with(s, kEval)) s.remove_prefix(kEval.size());
+  // Autograd node: "AddmmBackward0", "torch::autograd::AccumulateGrad", "CudnnConvolutionBackward".
+  if (ends_with(s, "AccumulateGrad")) {
+    if (backward) *backward = true;
+    return "accumulate_grad";
+  }
+  {
+    std::string_view c = s;
+    while (!c.empty() && std::isdigit(static_cast<unsigned char>(c.back()))) c.remove_suffix(1);
+    if (ends_with(c, "Backward") && c.find("::") == std::string_view::npos) {
+      c.remove_suffix(8);
+      if (backward) *backward = true;
+      const auto& t = backward_table();
+      auto it = t.find(std::string(c));
+      if (it != t.end()) return conv_by_rank(it->second, weight_rank);
+      return forward_name(snake(c), weight_rank);
+    }
+  }
+  if (starts_with(s, "aten::")) s.remove_prefix(6);
+  else if (starts_with(s, "prim::")) s.remove_prefix(6);
+  std::string n(s);
+  // *_backward, *_backward_data, *_backward_input, *_backward_weight, *_backward_elemt -> forward op.
+  const std::size_t b = n.find("_backward");
+  if (b != std::string::npos && b > 0 && n.find("::") == std::string::npos) {
+    if (backward) *backward = true;
+    n.erase(b);
+  }
+  return forward_name(n, weight_rank);
+}
+
+void fill_from_args(OpRecord& rec, const RawArgs& a) {
+  // Concrete args are positional over all arguments; tensor inputs are the tensor-typed ones in order.
+  std::vector<std::vector<std::int64_t>> tdims;
+  rec.inputs.clear();
+  const std::size_t n = std::max(a.dims.size(), a.types.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string empty;
+    const std::string& ty = i < a.types.size() ? a.types[i] : empty;
+    const bool has_dims = i < a.dims.size() && !a.dims[i].empty();
+    // Tensor arguments carry their dtype as type ("float", "c10::Half"); scalars say "Scalar". Old traces without
+    // "Input type" only have dims: a non-empty shape is a tensor.
+    const bool tensor = a.types.empty() ? has_dims : (parse_dtype(ty) != DType::Unknown || (has_dims && is_tensor_type(ty)));
+    if (!tensor) continue;
+    TensorInfo t;
+    if (i < a.dims.size()) t.dims = a.dims[i];
+    t.dtype = parse_dtype(ty);
+    rec.inputs.push_back(t);
+  }
+  auto conc = [&](std::size_t i) -> std::vector<std::int64_t> {
+    return i < a.concrete.size() ? parse_ints(a.concrete[i]) : std::vector<std::int64_t>{};
+  };
+  HyperParams& h = rec.hyper;
+  const std::string& op = rec.name;
+  const bool bwd = rec.phase == Phase::Backward;
+  if ((op == "conv1d" || op == "conv2d" || op == "conv3d") && rec.inputs.size() >= (bwd ? 3u : 2u)) {
+    // convolution_backward lists (grad_out, input, weight, ...).
+    const auto& x = rec.inputs[bwd ? 1 : 0].dims;
+    const auto& w = rec.inputs[bwd ? 2 : 1].dims;
+    if (w.size() >= 3 && x.size() >= 2) {
+      h.set(Hyper::InChannels, static_cast<double>(x[1]));
+      h.set(Hyper::OutChannels, static_cast<double>(w[0]));
+      h.set(Hyper::KernelH, static_cast<double>(w[2]));
+      h.set(Hyper::KernelW, static_cast<double>(w.size() >= 4 ? w[3] : 1));
+      if (w[1] > 0) h.set(Hyper::Groups, static_cast<double>(x[1] / w[1]));
+    }
+    // aten::conv2d (input, weight, bias, stride, padding, dilation, groups);
+    // aten::convolution / _convolution (..., dilation, transposed, output_padding, groups, ...).
+    const bool generic = rec.raw_name.find("convolution") != std::string::npos;
+    if (bwd) return;  // convolution_backward's int args are (bias_sizes, stride, ...): not worth a second table
+    set_pair(h, Hyper::StrideH, Hyper::StrideW, conc(3));
+    set_pair(h, Hyper::PadH, Hyper::PadW, conc(4));
+    set_pair(h, Hyper::DilationH, Hyper::DilationW, conc(5));
+    const auto g = conc(generic ? 8 : 6);
+    if (g.size() == 1 && g[0] > 0) h.set(Hyper::Groups, static_cast<double>(g[0]));
+  } else if ((op == "linear" || op == "matmul" || op == "mm") && rec.inputs.size() >= 2 && !bwd) {
+    const bool addmm = rec.raw_name.find("addmm") != std::string::npos;
+    const auto& x = rec.inputs[addmm ? 1 : 0].dims;
+    const auto& w = rec.inputs[addmm ? 2 : 1].dims;
+    if (addmm && rec.inputs.size() >= 3 && w.size() == 2) {
+      h.set(Hyper::InChannels, static_cast<double>(w[0]));
+      h.set(Hyper::OutChannels, static_cast<double>(w[1]));
+    } else if (op == "linear" && w.size() == 2) {
+      h.set(Hyper::InChannels, static_cast<double>(w[1]));
+      h.set(Hyper::OutChannels, static_cast<double>(w[0]));
+    } else if (!x.empty() && w.size() >= 2) {
+      h.set(Hyper::InChannels, static_cast<double>(x.back()));
+      h.set(Hyper::OutChannels, static_cast<double>(w.back()));
+    }
+  } else if ((op == "max_pool2d" || op == "avg_pool2d") && !bwd) {
+    set_pair(h, Hyper::KernelH, Hyper::KernelW, conc(1));
+    set_pair(h, Hyper::StrideH, Hyper::StrideW, conc(2));
+    set_pair(h, Hyper::PadH, Hyper::PadW, conc(3));
+    if (op == "max_pool2d") set_pair(h, Hyper::DilationH, Hyper::DilationW, conc(4));
+  } else if ((op == "batch_norm" || op == "group_norm") && !rec.inputs.empty() && rec.inputs[0].dims.size() >= 2) {
+    h.set(Hyper::InChannels, static_cast<double>(rec.inputs[0].dims[1]));
+  } else if (op == "layer_norm" && !rec.inputs.empty() && !rec.inputs[0].dims.empty()) {
+    h.set(Hyper::Hidden, static_cast<double>(rec.inputs[0].dims.back()));
+  } else if ((op == "embedding" || op == "embedding_bag") && !rec.inputs.empty() && rec.inputs[0].dims.size() == 2) {
+    h.set(Hyper::InChannels, static_cast<double>(rec.inputs[0].dims[0]));
+    h.set(Hyper::Hidden, static_cast<double>(rec.inputs[0].dims[1]));
+  }
+}
+
+void fill_analytic(OpRecord& rec) {
+  const auto& in = rec.inputs;
+  const std::string& op = rec.name;
+  const bool bwd = rec.phase == Phase::Backward;
+  double out_numel = -1;
+  double flops = kUnknown;
+  if ((op == "conv1d" || op == "conv2d" || op == "conv3d") && in.size() >= 2) {
+    // Forward: inputs (x, w); backward (convolution_backward): (grad_out, x, w) and the grad_out shape is exact.
+    const auto& w = in[bwd && in.size() >= 3 ? 2 : 1].dims;
+    const auto& x = in[bwd && in.size() >= 3 ? 1 : 0].dims;
+    if (w.size() >= 3 && x.size() == w.size()) {
+      double spatial_out = 1;
+      if (bwd && in.size() >= 3 && in[0].dims.size() == x.size()) {
+        for (std::size_t i = 2; i < in[0].dims.size(); ++i) spatial_out *= static_cast<double>(in[0].dims[i]);
+      } else {
+        for (std::size_t i = 2; i < x.size(); ++i) {
+          const double k = static_cast<double>(w[i]);
+          const Hyper sh = i == 2 ? Hyper::StrideH : Hyper::StrideW;
+          const Hyper ph = i == 2 ? Hyper::PadH : Hyper::PadW;
+          const Hyper dh = i == 2 ? Hyper::DilationH : Hyper::DilationW;
+          const double s = rec.hyper.get(sh, 1), p = rec.hyper.get(ph, (k - 1) / 2), d = rec.hyper.get(dh, 1);
+          spatial_out *= std::max(1.0, std::floor((static_cast<double>(x[i]) + 2 * p - d * (k - 1) - 1) / s) + 1);
+        }
+      }
+      double kvol = 1;
+      for (std::size_t i = 1; i < w.size(); ++i) kvol *= static_cast<double>(w[i]);
+      const double f = 2.0 * static_cast<double>(x[0]) * static_cast<double>(w[0]) * spatial_out * kvol;
+      flops = bwd ? 2 * f : f;
+      out_numel = static_cast<double>(x[0]) * static_cast<double>(w[0]) * spatial_out;
+    }
+  } else if ((op == "linear" || op == "mm" || op == "matmul") && in.size() >= 2 && !bwd) {
+    const bool addmm = rec.raw_name.find("addmm") != std::string::npos && in.size() >= 3;
+    const auto& a = in[addmm ? 1 : 0].dims;
+    const auto& b = in[addmm ? 2 : 1].dims;
+    if (!a.empty() && b.size() >= 2) {
+      const double k = static_cast<double>(a.back());
+      const double m = numel(a) / (k > 0 ? k : 1);
+      const bool linear_w = op == "linear" && !addmm;  // weight [out, in]
+      const double nn = static_cast<double>(linear_w ? b[0] : b.back());
+      flops = 2 * m * k * nn;
+      out_numel = m * nn;
+    }
+  } else if (op == "bmm" && in.size() >= 2 && !bwd) {
+    const bool badd = rec.raw_name.find("baddbmm") != std::string::npos && in.size() >= 3;
+    const auto& a = in[badd ? 1 : 0].dims;
+    const auto& b = in[badd ? 2 : 1].dims;
+    if (a.size() == 3 && b.size() == 3) {
+      flops = 2.0 * a[0] * a[1] * a[2] * b[2];
+      out_numel = static_cast<double>(a[0]) * a[1] * b[2];
+    }
+  } else if (!in.empty() && (op == "add" || op == "sub" || op == "mul" || op == "div" || op == "relu" ||
+                             op == "sigmoid" || op == "tanh" || op == "gelu" || op == "silu" || op == "sqrt" ||
+                             op == "rsqrt" || op == "exp" || op == "addcmul" || op == "addcdiv" ||
+                             op == "batch_norm" || op == "layer_norm" || op == "softmax" || op == "log_softmax" ||
+                             op == "dropout")) {
+    double n = 0;
+    for (const auto& t : in) n = std::max(n, t.dims.empty() ? 1.0 : numel(t.dims));
+    const double per = (op == "batch_norm" || op == "layer_norm" || op == "softmax" || op == "log_softmax") ? 5 : 1;
+    flops = per * n;
+    out_numel = n;
+  }
+  if (std::isnan(rec.flops) && !std::isnan(flops)) rec.flops = flops;
+  if (std::isnan(rec.bytes) && !in.empty()) {
+    double bytes = 0;
+    int elem = 0;
+    for (const auto& t : in) {
+      const int sz = dtype_size(t.dtype);
+      if (sz == 0) continue;
+      elem = elem ? elem : sz;
+      bytes += (t.dims.empty() ? 1.0 : numel(t.dims)) * sz;
+    }
+    if (out_numel > 0 && elem) bytes += out_numel * elem;
+    if (bytes > 0) rec.bytes = bytes;
+  }
+}
+
+}  // namespace ets::import

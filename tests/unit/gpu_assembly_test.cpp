@@ -1,0 +1,148 @@
+// ets-test-labels: unit
+// Kernel -> op assembly on synthetic records: overlap, kernels without launch, multi-stream, NCCL, CPU rule.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "import/gpu_assembly.hpp"
+
+using namespace ets;
+using namespace ets::import;
+
+namespace {
+
+HostSpan span(const std::string& name, double a, double b, std::int64_t tid = 1, SpanKind k = SpanKind::Auto) {
+  HostSpan s;
+  s.rec.raw_name = name;
+  s.start_us = a;
+  s.end_us = b;
+  s.tid = tid;
+  s.kind = k;
+  return s;
+}
+
+DeviceActivity kernel(double a, double b, std::int64_t corr, std::int64_t stream = 7,
+                      DeviceKind kind = DeviceKind::Kernel) {
+  DeviceActivity d;
+  d.start_us = a;
+  d.end_us = b;
+  d.correlation = corr;
+  d.stream = stream;
+  d.kind = kind;
+  return d;
+}
+
+Launch launch(std::int64_t corr, double ts, std::int64_t tid = 1) {
+  Launch l;
+  l.correlation = corr;
+  l.ts_us = ts;
+  l.tid = tid;
+  return l;
+}
+
+double sum(const ExecutionTrace& t) { return t.sum_us(); }
+
+}  // namespace
+
+TEST_CASE("GPU: op time is the sum of its kernels, gap the idle time until the next op's first kernel") {
+  AssemblyInput in;
+  in.steps = {{1, 0, 100, 100}, {2, 100, 200, 100}};
+  // Step 1: conv (two kernels), relu (one kernel); step 2: conv.
+  in.host = {span("aten::conv2d", 10, 20), span("aten::cudnn_convolution", 11, 19), span("aten::relu", 30, 35),
+             span("aten::conv2d", 110, 120)};
+  in.launches = {launch(1, 12), launch(2, 15), launch(3, 31), launch(4, 111)};
+  in.device = {kernel(50, 60, 1), kernel(62, 66, 2), kernel(70, 71, 3), kernel(150, 160, 4)};
+  const auto its = assemble_gpu(in);
+  REQUIRE(its.size() == 2);
+  REQUIRE(its[0].ops.size() == 2);
+  const auto& conv = its[0].ops[0];
+  CHECK(conv.name == "conv2d");
+  CHECK(conv.kernels == 2);
+  CHECK(conv.start_us == 50);
+  CHECK(conv.time_us == Approx(14));         // 10 + 4
+  CHECK(conv.gap_us == Approx(70 - 50 - 14));  // idle 60..62 and 66..70
+  CHECK(its[0].ops[1].time_us == Approx(1));
+  CHECK(its[0].ops[1].gap_us == Approx(150 - 71));  // runs to the next iteration's first kernel
+  CHECK(sum(its[0]) == Approx(its[1].start_us - its[0].start_us));
+  // Last iteration ends at its last kernel end.
+  CHECK(sum(its[1]) == Approx(10));
+  CHECK(its[1].measured_us == 100);
+}
+
+TEST_CASE("GPU: overlapping kernels of one op count once; overlap into the next op goes to the later op") {
+  AssemblyInput in;
+  in.host = {span("aten::a", 0, 1), span("aten::b", 2, 3)};
+  in.launches = {launch(1, 0.5), launch(2, 0.6), launch(3, 2.5)};
+  // a: streams 7 and 8 overlap [10,20) and [15,30); b starts on stream 7 at 25 while a's second kernel runs.
+  in.device = {kernel(10, 20, 1, 7), kernel(15, 30, 2, 8), kernel(25, 35, 3, 7)};
+  const auto its = assemble_gpu(in);
+  REQUIRE(its.size() == 1);
+  REQUIRE(its[0].ops.size() == 2);
+  CHECK(its[0].ops[0].time_us == Approx(15));  // union [10,30) clipped at b's start 25
+  CHECK(its[0].ops[0].gap_us == Approx(0));
+  CHECK(its[0].ops[1].start_us == 25);
+  CHECK(its[0].ops[1].time_us == Approx(10));
+  CHECK(sum(its[0]) == Approx(25));
+  for (const auto& op : its[0].ops) CHECK(op.gap_us >= 0);
+}
+
+TEST_CASE("GPU: kernels without a launch fall to the op window holding them; NCCL kernels never count") {
+  AssemblyInput in;
+  in.host = {span("aten::a", 0, 1), span("aten::b", 2, 3), span("nccl:all_reduce", 3, 4, 1, SpanKind::Scope)};
+  in.launches = {launch(1, 0.5), launch(2, 2.5), launch(3, 3.5)};
+  in.device = {kernel(10, 12, 1), kernel(13, 14, 99 /* no launch */), kernel(20, 22, 2),
+               kernel(11, 40, 3, 20, DeviceKind::Communication)};
+  const auto its = assemble_gpu(in);
+  REQUIRE(its.size() == 1);
+  REQUIRE(its[0].ops.size() == 2);
+  CHECK(its[0].ops[0].kernels == 2);
+  CHECK(its[0].ops[0].time_us == Approx(3));
+  CHECK(its[0].ops[1].time_us == Approx(2));
+  CHECK(sum(its[0]) == Approx(12));  // the communication kernel's 40 µs end does not extend the iteration
+}
+
+TEST_CASE("GPU: nested spans roll up to the outermost op; phases from enclosing scopes; launch by thread and time") {
+  AssemblyInput in;
+  in.host = {span("aten::linear", 0, 10), span("aten::addmm", 1, 9),
+             span("autograd::engine::evaluate_function: AddmmBackward0", 20, 30, 2),
+             span("AddmmBackward0", 21, 29, 2), span("aten::mm", 22, 25, 2),
+             span("Optimizer.step#SGD.step", 40, 50, 1, SpanKind::Scope), span("aten::add_", 41, 45)};
+  in.launches = {launch(1, 5), launch(2, 23, 2), launch(3, 42)};
+  in.device = {kernel(100, 110, 1), kernel(120, 130, 2), kernel(140, 145, 3)};
+  const auto its = assemble_gpu(in);
+  REQUIRE(its.size() == 1);
+  REQUIRE(its[0].ops.size() == 3);
+  CHECK(its[0].ops[0].name == "linear");
+  CHECK(its[0].ops[0].phase == Phase::Forward);
+  CHECK(its[0].ops[1].name == "linear");
+  CHECK(its[0].ops[1].phase == Phase::Backward);
+  CHECK(its[0].ops[1].raw_name == "autograd::engine::evaluate_function: AddmmBackward0");
+  CHECK(its[0].ops[2].phase == Phase::Update);
+}
+
+TEST_CASE("CPU: outermost ops, gap to next start, last gap to the next iteration; bookkeeping filtered") {
+  AssemblyInput in;
+  in.steps = {{0, 0, 100, 100}, {1, 100, 200, 100}};
+  in.host = {span("ProfilerStep#0", 0, 100, 1, SpanKind::Scope), span("aten::empty", 1, 2),
+             span("aten::conv2d", 5, 20), span("aten::convolution", 6, 19), span("aten::relu", 25, 30),
+             span("ProfilerStep#1", 100, 200, 1, SpanKind::Scope), span("aten::empty", 101, 102),
+             span("aten::conv2d", 104, 120), span("aten::relu", 124, 190),
+             span("aten::other_thread", 10, 90, 5)};
+  const auto its = assemble_cpu(in);
+  REQUIRE(its.size() == 2);
+  REQUIRE(its[0].ops.size() == 2);
+  CHECK(its[0].start_us == 5);
+  CHECK(its[0].ops[0].time_us == 15);
+  CHECK(its[0].ops[0].gap_us == 5);
+  CHECK(its[0].ops[1].gap_us == 104 - 30);
+  CHECK(sum(its[0]) == its[1].start_us - its[0].start_us);
+  CHECK(sum(its[1]) == 200 - 104);  // last iteration runs to its ProfilerStep end
+}
+
+TEST_CASE("communication kernels are recognised by name") {
+  CHECK(is_communication_kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"));
+  CHECK(is_communication_kernel("ncclDevKernel_AllGather_RING_LL"));
+  CHECK_FALSE(is_communication_kernel("volta_sgemm_128x64_nn"));
+}

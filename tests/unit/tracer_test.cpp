@@ -1,0 +1,107 @@
+// ets-test-labels: unit
+// ets::Tracer: the live scope API (outermost scopes only, gaps, step boundaries) and format detection / loading.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "ets/error.hpp"
+#include "ets/tracer.hpp"
+#include "import/importers.hpp"
+#include "test_support.hpp"
+
+using namespace ets;
+
+namespace {
+void spin_us(double us) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(us);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+}  // namespace
+
+TEST_CASE("live scopes: only the outermost scope is an op; Σ(time+gap) spans first op to step()") {
+  Tracer tracer;
+  for (int it = 0; it < 3; ++it) {
+    {
+      auto s = tracer.op("conv2d", Phase::Forward, {{{8, 3, 32, 32}, DType::Float32}});
+      spin_us(200);
+      auto inner = tracer.op("cudnn_convolution", Phase::Forward);  // nested: folded into conv2d
+      spin_us(100);
+    }
+    spin_us(50);
+    {
+      auto s = tracer.op("relu", Phase::Backward);
+      spin_us(100);
+    }
+    spin_us(30);
+    tracer.step();
+  }
+  { auto s = tracer.op("pending", Phase::Update); }
+  const auto its = tracer.take();
+  REQUIRE(its.size() == 3);
+  CHECK(tracer.pending_ops() == 1);
+  for (std::size_t i = 0; i < its.size(); ++i) {
+    const auto& t = its[i];
+    REQUIRE(t.ops.size() == 2);
+    CHECK(t.ops[0].name == "conv2d");
+    CHECK(t.ops[0].inputs.size() == 1);
+    CHECK(t.ops[1].phase == Phase::Backward);
+    CHECK(t.ops[0].time_us >= 300);
+    CHECK(t.ops[0].gap_us >= 50);
+    CHECK(t.ops[1].gap_us >= 30);
+    CHECK(t.meta.source_format == "live");
+    // Σ(time+gap) = first op start -> step(); measured = step() -> step() (from the first op for the first).
+    CHECK(t.sum_us() <= t.measured_us + 1e-6);
+    if (i + 1 < its.size()) CHECK(its[i + 1].start_us > t.start_us);
+  }
+  CHECK(its[0].sum_us() == Approx(its[0].measured_us).epsilon(1e-9));
+  CHECK(tracer.take().empty());
+}
+
+TEST_CASE("live scopes: a scope still open at step() is cut at the boundary") {
+  Tracer tracer;
+  auto s = tracer.op("long", Phase::Forward);
+  spin_us(50);
+  tracer.step();
+  s.end();
+  const auto its = tracer.take();
+  REQUIRE(its.size() == 1);
+  REQUIRE(its[0].ops.size() == 1);
+  CHECK(its[0].ops[0].gap_us == 0);
+  CHECK(its[0].ops[0].time_us == Approx(its[0].measured_us));
+}
+
+TEST_CASE("format detection by content") {
+  using ets::import::detect_format;
+  using ets::import::Format;
+  CHECK(detect_format("{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [", "x") == Format::KinetoJson);
+  CHECK(detect_format("{\"schema\": \"1.0.1\", \"pid\": 1, \"nodes\": [", "x") == Format::PytorchEt);
+  CHECK(detect_format("{\"format\":\"ets-trace\",\"version\":[1,0]}\n", "x") == Format::EtsTrace);
+  CHECK(detect_format("op,dir,params,kduration,space\n", "x") == Format::EtsCsv);
+  CHECK(detect_format(std::string_view("SQLite format 3\0rest", 20), "x") == Format::NsightSqlite);
+  CHECK(detect_format("hello", "x") == Format::Unknown);
+  CHECK(detect_format("{\"a\": \"traceEvents\"}", "x") == Format::Unknown);  // a value, not a key
+}
+
+TEST_CASE("Tracer::load: missing file, unknown format, gzip round trip") {
+  namespace fs = std::filesystem;
+  CHECK_THROWS_WITH(Tracer::load("/nonexistent/trace.json"), Catch::Contains("ets.io.1"));
+  const fs::path dir = fs::temp_directory_path() / "ets_tracer_test";
+  fs::create_directories(dir);
+  const auto junk = (dir / "junk.txt").string();
+  std::ofstream(junk) << "not a trace";
+  CHECK_THROWS_WITH(Tracer::load(junk), Catch::Contains("ets.import.1"));
+  // A truncated gzip stream is an error, not a crash.
+  const std::string gz = ets_test::fixture("cpu_small_mlp.json.gz");
+  std::ifstream in(gz, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const auto cut = (dir / "cut.json.gz").string();
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  CHECK_THROWS_WITH(ets::import::read_file_bytes(cut), Catch::Contains("ets.io.5"));
+  CHECK(Tracer::detect(gz) == "kineto");
+  fs::remove_all(dir);
+}
