@@ -1,0 +1,326 @@
+// `ets bench`: the BiLSTM CPU predictor against PyTorch CPU and ONNX Runtime on the same weights and windows,
+// timed interleaved in one run (peers via tools/bench_peers.py as a co-process), plus this machine's GEMM ceiling.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <Eigen/Core>
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "ets/bilstm_predictor.hpp"
+#include "ets/model_file.hpp"
+
+namespace ets::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+std::vector<int> int_list(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const int v = std::atoi(item.c_str());
+    if (v <= 0) throw std::invalid_argument("bad list value '" + item + "' in '" + s + "'");
+    out.push_back(v);
+  }
+  return out;
+}
+
+// FLOPs of one forward pass: per position and direction 2·4H·(in + H) for the gates, plus the head.
+double forward_flops(const LstmConfig& c, int windows, int width) {
+  double per_position = 0;
+  for (int l = 0; l < c.layers; ++l) per_position += 2.0 * c.directions() * 4.0 * c.hidden * (c.layer_input(l) + c.hidden);
+  per_position += 2.0 * c.outputs * c.hidden * c.directions();
+  return per_position * windows * width;
+}
+
+LstmWeights random_weights(const LstmConfig& c, unsigned seed) {
+  std::mt19937 rng(seed);
+  const float bound = 1.0f / std::sqrt(static_cast<float>(c.hidden));  // PyTorch's default init range
+  std::uniform_real_distribution<float> u(-bound, bound);
+  auto fill = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = u(rng);
+    return v;
+  };
+  LstmWeights w;
+  w.config = c;
+  const std::size_t h4 = 4 * static_cast<std::size_t>(c.hidden);
+  for (int l = 0; l < c.layers; ++l)
+    for (int d = 0; d < c.directions(); ++d)
+      w.cells.push_back({fill(h4 * c.layer_input(l)), fill(h4 * c.hidden), fill(h4), fill(h4)});
+  w.head_w = fill(static_cast<std::size_t>(c.outputs) * c.hidden * c.directions());
+  w.head_b = fill(c.outputs);
+  return w;
+}
+
+void write_floats(const std::string& path, const std::vector<float>& v) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+// The Python peer process: commands on its stdin, one answer line each on its stdout.
+class Peer {
+ public:
+  Peer(const std::string& python, const std::string& script, const std::string& dir, int width) {
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      close(in[1]);
+      close(out[0]);
+      const std::string w = std::to_string(width);
+      execl(python.c_str(), python.c_str(), script.c_str(), dir.c_str(), w.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    if (pid_ < 0) {
+      close(in[1]);
+      close(out[0]);
+      return;
+    }
+    to_ = fdopen(in[1], "w");
+    from_ = fdopen(out[0], "r");
+    const std::string first = read_line();
+    if (first.rfind("ready ", 0) == 0) info_ = first.substr(6);
+  }
+  ~Peer() {
+    if (to_) {
+      std::fputs("quit\n", to_);
+      std::fclose(to_);
+    }
+    if (from_) std::fclose(from_);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  }
+  bool ok() const { return !info_.empty(); }
+  const std::string& info() const { return info_; }
+
+  /// Sends a command, returns the two numbers of the answer (NaN for "null").
+  std::pair<double, double> ask(const std::string& cmd) {
+    std::fprintf(to_, "%s\n", cmd.c_str());
+    std::fflush(to_);
+    std::istringstream ss(read_line());
+    std::string a, b;
+    ss >> a >> b;
+    auto num = [](const std::string& s) { return (s.empty() || s == "null") ? NAN : std::atof(s.c_str()); };
+    return {num(a), num(b)};
+  }
+
+ private:
+  std::string read_line() {
+    std::string line;
+    char buf[4096];
+    while (from_ && std::fgets(buf, sizeof buf, from_)) {
+      line += buf;
+      if (!line.empty() && line.back() == '\n') break;
+    }
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    return line;
+  }
+  pid_t pid_ = -1;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+  std::string info_;
+};
+
+// Single-thread Eigen SGEMM of the size of the largest input projection: the ceiling the predictor is judged by.
+double gemm_gflops(int m, int k, int n, double budget_ms) {
+  Eigen::MatrixXf a = Eigen::MatrixXf::Random(m, k), b = Eigen::MatrixXf::Random(k, n), c(m, n);
+  c.noalias() = a * b;
+  int reps = 0;
+  const auto t0 = Clock::now();
+  do {
+    c.noalias() = a * b;
+    ++reps;
+  } while (ms_since(t0) < budget_ms);
+  const double ms = ms_since(t0) / reps;
+  if (c(0, 0) == 12345.f) std::puts("");  // keep the product alive
+  return 2.0 * m * k * n / (ms * 1e6);
+}
+
+std::string json_num(double v, int prec = 4) { return std::isnan(v) ? "null" : fmt::format("{:.{}f}", v, prec); }
+
+struct Case {
+  int hidden, windows;
+  std::vector<float> x, y;
+  int k = 1;  // calls per timed sample
+  std::vector<double> ets, torch, ort;
+  double diff_torch = NAN, diff_ort = NAN;
+};
+
+int run_bench(const Args& args) {
+  const bool json = args.flag("--json");
+  std::signal(SIGPIPE, SIG_IGN);  // a peer that died must not kill the benchmark
+
+  const int layers = std::atoi(args.value("--layers", "4").c_str());
+  const int width = std::atoi(args.value("--width", "12").c_str());
+  const int rounds = std::atoi(args.value("--rounds", "9").c_str());
+  const double sample_ms = std::atof(args.value("--sample-ms", "40").c_str());
+  const std::vector<int> hiddens = int_list(args.value("--hidden", "64,128"));
+  const std::vector<int> windows = int_list(args.value("--windows", "1,64,256"));
+  if (layers <= 0 || width <= 0 || rounds <= 0 || !(sample_ms > 0)) throw std::invalid_argument("bad --layers/--width/--rounds/--sample-ms");
+
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("ets-bench-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  std::vector<BiLstmPredictor> models;
+  std::vector<Case> cases;
+  for (std::size_t hi = 0; hi < hiddens.size(); ++hi) {
+    const int h = hiddens[hi];
+    LstmConfig c{h, h, layers, 2, true};  // F = H, as in the paper's default
+    ModelFile mf;
+    mf.weights = random_weights(c, 1000u + static_cast<unsigned>(h));
+    mf.window_width = width;
+    mf.window_stride = std::max(1, width / 3);
+    mf.provenance["init"] = "ets bench random weights";
+    save_model(mf, (dir / fmt::format("model_{}.etsm", h)).string());
+    models.emplace_back(mf.weights, Backend::Cpu);
+    for (int n : windows) {
+      Case cs{h, n, {}, {}, 1, {}, {}, {}};
+      std::mt19937 rng(static_cast<unsigned>(h * 7919 + n));
+      std::normal_distribution<float> g(0.f, 1.f);
+      cs.x.resize(static_cast<std::size_t>(n) * width * h);
+      for (auto& v : cs.x) v = g(rng);
+      cs.y.resize(static_cast<std::size_t>(n) * width * 2);
+      write_floats((dir / fmt::format("in_{}_{}.bin", h, n)).string(), cs.x);
+      cases.push_back(std::move(cs));
+    }
+  }
+  auto model_of = [&](const Case& cs) -> const BiLstmPredictor& {
+    return models[static_cast<std::size_t>(std::find(hiddens.begin(), hiddens.end(), cs.hidden) - hiddens.begin())];
+  };
+
+  // Warm up, size each sample to ~sample_ms, and save ETS's output for the peers' agreement check.
+  for (Case& cs : cases) {
+    const auto& m = model_of(cs);
+    m.predict(cs.x.data(), cs.windows, width, cs.y.data());
+    const auto t0 = Clock::now();
+    m.predict(cs.x.data(), cs.windows, width, cs.y.data());
+    cs.k = std::clamp(static_cast<int>(sample_ms / std::max(ms_since(t0), 1e-3)), 1, 2000);
+    write_floats((dir / fmt::format("ets_{}_{}.bin", cs.hidden, cs.windows)).string(), cs.y);
+  }
+
+  std::string python = args.value("--python", "");
+  if (python.empty()) {
+    const char* env = std::getenv("ETS_BENCH_PYTHON");
+    python = env ? env : (std::filesystem::exists("/opt/ets-venv/bin/python") ? "/opt/ets-venv/bin/python" : "/usr/bin/python3");
+  }
+  const std::string script = args.value("--peer-script", std::string(ETS_SOURCE_DIR) + "/tools/bench_peers.py");
+  std::unique_ptr<Peer> peer;
+  if (!args.flag("--no-peers") && std::filesystem::exists(script) && std::filesystem::exists(python)) {
+    // Pin the peers to one thread; pick an OpenBLAS kernel the CPU really has (SkylakeX needs AVX-512).
+    setenv("OMP_NUM_THREADS", "1", 1);
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    setenv("MKL_NUM_THREADS", "1", 1);
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    if (!std::getenv("OPENBLAS_CORETYPE")) setenv("OPENBLAS_CORETYPE", __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell", 1);
+#endif
+    peer = std::make_unique<Peer>(python, script, dir.string(), width);
+    if (!peer->ok()) peer.reset();
+  }
+  if (peer)
+    for (Case& cs : cases) std::tie(cs.diff_torch, cs.diff_ort) = peer->ask(fmt::format("check {} {}", cs.hidden, cs.windows));
+
+  // Interleaved rounds: in each, every case is timed for ETS, torch and ORT back to back, and the GEMM ceiling
+  // once, so machine load (other builds on a shared box) hits all of them alike; medians over rounds.
+  const int gm = 256 * width, gk = 2 * hiddens.front(), gn = 8 * hiddens.front();
+  std::vector<double> ceiling;
+  for (int r = 0; r < rounds; ++r) {
+    ceiling.push_back(gemm_gflops(gm, gk, gn, sample_ms));
+    for (Case& cs : cases) {
+      const auto& m = model_of(cs);
+      const auto t0 = Clock::now();
+      for (int i = 0; i < cs.k; ++i) m.predict(cs.x.data(), cs.windows, width, cs.y.data());
+      cs.ets.push_back(ms_since(t0) / cs.k);
+      if (peer) {
+        const auto [t, o] = peer->ask(fmt::format("run {} {} {}", cs.hidden, cs.windows, cs.k));
+        if (!std::isnan(t)) cs.torch.push_back(t);
+        if (!std::isnan(o)) cs.ort.push_back(o);
+      }
+    }
+  }
+  const std::string peer_info = peer ? peer->info() : "null";
+  peer.reset();
+  std::filesystem::remove_all(dir);
+
+  const double ceil_gflops = median(ceiling);
+  if (json) {
+    std::string out = fmt::format(
+        "{{\"gemm_ceiling_gflops\":{},\"gemm_ceiling_shape\":[{},{},{}],\"threads\":1,\"rounds\":{},\"width\":{},"
+        "\"ets_backend\":\"{}\",\"peers\":{},\"cases\":[",
+        json_num(ceil_gflops, 2), gm, gk, gn, rounds, width, models.front().backend_name(), peer_info);
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const Case& cs = cases[i];
+      const double e = median(cs.ets), t = median(cs.torch), o = median(cs.ort);
+      const double gf = forward_flops(model_of(cs).config(), cs.windows, width) / (e * 1e6);
+      out += fmt::format(
+          "{}{{\"layers\":{},\"hidden\":{},\"windows\":{},\"ets_ms\":{},\"torch_ms\":{},\"ort_ms\":{},"
+          "\"ets_gflops\":{},\"ets_fraction_of_gemm_ceiling\":{},\"speedup_vs_torch\":{},\"speedup_vs_ort\":{},"
+          "\"max_abs_diff_torch\":{},\"max_abs_diff_ort\":{},\"calls_per_sample\":{}}}",
+          i ? "," : "", layers, cs.hidden, cs.windows, json_num(e), json_num(t), json_num(o), json_num(gf, 2),
+          json_num(gf / ceil_gflops, 3), json_num(t / e, 3), json_num(o / e, 3),
+          std::isnan(cs.diff_torch) ? "null" : fmt::format("{:.3g}", cs.diff_torch),
+          std::isnan(cs.diff_ort) ? "null" : fmt::format("{:.3g}", cs.diff_ort), cs.k);
+    }
+    out += "]}";
+    std::puts(out.c_str());
+    return 0;
+  }
+  std::printf("ets bench: %d-layer BiLSTM, width %d, F = H, one thread, median of %d interleaved rounds\n", layers,
+              width, rounds);
+  std::printf("GEMM ceiling (Eigen sgemm %dx%dx%d, same run): %.1f GFLOP/s\n", gm, gk, gn, ceil_gflops);
+  std::printf("peers: %s\n\n", peer_info.c_str());
+  std::printf("%5s %6s %10s %9s %7s %10s %8s %10s %8s\n", "H", "N", "ETS ms", "GFLOP/s", "%ceil", "torch ms",
+              "x torch", "ORT ms", "x ORT");
+  for (const Case& cs : cases) {
+    const double e = median(cs.ets), t = median(cs.torch), o = median(cs.ort);
+    const double gf = forward_flops(model_of(cs).config(), cs.windows, width) / (e * 1e6);
+    std::printf("%5d %6d %10.3f %9.1f %6.0f%% %10.3f %8.2f %10.3f %8.2f\n", cs.hidden, cs.windows, e, gf,
+                100.0 * gf / ceil_gflops, t, t / e, o, o / e);
+  }
+  return 0;
+}
+
+const Register bench_cmd{Command{
+    "bench", "benchmark the predictor against PyTorch CPU and ONNX Runtime",
+    Spec{"bench [--json] [--hidden 64,128] [--windows 1,64,256] [--layers 4] [--width 12] [--rounds 9] "
+         "[--sample-ms 40] [--python PY] [--peer-script tools/bench_peers.py] [--no-peers]",
+         {"--json", "--no-peers"},
+         {"--hidden", "--windows", "--layers", "--width", "--rounds", "--sample-ms", "--python", "--peer-script"},
+         0},
+    run_bench}};
+
+}  // namespace
+}  // namespace ets::cli
