@@ -31,5 +31,10 @@ std::vector<ExecutionTrace> read_ets_csv(std::string_view bytes, const std::stri
 std::vector<ExecutionTrace> read_ets_trace(std::string_view bytes, const std::string& path, const Options& opt);
 /// SQLite needs a file on disk; `path` is that file.
 std::vector<ExecutionTrace> read_nsight_sqlite(const std::string& path, const Options& opt);
+/// The same from the database's bytes (e.g. a gunzipped .sqlite.gz); deserialized in memory, nothing written.
+std::vector<ExecutionTrace> read_nsight_sqlite_bytes(std::string_view bytes, const std::string& path, const Options& opt);
+/// PyTorch Execution Trace JSON (schema 1.0.x / chakra 1.1.x): one iteration per ProfilerStep# node (else one),
+/// ops without timings (time 0, measured_us unknown, meta.extra["timings"] = "absent").
+std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options& opt);
 
 }  // namespace ets::import

@@ -1,0 +1,425 @@
+// Reader for Nsight Systems SQLite exports: ops are NVTX ranges that launch kernels, timed by their kernels.
+// Opened read-only (or deserialized from memory); every SQLite failure becomes an ets.nsight.* error.
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include "ets/error.hpp"
+#include "ets/trace.hpp"
+#include "import/importers.hpp"
+#include "import/op_normalize.hpp"
+
+namespace ets::import {
+namespace {
+
+constexpr char kSqliteMagic[] = "SQLite format 3";  // 16 bytes with its NUL
+
+struct DbCloser {
+  void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
+};
+using Db = std::unique_ptr<sqlite3, DbCloser>;
+
+struct StmtCloser {
+  void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
+};
+using Stmt = std::unique_ptr<sqlite3_stmt, StmtCloser>;
+
+[[noreturn]] void sql_fail(sqlite3* db, int rc, const std::string& path, const char* what) {
+  const int primary = rc & 0xFF;
+  if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT)
+    ETS_THROW(Errc::parse, "ets.nsight.2", "'{}' is not a readable SQLite database ({})", path, sqlite3_errmsg(db));
+  ETS_THROW(Errc::parse, "ets.nsight.5", "'{}': {} failed: {}", path, what, sqlite3_errmsg(db));
+}
+
+Stmt prepare(sqlite3* db, const std::string& sql, const std::string& path, bool must = true) {
+  sqlite3_stmt* s = nullptr;
+  const int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(s);
+    if (!must) return Stmt{};
+    sql_fail(db, rc, path, sql.c_str());
+  }
+  return Stmt{s};
+}
+
+// Runs a query, calling row(stmt) for each row.
+template <typename F>
+void each_row(sqlite3* db, sqlite3_stmt* s, const std::string& path, const char* what, F&& row) {
+  for (;;) {
+    const int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+      row(s);
+    } else if (rc == SQLITE_DONE) {
+      return;
+    } else {
+      sql_fail(db, rc, path, what);
+    }
+  }
+}
+
+std::string column_text(sqlite3_stmt* s, int i) {
+  const auto* p = sqlite3_column_text(s, i);
+  return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(s, i)))
+           : std::string();
+}
+
+struct Range {
+  std::int64_t start, end, tid;
+  std::string text;
+};
+struct Launch {
+  std::int64_t start, end, tid, corr;
+};
+struct Kernel {
+  std::int64_t start, end;
+};
+
+bool icontains(std::string_view s, std::string_view needle) {
+  if (needle.size() > s.size()) return false;
+  for (std::size_t i = 0; i + needle.size() <= s.size(); ++i) {
+    bool eq = true;
+    for (std::size_t j = 0; j < needle.size() && eq; ++j)
+      eq = std::tolower(static_cast<unsigned char>(s[i + j])) == std::tolower(static_cast<unsigned char>(needle[j]));
+    if (eq) return true;
+  }
+  return false;
+}
+
+// "ProfilerStep#12", "iteration 3", "iter_3", "step 7" (case-insensitive): the iteration markers we recognise.
+bool iteration_marker(std::string_view text, std::int64_t& index) {
+  static constexpr std::string_view prefixes[] = {"ProfilerStep#", "iteration", "iter", "step"};
+  for (std::string_view p : prefixes) {
+    if (text.size() <= p.size()) continue;
+    bool eq = true;
+    for (std::size_t i = 0; i < p.size() && eq; ++i)
+      eq = std::tolower(static_cast<unsigned char>(text[i])) == std::tolower(static_cast<unsigned char>(p[i]));
+    if (!eq) continue;
+    std::string_view rest = text.substr(p.size());
+    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '_' || rest.front() == '#' || rest.front() == ':'))
+      rest.remove_prefix(1);
+    if (rest.empty() || !std::all_of(rest.begin(), rest.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      continue;
+    if (rest.size() > 18) continue;
+    index = std::stoll(std::string(rest));
+    return true;
+  }
+  return false;
+}
+
+// torch.autograd.profiler.emit_nvtx spells ranges "aten::conv2d, seq = 12, op_id = 3, sizes = [[2, 3], []]".
+std::string_view range_op_name(std::string_view text) { return text.substr(0, text.find(',')); }
+
+std::int64_t range_seq(std::string_view text) {
+  const auto p = text.find("seq = ");
+  if (p == std::string_view::npos) return -1;
+  std::int64_t v = 0;
+  bool any = false;
+  for (std::size_t i = p + 6; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && v < (1LL << 58); ++i) {
+    v = v * 10 + (text[i] - '0');
+    any = true;
+  }
+  return any ? v : -1;
+}
+
+// "sizes = [[2, 3, 4], [], [5]]" -> tensor inputs (dtype unknown; empty lists are non-tensor arguments).
+std::vector<TensorInfo> range_sizes(std::string_view text) {
+  std::vector<TensorInfo> out;
+  const auto p = text.find("sizes = [");
+  if (p == std::string_view::npos) return out;
+  std::size_t i = p + 9;
+  int depth = 1;
+  TensorInfo cur;
+  std::int64_t num = 0;
+  bool in_num = false;
+  for (; i < text.size() && depth > 0; ++i) {
+    const char c = text[i];
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      if (num < (1LL << 58)) num = num * 10 + (c - '0');
+      in_num = true;
+      continue;
+    }
+    if (in_num) {
+      if (depth == 2) cur.dims.push_back(num);
+      num = 0;
+      in_num = false;
+    }
+    if (c == '[') {
+      if (++depth == 2) cur = TensorInfo{};
+    } else if (c == ']') {
+      if (depth-- == 2 && !cur.dims.empty()) out.push_back(cur);
+    }
+  }
+  return out;
+}
+
+bool has_table(sqlite3* db, const std::string& path, const char* name) {
+  Stmt s = prepare(db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?1", path);
+  sqlite3_bind_text(s.get(), 1, name, -1, SQLITE_STATIC);
+  bool found = false;
+  each_row(db, s.get(), path, "listing tables", [&](sqlite3_stmt*) { found = true; });
+  return found;
+}
+
+struct OpBuild {
+  const Range* range;
+  std::vector<Kernel> kernels;
+};
+
+std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
+  if (!has_table(db, path, "CUPTI_ACTIVITY_KIND_KERNEL"))
+    ETS_THROW(Errc::unsupported, "ets.nsight.3",
+              "'{}' has no CUPTI_ACTIVITY_KIND_KERNEL table: the capture recorded no GPU kernels", path);
+  for (const char* t : {"CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "StringIds"})
+    if (!has_table(db, path, t))
+      ETS_THROW(Errc::unsupported, "ets.nsight.4", "'{}' has no {} table, which ETS needs to form ops", path, t);
+
+  std::unordered_multimap<std::int64_t, Kernel> kernels;
+  {
+    Stmt s = prepare(db, "SELECT start, end, correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId IS NOT NULL", path);
+    each_row(db, s.get(), path, "reading kernels", [&](sqlite3_stmt* r) {
+      const Kernel k{sqlite3_column_int64(r, 0), sqlite3_column_int64(r, 1)};
+      if (k.end >= k.start) kernels.emplace(sqlite3_column_int64(r, 2), k);
+    });
+  }
+  std::vector<Launch> launches;
+  {
+    Stmt s = prepare(db,
+                     "SELECT start, end, globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+                     "WHERE correlationId IS NOT NULL",
+                     path);
+    each_row(db, s.get(), path, "reading runtime calls", [&](sqlite3_stmt* r) {
+      const Launch l{sqlite3_column_int64(r, 0), sqlite3_column_int64(r, 1), sqlite3_column_int64(r, 2),
+                     sqlite3_column_int64(r, 3)};
+      if (kernels.count(l.corr)) launches.push_back(l);
+    });
+  }
+  std::vector<Range> ranges;
+  {
+    // Push/pop (59) and start/end (60) ranges; text inline or, in newer exports, through StringIds.
+    const char* with_ids =
+        "SELECT n.start, n.end, n.globalTid, COALESCE(n.text, s.value, '') FROM NVTX_EVENTS n "
+        "LEFT JOIN StringIds s ON s.id = n.textId WHERE n.end IS NOT NULL AND n.eventType IN (59, 60)";
+    Stmt s = prepare(db, with_ids, path, false);
+    if (!s)
+      s = prepare(db,
+                  "SELECT start, end, globalTid, COALESCE(text, '') FROM NVTX_EVENTS "
+                  "WHERE end IS NOT NULL AND eventType IN (59, 60)",
+                  path);
+    each_row(db, s.get(), path, "reading NVTX ranges", [&](sqlite3_stmt* r) {
+      Range g{sqlite3_column_int64(r, 0), sqlite3_column_int64(r, 1), sqlite3_column_int64(r, 2), column_text(r, 3)};
+      if (g.end >= g.start) ranges.push_back(std::move(g));
+    });
+  }
+  std::string device;
+  if (has_table(db, path, "TARGET_INFO_GPU")) {
+    if (Stmt s = prepare(db, "SELECT name FROM TARGET_INFO_GPU LIMIT 1", path, false))
+      each_row(db, s.get(), path, "reading the GPU name", [&](sqlite3_stmt* r) { device = column_text(r, 0); });
+  }
+
+  // Split ranges into iteration markers and op candidates. When the capture names operators ("aten::..."),
+  // module / user ranges wrapping them are not ops.
+  std::vector<Range> iterations;
+  std::vector<std::int64_t> iteration_index;
+  std::vector<const Range*> candidates;
+  bool qualified = false;
+  for (const auto& g : ranges) qualified = qualified || g.text.find("::") != std::string::npos;
+  for (const auto& g : ranges) {
+    std::int64_t idx = 0;
+    if (iteration_marker(g.text, idx)) {
+      iterations.push_back(g);
+      iteration_index.push_back(idx);
+    } else if (!qualified || g.text.find("::") != std::string::npos || g.text.find("Backward") != std::string::npos) {
+      candidates.push_back(&g);
+    }
+  }
+  // Outermost candidates per thread: sorted by (tid, start, longer first), a range inside the current outer one is not.
+  std::sort(candidates.begin(), candidates.end(), [](const Range* a, const Range* b) {
+    if (a->tid != b->tid) return a->tid < b->tid;
+    if (a->start != b->start) return a->start < b->start;
+    return a->end > b->end;
+  });
+  std::vector<const Range*> outer;
+  for (const Range* g : candidates) {
+    if (!outer.empty() && outer.back()->tid == g->tid && g->start >= outer.back()->start && g->end <= outer.back()->end)
+      continue;
+    outer.push_back(g);
+  }
+  // Attribute each launch to the outermost op range on its thread that contains it.
+  std::map<const Range*, OpBuild> ops;
+  for (const auto& l : launches) {
+    auto it = std::upper_bound(outer.begin(), outer.end(), l, [](const Launch& x, const Range* g) {
+      return x.tid != g->tid ? x.tid < g->tid : x.start < g->start;
+    });
+    if (it == outer.begin()) continue;
+    const Range* g = *std::prev(it);
+    if (g->tid != l.tid || l.start < g->start || l.end > g->end) continue;
+    auto& b = ops[g];
+    b.range = g;
+    auto [lo, hi] = kernels.equal_range(l.corr);
+    for (; lo != hi; ++lo) b.kernels.push_back(lo->second);
+  }
+  if (ops.empty())
+    ETS_THROW(Errc::invalid_trace, "ets.nsight.6",
+              "'{}': no NVTX range contains a kernel launch ({} ranges, {} launches, {} kernels); "
+              "capture with NVTX ranges around operators (e.g. torch.autograd.profiler.emit_nvtx)",
+              path, ranges.size(), launches.size(), kernels.size());
+
+  // Phase markers: user ranges that say backward / optimizer (e.g. record_function("backward")).
+  std::vector<const Range*> backward_marks, update_marks;
+  for (const auto& g : ranges) {
+    if (icontains(g.text, "optimizer")) update_marks.push_back(&g);
+    else if (icontains(g.text, "backward") && g.text.find("::") == std::string::npos) backward_marks.push_back(&g);
+  }
+  auto inside = [](const std::vector<const Range*>& marks, const Range& g) {
+    for (const Range* m : marks)
+      if (m != &g && m->tid == g.tid && m->start <= g.start && g.end <= m->end) return true;
+    return false;
+  };
+
+  struct Built {
+    OpRecord rec;
+    std::int64_t cpu_start, kstart, kend;
+  };
+  std::vector<Built> built;
+  built.reserve(ops.size());
+  for (auto& [g, b] : ops) {
+    Built x;
+    const std::string_view raw = range_op_name(g->text);
+    bool backward = false;
+    x.rec.raw_name = std::string(raw);
+    x.rec.name = normalize_op_name(raw, &backward);
+    if (inside(update_marks, *g)) x.rec.phase = Phase::Update;
+    else if (backward || inside(backward_marks, *g)) x.rec.phase = Phase::Backward;
+    x.rec.sequence = range_seq(g->text);
+    x.rec.inputs = range_sizes(g->text);
+    x.kstart = b.kernels.front().start;
+    x.kend = b.kernels.front().end;
+    std::int64_t busy = 0;
+    for (const auto& k : b.kernels) {
+      x.kstart = std::min(x.kstart, k.start);
+      x.kend = std::max(x.kend, k.end);
+      busy += k.end - k.start;
+    }
+    x.rec.kernels = static_cast<std::uint32_t>(b.kernels.size());
+    x.rec.time_us = static_cast<double>(busy) / 1000.0;
+    x.rec.start_us = static_cast<double>(x.kstart) / 1000.0;
+    x.cpu_start = g->start;
+    built.push_back(std::move(x));
+  }
+
+  // Iterations: ops whose CPU range starts inside an iteration marker; without markers, one iteration.
+  std::vector<std::size_t> order(iterations.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return iterations[a].start < iterations[b].start; });
+  struct Group {
+    std::int64_t index = 0;
+    double measured = kUnknown;
+    std::vector<Built*> ops;
+  };
+  std::vector<Group> groups;
+  if (iterations.empty()) {
+    groups.emplace_back();
+    for (auto& x : built) groups.back().ops.push_back(&x);
+  } else {
+    for (std::size_t i : order) {
+      Group gr;
+      gr.index = iteration_index[i];
+      gr.measured = static_cast<double>(iterations[i].end - iterations[i].start) / 1000.0;
+      groups.push_back(std::move(gr));
+    }
+    for (auto& x : built) {
+      for (std::size_t j = 0; j < order.size(); ++j) {
+        const Range& it = iterations[order[j]];
+        if (x.cpu_start >= it.start && x.cpu_start < it.end) {
+          groups[j].ops.push_back(&x);
+          break;
+        }
+      }
+    }
+    groups.erase(std::remove_if(groups.begin(), groups.end(), [](const Group& g) { return g.ops.empty(); }),
+                 groups.end());
+    if (groups.empty())
+      ETS_THROW(Errc::invalid_trace, "ets.nsight.6", "'{}': no op range lies inside an iteration range", path);
+  }
+  for (auto& g : groups)
+    std::sort(g.ops.begin(), g.ops.end(), [](const Built* a, const Built* b) {
+      return a->kstart != b->kstart ? a->kstart < b->kstart : a->cpu_start < b->cpu_start;
+    });
+
+  std::vector<ExecutionTrace> out;
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    auto& g = groups[gi];
+    ExecutionTrace t;
+    t.meta.source_format = "nsight";
+    t.meta.source_path = path;
+    t.meta.device = device;
+    t.iteration = iterations.empty() ? 0 : g.index;
+    t.start_us = static_cast<double>(g.ops.front()->kstart) / 1000.0;
+    std::int64_t last_end = 0;
+    for (const Built* x : g.ops) last_end = std::max(last_end, x->kend);
+    // The iteration ends where the next one's first kernel starts; the last one at its last kernel's end.
+    const std::int64_t end = gi + 1 < groups.size() ? groups[gi + 1].ops.front()->kstart : last_end;
+    for (std::size_t i = 0; i < g.ops.size(); ++i) {
+      OpRecord rec = std::move(g.ops[i]->rec);
+      const std::int64_t next = i + 1 < g.ops.size() ? g.ops[i + 1]->kstart : end;
+      rec.gap_us = static_cast<double>(next - g.ops[i]->kstart) / 1000.0 - rec.time_us;
+      t.ops.push_back(std::move(rec));
+    }
+    t.measured_us = iterations.empty() ? static_cast<double>(end - g.ops.front()->kstart) / 1000.0 : g.measured;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void check_magic(std::string_view head, const std::string& path) {
+  if (head.size() < sizeof kSqliteMagic || std::memcmp(head.data(), kSqliteMagic, sizeof kSqliteMagic) != 0)
+    ETS_THROW(Errc::parse, "ets.nsight.2", "'{}' is not an SQLite database (bad header)", path);
+}
+
+}  // namespace
+
+std::vector<ExecutionTrace> read_nsight_sqlite(const std::string& path, const Options&) {
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) ETS_THROW(Errc::io, "ets.nsight.1", "cannot open '{}'", path);
+    char head[sizeof kSqliteMagic] = {};
+    in.read(head, sizeof head);
+    check_magic(std::string_view(head, static_cast<std::size_t>(in.gcount())), path);
+  }
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK)
+    ETS_THROW(Errc::io, "ets.nsight.1", "cannot open '{}' read-only: {}", path, raw ? sqlite3_errmsg(raw) : "out of memory");
+  return from_db(db.get(), path);
+}
+
+std::vector<ExecutionTrace> read_nsight_sqlite_bytes(std::string_view bytes, const std::string& path, const Options&) {
+  check_magic(bytes, path);
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK) ETS_THROW(Errc::internal, "ets.nsight.7", "cannot open an in-memory SQLite database");
+  auto* buf = static_cast<unsigned char*>(sqlite3_malloc64(bytes.size()));
+  if (!buf) ETS_THROW(Errc::internal, "ets.nsight.7", "out of memory copying '{}' ({} bytes)", path, bytes.size());
+  std::memcpy(buf, bytes.data(), bytes.size());
+  // FREEONCLOSE hands buf to SQLite even when deserialize fails.
+  if (sqlite3_deserialize(db.get(), "main", buf, static_cast<sqlite3_int64>(bytes.size()),
+                          static_cast<sqlite3_int64>(bytes.size()),
+                          SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY) != SQLITE_OK)
+    ETS_THROW(Errc::parse, "ets.nsight.2", "'{}' is not a readable SQLite database ({})", path, sqlite3_errmsg(db.get()));
+  return from_db(db.get(), path);
+}
+
+}  // namespace ets::import

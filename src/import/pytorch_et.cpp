@@ -1,0 +1,305 @@
+// Reader for PyTorch Execution Traces (ExecutionTraceObserver JSON, schema 1.0.x and chakra 1.1.x): the operator
+// graph without timings; one ExecutionTrace per ProfilerStep# (or one in all), time 0, measured_us unknown.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "ets/error.hpp"
+#include "ets/trace.hpp"
+#include "import/importers.hpp"
+#include "import/op_normalize.hpp"
+
+namespace ets::import {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+struct Node {
+  std::int64_t id = -1;
+  std::int64_t parent = -1;
+  std::int64_t seq = -1;
+  std::string name;
+  std::vector<std::vector<std::int64_t>> shapes;  // per argument; empty unless a flat int list
+  std::vector<std::string> types;                 // per argument, as the ET spells them ("Tensor(float)", "Int")
+  std::vector<std::string> concrete;              // per argument: ints / int lists as text, "" otherwise
+};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Integer scalars and (nested) int lists as text, so fill_from_args can read stride / padding / groups.
+std::string concrete_text(od::value v) {
+  switch (v.type()) {
+    case od::json_type::number: return std::string(trim(v.raw_json_token()));
+    case od::json_type::boolean: return v.get_bool() ? "1" : "0";
+    case od::json_type::array: {
+      std::string s = "[";
+      bool first = true;
+      for (auto e : v.get_array()) {
+        const std::string inner = concrete_text(e.value());
+        if (inner.empty()) return "";
+        if (!first) s += ", ";
+        s += inner;
+        first = false;
+      }
+      return s + "]";
+    }
+    default: return "";
+  }
+}
+
+std::vector<std::int64_t> flat_ints(od::value v) {
+  std::vector<std::int64_t> out;
+  if (v.type() != od::json_type::array) return out;
+  for (auto e : v.get_array()) {
+    od::value x = e.value();
+    if (x.type() != od::json_type::number) return {};  // nested list: a list argument, not one tensor
+    std::int64_t i = 0;
+    if (x.get_int64().get(i)) return {};
+    out.push_back(i);
+  }
+  return out;
+}
+
+void read_values(od::value v, Node& n) {
+  n.concrete.clear();
+  for (auto e : v.get_array()) n.concrete.push_back(concrete_text(e.value()));
+}
+void read_shapes(od::value v, Node& n) {
+  n.shapes.clear();
+  for (auto e : v.get_array()) n.shapes.push_back(flat_ints(e.value()));
+}
+void read_types(od::value v, Node& n) {
+  n.types.clear();
+  for (auto e : v.get_array()) {
+    std::string_view s;
+    n.types.emplace_back(e.value().get_string().get(s) ? std::string_view() : s);
+  }
+}
+
+std::int64_t int_or_first(od::value v) {
+  if (v.type() == od::json_type::array) {
+    for (auto e : v.get_array()) return e.value().get_int64();
+    return -1;
+  }
+  return v.get_int64();
+}
+
+Node read_node(od::object obj) {
+  Node n;
+  for (auto field : obj) {
+    const std::string_view key = field.unescaped_key();
+    od::value v = field.value();
+    if (key == "id") {
+      n.id = v.get_int64();
+    } else if (key == "name") {
+      n.name = std::string(std::string_view(v.get_string()));
+    } else if (key == "parent" || key == "ctrl_deps") {
+      n.parent = int_or_first(v);
+    } else if (key == "seq_id") {
+      n.seq = v.get_int64();
+    } else if (key == "inputs") {
+      if (v.type() == od::json_type::object) {  // chakra: {"values", "shapes", "types"}
+        for (auto f : v.get_object()) {
+          const std::string_view k = f.unescaped_key();
+          if (k == "values") read_values(f.value(), n);
+          else if (k == "shapes") read_shapes(f.value(), n);
+          else if (k == "types") read_types(f.value(), n);
+        }
+      } else {
+        read_values(v, n);
+      }
+    } else if (key == "input_shapes") {
+      read_shapes(v, n);
+    } else if (key == "input_types") {
+      read_types(v, n);
+    } else if (key == "attrs" && v.type() == od::json_type::array) {
+      for (auto a : v.get_array()) {
+        std::string_view name;
+        std::int64_t value = 0;
+        bool is_seq = false, have = false;
+        for (auto f : a.get_object()) {
+          const std::string_view k = f.unescaped_key();
+          if (k == "name") is_seq = !f.value().get_string().get(name) && name == "seq_id";
+          else if (k == "value") have = !f.value().get_int64().get(value);
+        }
+        if (is_seq && have) n.seq = value;
+      }
+    }
+  }
+  return n;
+}
+
+// Operators are namespaced ("aten::conv2d", "c10d::allreduce_"). Not operators: profiler / autograd bookkeeping,
+// autograd nodes ("torch::autograd::AccumulateGrad", whose aten children are the ops) and dotted
+// record_function labels ("torch.distributed.ddp.reducer::copy_bucket_to_grad").
+bool is_operator(std::string_view name) {
+  const auto p = name.find("::");
+  if (p == std::string_view::npos || p == 0) return false;
+  const std::string_view ns = name.substr(0, p);
+  if (ns.find_first_of(" .#") != std::string_view::npos) return false;
+  return ns != "profiler" && ns != "autograd" && ns != "torch";
+}
+
+// "ProfilerStep#7" -> 7.
+bool profiler_step(std::string_view name, std::int64_t& index) {
+  constexpr std::string_view prefix = "ProfilerStep#";
+  if (name.substr(0, prefix.size()) != prefix || name.size() == prefix.size() || name.size() > prefix.size() + 18)
+    return false;
+  std::int64_t v = 0;
+  for (char c : name.substr(prefix.size())) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  index = v;
+  return true;
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// ET argument types to the Kineto spellings fill_from_args understands (tensors by dtype, the rest by kind).
+RawArgs raw_args(const Node& n) {
+  RawArgs a;
+  const std::size_t count = std::max({n.types.size(), n.shapes.size(), n.concrete.size()});
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string ty = i < n.types.size() ? n.types[i] : std::string();
+    std::vector<std::int64_t> dims = i < n.shapes.size() ? n.shapes[i] : std::vector<std::int64_t>{};
+    std::string conc = i < n.concrete.size() ? n.concrete[i] : std::string();
+    if (starts_with(ty, "Tensor(") && ty.size() > 8) {
+      a.types.push_back(dtype_name(parse_dtype(std::string_view(ty).substr(7, ty.size() - 8))));
+      conc.clear();
+    } else {
+      a.types.push_back(starts_with(ty, "GenericList") ? "GenericList" : ty == "None" ? "None" : "Scalar");
+      dims.clear();
+    }
+    a.dims.push_back(std::move(dims));
+    a.concrete.push_back(std::move(conc));
+  }
+  return a;
+}
+
+}  // namespace
+
+std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options&) {
+  std::string schema;
+  std::vector<Node> nodes;
+  bool have_nodes = false;
+  try {
+    const simdjson::padded_string json(bytes.data(), bytes.size());
+    od::parser parser;
+    od::document doc = parser.iterate(json);
+    od::object root;
+    if (doc.get_object().get(root))
+      ETS_THROW(Errc::parse, "ets.et.2", "'{}' is not a PyTorch Execution Trace (not a JSON object)", path);
+    for (auto field : root) {
+      const std::string_view key = field.unescaped_key();
+      if (key == "schema") {
+        schema = std::string(std::string_view(field.value().get_string()));
+      } else if (key == "nodes") {
+        have_nodes = true;
+        for (auto e : field.value().get_array()) nodes.push_back(read_node(e.get_object()));
+      }
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    ETS_THROW(Errc::parse, "ets.et.1", "'{}': malformed or unexpected JSON in a PyTorch Execution Trace ({})", path,
+              e.what());
+  }
+  if (!have_nodes || schema.empty())
+    ETS_THROW(Errc::parse, "ets.et.2", "'{}' is not a PyTorch Execution Trace (needs \"schema\" and \"nodes\")", path);
+  if (!starts_with(schema, "1."))
+    ETS_THROW(Errc::unsupported, "ets.et.3", "'{}': Execution Trace schema '{}' is not supported (1.x only)", path,
+              schema);
+
+  std::unordered_map<std::int64_t, std::size_t> by_id;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].id < 0 || nodes[i].name.empty())
+      ETS_THROW(Errc::parse, "ets.et.4", "'{}': node {} lacks an \"id\" or \"name\"", path, i);
+    by_id.emplace(nodes[i].id, i);
+  }
+
+  // Outermost operators in id order (ids are handed out as ops start); the phase comes from the enclosing
+  // autograd / optimizer scopes.
+  struct OpRef {
+    std::size_t node;
+    Phase phase;
+    std::int64_t step;  // ProfilerStep#N enclosing it, -1 if none
+  };
+  std::vector<OpRef> ops;
+  std::vector<std::pair<std::int64_t, std::int64_t>> steps;  // (node id, N) of ProfilerStep#N nodes
+  for (const Node& n : nodes) {
+    std::int64_t step = -1;
+    if (profiler_step(n.name, step)) steps.emplace_back(n.id, step);
+  }
+  std::sort(steps.begin(), steps.end());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    std::int64_t step = -1;
+    if (!is_operator(nodes[i].name)) continue;
+    bool nested = false;
+    Phase phase = Phase::Forward;
+    std::int64_t p = nodes[i].parent;
+    for (std::size_t guard = 0; guard < nodes.size(); ++guard) {  // bounded: a cyclic parent chain must end
+      const auto it = by_id.find(p);
+      if (it == by_id.end()) break;
+      const Node& a = nodes[it->second];
+      if (is_operator(a.name)) nested = true;
+      if (starts_with(a.name, "autograd::engine::evaluate_function")) phase = Phase::Backward;
+      if (starts_with(a.name, "Optimizer.")) phase = Phase::Update;
+      profiler_step(a.name, step);
+      if (a.parent == p) break;
+      p = a.parent;
+    }
+    if (nested) continue;
+    // Backward ops run on autograd threads outside the step's subtree; ids are handed out in start order
+    // across threads, so they belong to the last step that started before them.
+    if (step < 0 && !steps.empty()) {
+      const auto it = std::upper_bound(steps.begin(), steps.end(), std::make_pair(nodes[i].id, std::int64_t{-1}));
+      if (it != steps.begin()) step = std::prev(it)->second;
+    }
+    ops.push_back({i, phase, step});
+  }
+  // With ProfilerStep# nodes, each step is an iteration and ops before the first step (setup) are left out.
+  if (!steps.empty())
+    ops.erase(std::remove_if(ops.begin(), ops.end(), [](const OpRef& o) { return o.step < 0; }), ops.end());
+  if (ops.empty())
+    ETS_THROW(Errc::invalid_trace, "ets.et.5", "'{}': the Execution Trace holds no operator nodes", path);
+  std::sort(ops.begin(), ops.end(), [&](const OpRef& a, const OpRef& b) {
+    return a.step != b.step ? a.step < b.step : nodes[a.node].id < nodes[b.node].id;
+  });
+
+  std::vector<ExecutionTrace> out;
+  for (const OpRef& o : ops) {
+    if (out.empty() || out.back().iteration != std::max<std::int64_t>(o.step, 0)) {
+      ExecutionTrace t;
+      t.meta.source_format = "pytorch-et";
+      t.meta.source_path = path;
+      t.meta.framework = "pytorch";
+      t.meta.extra["schema"] = schema;
+      t.meta.extra["timings"] = "absent";
+      t.iteration = std::max<std::int64_t>(o.step, 0);
+      t.measured_us = kUnknown;
+      out.push_back(std::move(t));
+    }
+    const Node& n = nodes[o.node];
+    OpRecord rec;
+    rec.raw_name = n.name;
+    bool backward = false;
+    rec.name = normalize_op_name(n.name, &backward);
+    rec.phase = backward && o.phase == Phase::Forward ? Phase::Backward : o.phase;
+    rec.sequence = n.seq;
+    fill_from_args(rec, raw_args(n));
+    fill_analytic(rec);
+    out.back().ops.push_back(std::move(rec));
+  }
+  return out;
+}
+
+}  // namespace ets::import

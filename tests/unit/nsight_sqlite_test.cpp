@@ -1,0 +1,244 @@
+// Nsight Systems SQLite reader: a synthetic capture built with the SQLite API at test time (happy path, expected
+// values worked out by hand from the rows below), the real kernel-less fixture, and corrupt / non-SQLite input.
+#include <catch2/catch.hpp>
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ets/error.hpp"
+#include "ets/trace.hpp"
+#include "import/importers.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("ets_nsight_test_" + std::to_string(std::random_device{}()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+void exec(sqlite3* db, const std::string& sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  INFO(sql << " -> " << (err ? err : ""));
+  sqlite3_free(err);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+// The subset of the nsys export schema (3.x) the reader uses, with the real column names.
+const char* kSchema = R"(
+CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
+  contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
+  demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
+  globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER);
+CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,
+  category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER,
+  domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER,
+  int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);
+CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT);
+INSERT INTO TARGET_INFO_GPU VALUES (0, 0, 'Test GPU');
+INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel'), (2, 'kernel_a'), (3, 'aten::relu, seq = 11');
+)";
+
+struct Builder {
+  sqlite3* db;
+  void range(std::int64_t s, std::int64_t e, std::int64_t tid, const std::string& text, bool via_string_id = false) {
+    if (via_string_id) {
+      exec(db, "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId) VALUES (" + std::to_string(s) + "," +
+                   std::to_string(e) + ",59," + std::to_string(tid) + ",3)");
+    } else {
+      exec(db, "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, text) VALUES (" + std::to_string(s) + "," +
+                   std::to_string(e) + ",59," + std::to_string(tid) + ",'" + text + "')");
+    }
+  }
+  void launch(std::int64_t s, std::int64_t e, std::int64_t tid, std::int64_t corr) {
+    exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (" + std::to_string(s) + "," + std::to_string(e) + ",0," +
+                 std::to_string(tid) + "," + std::to_string(corr) + ",1,0,NULL)");
+  }
+  void kernel(std::int64_t s, std::int64_t e, std::int64_t corr) {
+    exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (" + std::to_string(s) + "," + std::to_string(e) +
+                 ",0,1,7," + std::to_string(corr) + ",1,2,2)");
+  }
+};
+
+// Two ProfilerSteps on thread 1, backward on thread 2. Times in ns.
+std::string make_capture(const fs::path& dir, bool with_nvtx = true) {
+  const std::string path = (dir / (with_nvtx ? "capture.sqlite" : "no_nvtx.sqlite")).string();
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  exec(db, kSchema);
+  if (!with_nvtx) exec(db, "DROP TABLE NVTX_EVENTS");
+  Builder b{db};
+  if (with_nvtx) {
+    b.range(1000, 50000, 1, "ProfilerStep#5");
+    b.range(1100, 20000, 1, "## forward ##");  // a user range around operators: not an op itself
+    b.range(1200, 5000, 1, "aten::conv2d, seq = 10, op_id = 1, sizes = [[2, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], []]");
+    b.range(1300, 4900, 1, "aten::convolution, seq = 10, op_id = 2");  // nested: its launches belong to conv2d
+    b.range(6000, 7000, 1, "", true);                                   // "aten::relu, seq = 11" via StringIds
+    b.range(7100, 7200, 1, "aten::empty");                              // no kernels: not an op
+    b.range(21000, 30000, 2, "backward pass");
+    b.range(21100, 25000, 2, "aten::convolution_backward, seq = 10");
+    b.range(31000, 40000, 1, "Optimizer.step#SGD.step");
+    b.range(31100, 32000, 1, "aten::add_");
+    b.range(50000, 90000, 1, "ProfilerStep#6");
+    b.range(51000, 52000, 1, "aten::relu, seq = 20");
+  }
+  b.launch(1400, 1500, 1, 1);
+  b.kernel(10000, 12000, 1);
+  b.launch(1600, 1700, 1, 2);
+  b.kernel(12500, 13000, 2);
+  b.launch(6100, 6200, 1, 3);
+  b.kernel(13500, 14500, 3);
+  b.launch(8000, 8100, 1, 4);  // inside "## forward ##" only: no op claims it
+  b.kernel(15000, 15100, 4);
+  b.launch(21200, 21300, 2, 5);
+  b.kernel(16000, 19000, 5);
+  b.launch(31200, 31300, 1, 6);
+  b.kernel(20000, 20400, 6);
+  b.kernel(19500, 19600, 999);  // no launch record
+  b.launch(51100, 51200, 1, 7);
+  b.kernel(60000, 61000, 7);
+  sqlite3_close(db);
+  return path;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string error_id(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ets::Error& e) {
+    return e.id();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("synthetic Nsight capture: ops from NVTX ranges timed by their kernels") {
+  TempDir dir;
+  const std::string path = make_capture(dir.path);
+  const auto traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
+  REQUIRE(traces.size() == 2);
+
+  const auto& a = traces[0];
+  CHECK(a.iteration == 5);
+  CHECK(a.meta.source_format == "nsight");
+  CHECK(a.meta.device == "Test GPU");
+  CHECK(a.start_us == 10.0);       // first kernel of the step
+  CHECK(a.measured_us == 49.0);    // ProfilerStep#5 range
+  REQUIRE(a.ops.size() == 4);      // conv2d, relu, convolution_backward, add_
+  CHECK(a.ops[0].raw_name == "aten::conv2d");
+  CHECK(a.ops[0].name == "conv2d");
+  CHECK(a.ops[0].kernels == 2);
+  CHECK(a.ops[0].time_us == Approx(2.5));  // 2000 + 500 ns
+  CHECK(a.ops[0].gap_us == Approx(1.0));   // next op at 13500
+  CHECK(a.ops[0].sequence == 10);
+  REQUIRE(a.ops[0].inputs.size() == 3);
+  CHECK(a.ops[0].inputs[1].dims == std::vector<std::int64_t>{4, 3, 3, 3});
+  CHECK(a.ops[0].phase == ets::Phase::Forward);
+  CHECK(a.ops[1].raw_name == "aten::relu");
+  CHECK(a.ops[1].sequence == 11);
+  CHECK(a.ops[1].time_us == Approx(1.0));
+  CHECK(a.ops[1].gap_us == Approx(1.5));   // the stray kernel at 15000 belongs to no op: it is gap
+  CHECK(a.ops[2].raw_name == "aten::convolution_backward");
+  CHECK(a.ops[2].phase == ets::Phase::Backward);
+  CHECK(a.ops[2].time_us == Approx(3.0));
+  CHECK(a.ops[2].gap_us == Approx(1.0));
+  CHECK(a.ops[3].raw_name == "aten::add_");
+  CHECK(a.ops[3].phase == ets::Phase::Update);
+  CHECK(a.ops[3].time_us == Approx(0.4));
+  CHECK(a.ops[3].gap_us == Approx(39.6));  // until step 6's first kernel at 60000
+  CHECK(a.sum_us() == Approx(50.0));       // = 60000 - 10000 ns
+
+  const auto& b = traces[1];
+  CHECK(b.iteration == 6);
+  REQUIRE(b.ops.size() == 1);
+  CHECK(b.ops[0].time_us == Approx(1.0));
+  CHECK(b.ops[0].gap_us == Approx(0.0));   // the last iteration ends at its last kernel
+  CHECK(b.measured_us == 40.0);
+
+  // The in-memory reader gives the same traces (source_path aside, it is the same).
+  const auto mem = ets::import::read_nsight_sqlite_bytes(slurp(path), path, ets::import::Options{});
+  REQUIRE(mem.size() == traces.size());
+  CHECK(mem[0] == traces[0]);
+  CHECK(mem[1] == traces[1]);
+}
+
+TEST_CASE("the real Nsight fixture has no kernel table: a stable error id naming it") {
+  ETS_REQUIRE_SHARED("nsight/weatherbench2_report1.sqlite");
+  const std::string path = ets_test::shared_data("nsight/weatherbench2_report1.sqlite");
+  try {
+    ets::import::read_nsight_sqlite(path, ets::import::Options{});
+    FAIL("expected an error");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.nsight.3");
+    CHECK(e.code() == ets::Errc::unsupported);
+    CHECK_THAT(e.what(), Catch::Contains("CUPTI_ACTIVITY_KIND_KERNEL"));
+  }
+  CHECK(error_id([&] { ets::import::read_nsight_sqlite_bytes(slurp(path), path, {}); }) == "ets.nsight.3");
+}
+
+TEST_CASE("Nsight reader: missing tables, non-SQLite and corrupt input") {
+  TempDir dir;
+  const std::string no_nvtx = make_capture(dir.path, false);
+  try {
+    ets::import::read_nsight_sqlite(no_nvtx, {});
+    FAIL("expected an error");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.nsight.4");
+    CHECK_THAT(e.what(), Catch::Contains("NVTX_EVENTS"));
+  }
+  CHECK(error_id([&] { ets::import::read_nsight_sqlite((dir.path / "absent.sqlite").string(), {}); }) == "ets.nsight.1");
+  const std::string text = (dir.path / "text.sqlite").string();
+  std::ofstream(text) << "{\"traceEvents\": []}";
+  CHECK(error_id([&] { ets::import::read_nsight_sqlite(text, {}); }) == "ets.nsight.2");
+  CHECK(error_id([&] { ets::import::read_nsight_sqlite_bytes("", "empty", {}); }) == "ets.nsight.2");
+  CHECK(error_id([&] { ets::import::read_nsight_sqlite_bytes("SQLite format 3", "short", {}); }) == "ets.nsight.2");
+
+  // Truncations and byte flips of a valid capture: ets::Error or a result, never a crash.
+  const std::string good = slurp(make_capture(dir.path));
+  REQUIRE(good.size() > 4096);
+  int errors = 0;
+  for (std::size_t cut = 0; cut < good.size(); cut += 509) {
+    try {
+      ets::import::read_nsight_sqlite_bytes(std::string_view(good).substr(0, cut), "cut", {});
+    } catch (const ets::Error&) {
+      ++errors;
+    }
+  }
+  CHECK(errors > 0);
+  std::mt19937 rng(3);
+  for (int i = 0; i < 300; ++i) {
+    std::string bad = good;
+    for (int k = 0; k < 8; ++k) bad[rng() % bad.size()] = static_cast<char>(rng());
+    try {
+      ets::import::read_nsight_sqlite_bytes(bad, "flipped", {});
+    } catch (const ets::Error&) {
+    }
+  }
+}

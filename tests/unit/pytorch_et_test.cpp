@@ -1,0 +1,199 @@
+// PyTorch Execution Trace reader: schema 1.0.1 and chakra 1.1.0 files from ../shared/data (plain .gz and tar
+// members), checked against the architectures they record (ResNet-18 / ResNet-50 conv counts, stem conv shape).
+#include <catch2/catch.hpp>
+
+#include <zlib.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ets/error.hpp"
+#include "ets/trace.hpp"
+#include "import/importers.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+std::string gunzip_file(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  REQUIRE(f != nullptr);
+  std::string out;
+  std::vector<char> buf(1 << 16);
+  int n;
+  while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) out.append(buf.data(), static_cast<std::size_t>(n));
+  gzclose(f);
+  return out;
+}
+
+// One member of a (gunzipped) ustar archive.
+std::string tar_member(const std::string& tar, const std::string& name) {
+  std::size_t pos = 0;
+  while (pos + 512 <= tar.size() && tar[pos] != '\0') {
+    const std::string member(tar.c_str() + pos, strnlen(tar.c_str() + pos, 100));
+    const std::size_t size = std::stoull(std::string(tar, pos + 124, 12), nullptr, 8);
+    if (member == name) return tar.substr(pos + 512, size);
+    pos += 512 + (size + 511) / 512 * 512;
+  }
+  FAIL("no member " << name);
+  return {};
+}
+
+std::vector<ets::ExecutionTrace> read_et(const std::string& bytes, const std::string& name) {
+  return ets::import::read_pytorch_et(bytes, name, ets::import::Options{});
+}
+
+std::string error_id(const std::string& bytes) {
+  try {
+    read_et(bytes, "x.json");
+  } catch (const ets::Error& e) {
+    return e.id();
+  }
+  return "no error";
+}
+
+int count(const ets::ExecutionTrace& t, const std::string& raw, ets::Phase phase) {
+  int n = 0;
+  for (const auto& op : t.ops) n += op.raw_name == raw && op.phase == phase;
+  return n;
+}
+
+void check_untimed(const ets::ExecutionTrace& t) {
+  CHECK(t.meta.source_format == "pytorch-et");
+  CHECK(t.meta.extra.at("timings") == "absent");
+  CHECK_FALSE(t.has_measurement());
+  CHECK(t.sum_us() == 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("ET schema 1.0.1: HTA simple-add benchmark") {
+  const std::string rel = "kineto-gpu/hta/execution_trace__benchmark_simple_add_et.json.gz";
+  ETS_REQUIRE_SHARED(rel);
+  const auto traces = read_et(gunzip_file(ets_test::shared_data(rel)), rel);
+  REQUIRE(traces.size() == 1);
+  const auto& t = traces[0];
+  check_untimed(t);
+  CHECK(t.meta.extra.at("schema") == "1.0.1");
+  REQUIRE(!t.ops.empty());
+  // torch.rand(256, 256) on cuda, twice, then the benchmarked add: nested aten::empty / uniform_ are not ops.
+  CHECK(t.ops[0].raw_name == "aten::rand");
+  CHECK(t.ops[1].raw_name == "aten::rand");
+  CHECK(count(t, "aten::empty", ets::Phase::Forward) == 0);
+  CHECK(count(t, "aten::uniform_", ets::Phase::Forward) == 0);
+  bool add = false;
+  for (const auto& op : t.ops) {
+    if (op.raw_name != "aten::add") continue;
+    add = true;
+    REQUIRE(op.inputs.size() >= 2);
+    CHECK(op.inputs[0].dims == std::vector<std::int64_t>{256, 256});
+    CHECK(op.inputs[0].dtype == ets::DType::Float32);
+  }
+  CHECK(add);
+}
+
+TEST_CASE("ET schema 1.0.1: ResNet-18 training step from PARAM") {
+  const std::string rel = "kineto-gpu/param/resnet_et_2023-07-12.json.gz";
+  ETS_REQUIRE_SHARED(rel);
+  const auto traces = read_et(gunzip_file(ets_test::shared_data(rel)), rel);
+  REQUIRE(traces.size() == 1);
+  const auto& t = traces[0];
+  check_untimed(t);
+  // ResNet-18: stem conv + 8 basic blocks x 2 convs + 3 downsample 1x1 convs = 20 convolutions, each with a backward.
+  CHECK(count(t, "aten::conv2d", ets::Phase::Forward) == 20);
+  CHECK(count(t, "aten::convolution_backward", ets::Phase::Backward) == 20);
+  // The stem: Conv2d(3, 64, kernel_size=7, stride=2, padding=3).
+  const ets::OpRecord* stem = nullptr;
+  for (const auto& op : t.ops)
+    if (op.raw_name == "aten::conv2d") {
+      stem = &op;
+      break;
+    }
+  REQUIRE(stem != nullptr);
+  CHECK(stem->name == "conv2d");
+  REQUIRE(stem->inputs.size() >= 2);
+  CHECK(stem->inputs[1].dims == std::vector<std::int64_t>{64, 3, 7, 7});
+  CHECK(stem->hyper.get(ets::Hyper::KernelH) == 7);
+  CHECK(stem->hyper.get(ets::Hyper::StrideH) == 2);
+  CHECK(stem->hyper.get(ets::Hyper::PadW) == 3);
+  CHECK(stem->hyper.get(ets::Hyper::OutChannels) == 64);
+  CHECK(stem->sequence >= 0);
+  // SGD step ops are update
+  int update = 0;
+  for (const auto& op : t.ops) update += op.phase == ets::Phase::Update;
+  CHECK(update > 0);
+}
+
+TEST_CASE("ET chakra 1.1.0: ResNet-50, one iteration per ProfilerStep") {
+  const std::string rel = "kineto-gpu/param/resnet_et_2024-06-30_chakra004.json.gz";
+  ETS_REQUIRE_SHARED(rel);
+  const auto traces = read_et(gunzip_file(ets_test::shared_data(rel)), rel);
+  REQUIRE(traces.size() == 3);  // ProfilerStep#6, #7, #8
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const auto& t = traces[i];
+    check_untimed(t);
+    CHECK(t.iteration == static_cast<std::int64_t>(6 + i));
+    CHECK(t.meta.extra.at("schema") == "1.1.0-chakra.0.0.4");
+    CHECK(count(t, "aten::conv2d", ets::Phase::Forward) == 53);  // ResNet-50 has 53 convolutions
+    CHECK(count(t, "aten::convolution_backward", ets::Phase::Backward) == 53);
+  }
+}
+
+TEST_CASE("ET tar members: DLRM rank 0 and HuggingFace GPT-2") {
+  {
+    const std::string rel = "kineto-gpu/param/dlrm_pytorch_et.tar.gz";
+    ETS_REQUIRE_SHARED(rel);
+    const std::string tar = gunzip_file(ets_test::shared_data(rel));
+    const auto traces = read_et(tar_member(tar, "dlrm_pytorch_et/dlrm_eg_0.json"), "dlrm_eg_0.json");
+    REQUIRE(traces.size() == 1);
+    check_untimed(traces[0]);
+    CHECK(count(traces[0], "aten::linear", ets::Phase::Forward) > 0);
+  }
+  {
+    const std::string rel = "kineto-gpu/param/hf_GPT2_et.json.tar.gz";
+    ETS_REQUIRE_SHARED(rel);
+    const std::string tar = gunzip_file(ets_test::shared_data(rel));
+    const auto traces = read_et(tar_member(tar, "hf_GPT2_et.json"), "hf_GPT2_et.json");
+    REQUIRE(!traces.empty());
+    int phases[3] = {0, 0, 0};
+    for (const auto& t : traces) {
+      check_untimed(t);
+      for (const auto& op : t.ops) ++phases[static_cast<int>(op.phase)];
+    }
+    CHECK(phases[0] > 0);
+    CHECK(phases[1] > 0);
+    CHECK(phases[2] > 0);  // Adam
+  }
+}
+
+TEST_CASE("malformed Execution Traces raise documented ids") {
+  const std::string good = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "[pytorch|profiler|execution_trace|thread]", "id": 2, "parent": 1, "seq_id": -1,
+     "inputs": [], "input_shapes": [], "input_types": []},
+    {"name": "aten::relu", "id": 3, "parent": 2, "seq_id": 7,
+     "inputs": [[1,2,0,6,4,"cpu"]], "input_shapes": [[2,3]], "input_types": ["Tensor(float)"]}]})J";
+  const auto t = read_et(good, "tiny.json");
+  REQUIRE(t.size() == 1);
+  REQUIRE(t[0].ops.size() == 1);
+  CHECK(t[0].ops[0].raw_name == "aten::relu");
+  CHECK(t[0].ops[0].sequence == 7);
+  REQUIRE(t[0].ops[0].inputs.size() == 1);
+  CHECK(t[0].ops[0].inputs[0].dims == std::vector<std::int64_t>{2, 3});
+
+  CHECK(error_id("[1, 2]") == "ets.et.2");
+  CHECK(error_id(R"({"traceEvents": []})") == "ets.et.2");
+  CHECK(error_id(R"({"schema": "2.0", "nodes": []})") == "ets.et.3");
+  CHECK(error_id(R"({"schema": "1.0.1", "nodes": [{"name": "aten::relu"}]})") == "ets.et.4");
+  CHECK(error_id(R"({"schema": "1.0.1", "nodes": []})") == "ets.et.5");
+  CHECK(error_id(R"({"schema": "1.0.1", "nodes": [{"name": 5, "id": 1}]})") == "ets.et.1");
+  // a parent cycle must not hang
+  CHECK(error_id(R"({"schema": "1.0.1", "nodes": [{"name": "aten::a", "id": 1, "parent": 2},
+                                                  {"name": "aten::b", "id": 2, "parent": 1}]})") == "ets.et.5");
+  for (std::size_t cut = 0; cut < good.size(); ++cut) {
+    try {
+      read_et(good.substr(0, cut), "cut.json");
+    } catch (const ets::Error&) {
+    }
+  }
+}
