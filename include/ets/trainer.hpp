@@ -50,6 +50,8 @@ class Trainer {
     int patience = 6;               ///< stop after this many evaluations without improvement; 0 = never
     double min_delta = 0.0;         ///< improvement below this does not reset patience
     int eval_every_epochs = 1;
+    std::int64_t max_windows_per_epoch = 0;  ///< > 0: each epoch trains on this many of the shuffled windows
+    double max_seconds = 0;         ///< > 0: stop after the first evaluation past this wall-clock budget
     int progress_every = 20;        ///< steps between progress reports
     std::string checkpoint_path;    ///< written (atomically) after every evaluation when not empty
     bool resume = false;            ///< continue from checkpoint_path if it exists
@@ -76,6 +78,7 @@ class Trainer {
     std::int64_t steps = 0;
     bool early_stopped = false;
     bool cancelled = false;
+    bool out_of_time = false;       ///< stopped by max_seconds
     std::vector<EpochRecord> history;
   };
 

@@ -221,7 +221,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   std::vector<double> shard_loss(static_cast<std::size_t>(shards));
 
   std::vector<std::int32_t> order(static_cast<std::size_t>(N));
-  const std::int64_t steps_per_epoch = (N + opt.batch - 1) / opt.batch;
+  const std::int64_t per_epoch = opt.max_windows_per_epoch > 0 ? std::min<std::int64_t>(N, opt.max_windows_per_epoch) : N;
+  const std::int64_t steps_per_epoch = (per_epoch + opt.batch - 1) / opt.batch;
   const std::int64_t total_steps = steps_per_epoch * opt.epochs;
 
   Result res;
@@ -325,7 +326,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     for (std::int64_t k = 0; k < steps_per_epoch && !stop; ++k) {
       const auto s_start = clock::now();
       const int b0 = static_cast<int>(k * opt.batch);
-      const int n = std::min(opt.batch, N - b0);
+      const int n = static_cast<int>(std::min<std::int64_t>(opt.batch, per_epoch - b0));
       const std::int32_t* idx = order.data() + b0;
       std::int64_t count = 0;
       for (int j = 0; j < n; ++j) count += real[static_cast<std::size_t>(idx[j])];
@@ -354,6 +355,10 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       epoch_weight += static_cast<double>(count * O);
       windows_trained += n;
       train_seconds += std::chrono::duration<double>(clock::now() - s_start).count();
+      if (opt.max_seconds > 0 && std::chrono::duration<double>(clock::now() - t_start).count() > opt.max_seconds) {
+        stop = true;  // the epoch ends here and is still evaluated below
+        res.out_of_time = true;
+      }
       if (!std::isfinite(loss_sum))
         ETS_THROW(Errc::invalid_argument, "ets.train.12", "training diverged (non-finite loss at step {}); lower the learning rate", step);
       if (opt.progress && opt.progress_every > 0 && step % opt.progress_every == 0) {
@@ -375,7 +380,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     res.final_train_loss = epoch_weight > 0 ? epoch_loss / epoch_weight : 0;
     res.epochs_run = epoch + 1;
     EpochRecord rec{epoch, res.final_train_loss, -1, lr, std::chrono::duration<double>(clock::now() - e_start).count()};
-    const bool last = epoch + 1 == opt.epochs || stop;
+    const bool last = epoch + 1 == opt.epochs || stop ||
+                      (opt.max_seconds > 0 && std::chrono::duration<double>(clock::now() - t_start).count() > opt.max_seconds);
     if ((epoch + 1) % opt.eval_every_epochs == 0 || last) {
       double metric = -1;
       if (opt.validate)
@@ -400,6 +406,10 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       if (opt.patience > 0 && bad_evals >= opt.patience) {
         stop = true;
         res.early_stopped = true;
+      }
+      if (opt.max_seconds > 0 && std::chrono::duration<double>(clock::now() - t_start).count() > opt.max_seconds) {
+        stop = true;
+        res.out_of_time = true;
       }
       save_checkpoint(epoch + 1);
       if (opt.progress) {

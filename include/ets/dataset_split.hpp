@@ -1,0 +1,26 @@
+// DatasetSplit: the labelled traces of one split (train / val / test) of a dataset directory written by
+// tools/collect (DIR/traces/<split>/<config>.etst.gz, manifest in DIR/manifest.json; see docs/dataset.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ets/trace.hpp"
+
+namespace ets {
+
+/// Compiled library only (ets::ets).
+struct DatasetSplit {
+  std::string name;
+  std::vector<std::string> files;     ///< sorted, so loading order (and so training) is deterministic
+  std::vector<ExecutionTrace> traces; ///< every iteration of every file, in file order
+
+  /// Trace files of a split: DIR/traces/<split>/ when it exists, else DIR/<split>/ (*.etst, *.etst.gz).
+  /// ets.eval.1 when neither directory exists.
+  static std::vector<std::string> list(const std::string& dir, const std::string& split);
+  /// Loads list(dir, split) with Tracer::load on `threads` threads (0 = hardware concurrency). A file that fails to
+  /// load throws its own ets::Error naming the file.
+  static DatasetSplit load(const std::string& dir, const std::string& split, int threads = 0);
+};
+
+}  // namespace ets

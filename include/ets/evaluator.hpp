@@ -1,0 +1,67 @@
+// Evaluator: iteration-level accuracy of ETS and of the baselines on labelled traces — MRE (|pred − true| / true,
+// never divided by the prediction), RMSE, per-family and per-op-count tables, phase split, and the noise floor.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ets/lstm_weights.hpp"
+#include "ets/model_file.hpp"
+#include "ets/prediction.hpp"
+#include "ets/trace.hpp"
+#include "ets/window_encoder.hpp"
+
+namespace ets {
+
+/// Compiled library only (ets::ets). All functions are stateless.
+class Evaluator {
+ public:
+  struct Metrics {
+    double mre = 0;      ///< mean of |pred − true| / true
+    double rmse_ms = 0;  ///< √mean((pred − true)²) in milliseconds
+    std::size_t n = 0;
+  };
+
+  /// One predictor's results on the evaluated traces.
+  struct Method {
+    std::string name;                                    ///< "ets", "opsum", "perop_mlp", "whole_trace"
+    Metrics all;
+    std::map<std::string, Metrics> by_family;            ///< meta.family ("" → "unknown")
+    std::vector<std::pair<std::string, Metrics>> by_ops; ///< op-count buckets 0–200, …, 1200+ (empty ones skipped)
+    bool has_phases = false;                             ///< per-phase predictions exist (per-op methods)
+    std::array<Metrics, kPhaseCount> by_phase{};         ///< error of Σ(time + gap) per phase vs its labels
+    std::vector<double> predicted_us;                    ///< per trace, input order
+  };
+
+  /// Ground truth: measured_us when the trace has it, else Σ(time + gap) of its labels.
+  static double truth_us(const ExecutionTrace& trace) noexcept;
+  /// "0-200", "200-400", …, "1000-1200", "1200+".
+  static std::string ops_bucket(std::size_t ops);
+  static Metrics metrics(const std::vector<double>& predicted_us, const std::vector<double>& truth_us);
+
+  /// ETS predictions (encoder → CPU BiLSTM → aggregator), traces split into chunks over `threads` threads.
+  static std::vector<Prediction> predict(const LstmWeights& weights, const WindowEncoder& encoder,
+                                         const std::vector<ExecutionTrace>& traces, int threads = 0);
+  static std::vector<Prediction> predict(const ModelFile& model, const std::vector<ExecutionTrace>& traces,
+                                         int threads = 0);
+
+  /// Tables for one method. With `breakdown` (one Prediction per trace) the phase split is filled too.
+  static Method method(std::string name, const std::vector<ExecutionTrace>& traces,
+                       const std::vector<double>& predicted_us, const std::vector<Prediction>* breakdown = nullptr);
+  static Method method(std::string name, const std::vector<ExecutionTrace>& traces,
+                       const std::vector<Prediction>& predictions);
+
+  /// Noise floor: mean over traces of the collector's label.single_pass_deviation (|one pass − label| / label,
+  /// written by ets label); −1 when no trace carries it. n receives how many traces did.
+  static double noise_floor(const std::vector<ExecutionTrace>& traces, std::size_t* n = nullptr);
+
+  /// Iteration-level MRE of ETS weights on traces: the early-stopping metric of `ets train`.
+  static double mre(const LstmWeights& weights, const WindowEncoder& encoder, const std::vector<ExecutionTrace>& traces,
+                    int threads = 0);
+};
+
+}  // namespace ets

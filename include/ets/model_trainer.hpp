@@ -1,0 +1,49 @@
+// ModelTrainer: the whole `ets train` pipeline as a library call — fit the FeatureSpec on the training traces,
+// window them, train the BiLSTM with early stopping on the validation traces' iteration-level MRE, build the .etsm.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ets/encode_stats.hpp"
+#include "ets/feature_options.hpp"
+#include "ets/model_file.hpp"
+#include "ets/trace.hpp"
+#include "ets/trainer.hpp"
+
+namespace ets {
+
+/// Compiled library only (ets::ets).
+class ModelTrainer {
+ public:
+  struct Options {
+    int hidden = 0;  ///< hidden units per direction; 0 = the feature count
+    int layers = 4;
+    int width = 12;
+    int stride = 4;
+    FeatureOptions features;
+    /// Optimiser, schedule, early stopping, progress. If train.validate is empty it is set to the validation
+    /// traces' iteration-level MRE (Evaluator::mre); without validation traces no early stop happens.
+    Trainer::Options train;
+    std::string hardware_env;  ///< "" = the most common meta.environment of the training traces
+    std::map<std::string, std::string> provenance;  ///< merged into the model's provenance (dataset, commit, ...)
+    int threads = 0;           ///< for validation predictions (0 = hardware concurrency)
+  };
+
+  struct Result {
+    ModelFile model;
+    Trainer::Result training;
+    EncodeStats train_stats;
+    std::size_t train_traces = 0, val_traces = 0;
+    std::int64_t train_windows = 0;
+    double val_mre = -1;  ///< of the returned weights (−1 without validation traces)
+  };
+
+  /// Throws ets.train.18 when no training trace carries labels.
+  static Result train(const std::vector<ExecutionTrace>& train, const std::vector<ExecutionTrace>& val,
+                      const Options& options);
+};
+
+}  // namespace ets

@@ -1,0 +1,66 @@
+// Loading one split of a collected dataset: directory listing, sorted for determinism, parallel Tracer::load.
+// Traces get meta.source_path set so evaluation tables can name them.
+#include "ets/dataset_split.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <filesystem>
+#include <thread>
+
+#include "ets/error.hpp"
+#include "ets/tracer.hpp"
+
+namespace ets {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> DatasetSplit::list(const std::string& dir, const std::string& split) {
+  fs::path d = fs::path(dir) / "traces" / split;
+  std::error_code ec;
+  if (!fs::is_directory(d, ec)) d = fs::path(dir) / split;
+  ETS_CHECK(fs::is_directory(d, ec), Errc::io, "ets.eval.1",
+            "dataset split '{}' not found: neither {}/traces/{} nor {}/{} is a directory", split, dir, split, dir, split);
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(d)) {
+    if (!e.is_regular_file()) continue;
+    const std::string n = e.path().filename().string();
+    auto ends = [&](const std::string& s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+    if (ends(".etst") || ends(".etst.gz")) files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+DatasetSplit DatasetSplit::load(const std::string& dir, const std::string& split, int threads) {
+  DatasetSplit out;
+  out.name = split;
+  out.files = list(dir, split);
+  const int t = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
+                                          static_cast<int>(out.files.size())));
+  std::vector<std::vector<ExecutionTrace>> per_file(out.files.size());
+  std::vector<std::exception_ptr> errors(out.files.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < out.files.size();) {
+      try {
+        per_file[i] = Tracer::load(out.files[i]);
+        for (auto& tr : per_file[i])
+          if (tr.meta.source_path.empty()) tr.meta.source_path = out.files[i];
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int k = 1; k < t; ++k) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  for (auto& v : per_file)
+    for (auto& tr : v) out.traces.push_back(std::move(tr));
+  return out;
+}
+
+}  // namespace ets

@@ -1,0 +1,160 @@
+// Evaluation metrics and the batched ETS prediction path used by `ets eval` and by the trainer's early stopping.
+// Truth is always the label; an error is relative to the truth, so over- and under-prediction weigh the same.
+#include "ets/evaluator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <exception>
+#include <thread>
+
+#include "ets/aggregator.hpp"
+#include "ets/bilstm_predictor.hpp"
+#include "ets/error.hpp"
+#include "ets/feature_spec.hpp"
+
+namespace ets {
+
+double Evaluator::truth_us(const ExecutionTrace& t) noexcept { return t.has_measurement() ? t.measured_us : t.sum_us(); }
+
+std::string Evaluator::ops_bucket(std::size_t ops) {
+  if (ops >= 1200) return "1200+";
+  const std::size_t lo = ops / 200 * 200;
+  return std::to_string(lo) + "-" + std::to_string(lo + 200);
+}
+
+Evaluator::Metrics Evaluator::metrics(const std::vector<double>& pred, const std::vector<double>& truth) {
+  ETS_CHECK(pred.size() == truth.size(), Errc::shape, "ets.eval.2", "{} predictions for {} traces", pred.size(),
+            truth.size());
+  Metrics m;
+  double se = 0;
+  for (std::size_t i = 0; i < pred.size(); ++i) {
+    if (!(truth[i] > 0)) continue;  // an unlabelled trace has no error to report
+    m.mre += std::abs(pred[i] - truth[i]) / truth[i];
+    se += (pred[i] - truth[i]) * (pred[i] - truth[i]);
+    ++m.n;
+  }
+  if (m.n) {
+    m.mre /= static_cast<double>(m.n);
+    m.rmse_ms = std::sqrt(se / static_cast<double>(m.n)) / 1000.0;
+  }
+  return m;
+}
+
+std::vector<Prediction> Evaluator::predict(const LstmWeights& weights, const WindowEncoder& encoder,
+                                           const std::vector<ExecutionTrace>& traces, int threads) {
+  const BiLstmPredictor predictor(weights, Backend::Cpu);
+  const Aggregator aggregator(encoder.spec());
+  std::vector<Prediction> out(traces.size());
+  const int t = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
+                                          static_cast<int>(traces.size())));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(t));
+  auto work = [&](int s) {
+    try {
+      // contiguous chunks of ~64 traces: one batched forward each, bounded memory
+      for (std::size_t b = static_cast<std::size_t>(s) * 64; b < traces.size(); b += static_cast<std::size_t>(t) * 64) {
+        const std::size_t e = std::min(traces.size(), b + 64);
+        std::vector<const ExecutionTrace*> ptrs;
+        for (std::size_t i = b; i < e; ++i) ptrs.push_back(&traces[i]);
+        const WindowBatch batch = encoder.encode(ptrs);
+        const std::vector<float> y = predictor.predict(batch);
+        auto preds = aggregator.aggregate_all(batch, y, static_cast<int>(ptrs.size()));
+        for (std::size_t i = b; i < e; ++i) out[i] = std::move(preds[i - b]);
+      }
+    } catch (...) {
+      errors[static_cast<std::size_t>(s)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int s = 1; s < t; ++s) pool.emplace_back(work, s);
+  work(0);
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
+
+std::vector<Prediction> Evaluator::predict(const ModelFile& model, const std::vector<ExecutionTrace>& traces,
+                                           int threads) {
+  const WindowEncoder encoder(FeatureSpec::deserialize(model.encoder_state), model.window_width, model.window_stride);
+  return predict(model.weights, encoder, traces, threads);
+}
+
+Evaluator::Method Evaluator::method(std::string name, const std::vector<ExecutionTrace>& traces,
+                                    const std::vector<double>& pred, const std::vector<Prediction>* breakdown) {
+  ETS_CHECK(pred.size() == traces.size() && (!breakdown || breakdown->size() == traces.size()), Errc::shape,
+            "ets.eval.2", "{} predictions for {} traces", pred.size(), traces.size());
+  Method m;
+  m.name = std::move(name);
+  m.predicted_us = pred;
+  std::vector<double> truth(traces.size());
+  for (std::size_t i = 0; i < traces.size(); ++i) truth[i] = truth_us(traces[i]);
+  m.all = metrics(pred, truth);
+
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> fam, ops;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const std::string f = traces[i].meta.family.empty() ? "unknown" : traces[i].meta.family;
+    fam[f].first.push_back(pred[i]);
+    fam[f].second.push_back(truth[i]);
+    auto& o = ops[ops_bucket(traces[i].ops.size())];
+    o.first.push_back(pred[i]);
+    o.second.push_back(truth[i]);
+  }
+  for (auto& [k, v] : fam) m.by_family[k] = metrics(v.first, v.second);
+  for (std::size_t lo = 0; lo <= 1200; lo += 200) {
+    const std::string k = ops_bucket(lo);
+    if (ops.count(k)) m.by_ops.emplace_back(k, metrics(ops[k].first, ops[k].second));
+  }
+  if (breakdown) {
+    m.has_phases = true;
+    for (int p = 0; p < kPhaseCount; ++p) {
+      std::vector<double> pp, tt;
+      for (std::size_t i = 0; i < traces.size(); ++i) {
+        double label = 0;
+        for (const auto& op : traces[i].ops)
+          if (static_cast<int>(op.phase) == p) label += op.time_us + op.gap_us;
+        const auto& b = (*breakdown)[i];
+        pp.push_back(p == 0 ? b.forward_us : p == 1 ? b.backward_us : b.update_us);
+        tt.push_back(label);
+      }
+      m.by_phase[static_cast<std::size_t>(p)] = metrics(pp, tt);
+    }
+  }
+  return m;
+}
+
+Evaluator::Method Evaluator::method(std::string name, const std::vector<ExecutionTrace>& traces,
+                                    const std::vector<Prediction>& predictions) {
+  std::vector<double> pred;
+  for (const auto& p : predictions) pred.push_back(p.iteration_us);
+  return method(std::move(name), traces, pred, &predictions);
+}
+
+double Evaluator::noise_floor(const std::vector<ExecutionTrace>& traces, std::size_t* n) {
+  double s = 0;
+  std::size_t k = 0;
+  for (const auto& t : traces) {
+    auto it = t.meta.extra.find("label.single_pass_deviation");
+    if (it == t.meta.extra.end()) continue;
+    char* end = nullptr;
+    const double v = std::strtod(it->second.c_str(), &end);
+    if (end == it->second.c_str() || !std::isfinite(v)) continue;
+    s += v;
+    ++k;
+  }
+  if (n) *n = k;
+  return k ? s / static_cast<double>(k) : -1.0;
+}
+
+double Evaluator::mre(const LstmWeights& weights, const WindowEncoder& encoder, const std::vector<ExecutionTrace>& traces,
+                      int threads) {
+  const auto preds = predict(weights, encoder, traces, threads);
+  std::vector<double> p, t;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    p.push_back(preds[i].iteration_us);
+    t.push_back(truth_us(traces[i]));
+  }
+  return metrics(p, t).mre;
+}
+
+}  // namespace ets

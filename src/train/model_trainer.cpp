@@ -1,0 +1,121 @@
+// `ets train` as a library call. The FeatureSpec is fitted on training traces only; validation traces are used
+// only for the early-stopping metric; the resulting ModelFile embeds a self-test computed by the CPU predictor.
+#include "ets/model_trainer.hpp"
+
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "ets/bilstm_predictor.hpp"
+#include "ets/error.hpp"
+#include "ets/evaluator.hpp"
+#include "ets/feature_spec.hpp"
+#include "ets/version.hpp"
+#include "ets/window_encoder.hpp"
+
+namespace ets {
+
+namespace {
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+/// Recovers (mean, scale) of z = (log1p(us) − mean) / scale from the spec's own transform.
+void label_norm(const FeatureSpec& spec, int ch, double& mean, double& scale) {
+  const double z0 = spec.normalize_label(ch, 0.0), z1 = spec.normalize_label(ch, std::expm1(1.0));
+  scale = 1.0 / (z1 - z0);
+  mean = -z0 * scale;
+}
+}  // namespace
+
+ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& train_in,
+                                         const std::vector<ExecutionTrace>& val_in, const Options& opt) {
+  std::vector<ExecutionTrace> train;
+  for (const auto& t : train_in)
+    if (FeatureSpec::has_labels(t)) train.push_back(t);
+  ETS_CHECK(!train.empty(), Errc::invalid_argument, "ets.train.18",
+            "none of the {} training traces carries per-op labels", train_in.size());
+  std::vector<ExecutionTrace> val;
+  for (const auto& t : val_in)
+    if (!t.ops.empty() && Evaluator::truth_us(t) > 0) val.push_back(t);
+
+  Result res;
+  res.train_traces = train.size();
+  res.val_traces = val.size();
+  FeatureSpec spec = FeatureSpec::fit(train, opt.features);
+  const WindowEncoder encoder(spec, opt.width, opt.stride);
+  const WindowBatch batch = encoder.encode(train, &res.train_stats);
+  res.train_windows = batch.windows;
+
+  LstmConfig cfg;
+  cfg.input_size = spec.feature_count();
+  cfg.hidden = opt.hidden > 0 ? opt.hidden : spec.feature_count();
+  cfg.layers = opt.layers;
+  cfg.outputs = 2;
+  cfg.bidirectional = true;
+
+  Trainer::Options topt = opt.train;
+  if (!topt.validate && !val.empty())
+    topt.validate = [&](const LstmWeights& w) { return Evaluator::mre(w, encoder, val, opt.threads); };
+  Trainer trainer(Trainer::init(cfg, topt.seed), topt);
+  res.training = trainer.fit(batch);
+  res.val_mre = val.empty() ? -1.0 : Evaluator::mre(res.training.weights, encoder, val, opt.threads);
+
+  ModelFile& m = res.model;
+  m.weights = res.training.weights;
+  m.window_width = opt.width;
+  m.window_stride = opt.stride;
+  m.encoder_state = spec.serialize();
+  m.labels.transform = "log1p";
+  label_norm(spec, 0, m.labels.time_mean, m.labels.time_scale);
+  label_norm(spec, 1, m.labels.gap_mean, m.labels.gap_scale);
+  m.hardware_env = opt.hardware_env;
+  if (m.hardware_env.empty()) {
+    std::map<std::string, std::size_t> envs;
+    for (const auto& t : train) ++envs[t.meta.environment];
+    std::size_t best = 0;
+    for (const auto& [e, n] : envs)
+      if (n > best) {
+        best = n;
+        m.hardware_env = e;
+      }
+  }
+  // self-test: the first few training windows through the CPU predictor that will load this file
+  const int st = std::min(batch.windows, 4);
+  m.self_test.windows = st;
+  m.self_test.width = batch.width;
+  m.self_test.input.assign(batch.x.begin(), batch.x.begin() + static_cast<std::ptrdiff_t>(st) * batch.width * batch.features);
+  m.self_test.expected.resize(static_cast<std::size_t>(st) * batch.width * 2);
+  BiLstmPredictor(m.weights, Backend::Cpu).predict(m.self_test.input.data(), st, batch.width, m.self_test.expected.data());
+  m.self_test.tolerance = 1e-4;
+
+  auto& p = m.provenance;
+  p["trainer"] = fmt::format("ets {} (Eigen BPTT, Adam, masked MAE)", version_string());
+  p["created_utc"] = utc_now();
+  p["train_traces"] = std::to_string(res.train_traces);
+  p["val_traces"] = std::to_string(res.val_traces);
+  p["train_windows"] = std::to_string(res.train_windows);
+  p["epochs_run"] = std::to_string(res.training.epochs_run);
+  p["best_epoch"] = std::to_string(res.training.best_epoch);
+  p["steps"] = std::to_string(res.training.steps);
+  p["val_mre"] = fmt::format("{:.6f}", res.val_mre);
+  p["train_seconds"] = fmt::format("{:.1f}", res.training.seconds);
+  p["windows_per_s"] = fmt::format("{:.0f}", res.training.windows_per_s);
+  p["early_stopped"] = res.training.early_stopped ? "1" : "0";
+  p["hyper"] = fmt::format("hidden={} layers={} width={} stride={} batch={} lr={} schedule={} warmup={} clip={} wd={} seed={} "
+                           "max_windows_per_epoch={}",
+                           cfg.hidden, cfg.layers, opt.width, opt.stride, topt.batch, topt.lr,
+                           topt.schedule == Trainer::Schedule::Cosine ? "cosine"
+                           : topt.schedule == Trainer::Schedule::Step ? "step" : "constant",
+                           topt.warmup_steps, topt.clip_norm, topt.weight_decay, topt.seed, topt.max_windows_per_epoch);
+  for (const auto& [k, v] : opt.provenance) p[k] = v;
+  return res;
+}
+
+}  // namespace ets

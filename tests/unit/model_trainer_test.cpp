@@ -1,0 +1,105 @@
+// ets-test-labels: unit
+// The `ets train` / `ets eval` pipeline end to end on learnable synthetic traces: dataset directory → FeatureSpec →
+// windows → trained BiLSTM → .etsm (self-test verified on load) → evaluation tables.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+
+#include "ets/baseline.hpp"
+#include "ets/dataset_split.hpp"
+#include "ets/error.hpp"
+#include "ets/evaluator.hpp"
+#include "ets/model_trainer.hpp"
+#include "ets/trace_file.hpp"
+#include "train_fixtures.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+fs::path write_dataset() {
+  const fs::path dir = fs::temp_directory_path() / "ets_model_trainer_test";
+  fs::remove_all(dir);
+  auto put = [&](const std::string& split, const std::vector<ets::ExecutionTrace>& ts) {
+    fs::create_directories(dir / "traces" / split);
+    for (std::size_t i = 0; i < ts.size(); ++i)
+      ets::write_trace_file((dir / "traces" / split / ("c" + std::to_string(1000 + i) + ".etst.gz")).string(), {ts[i]});
+  };
+  put("train", ets_test::learnable_set(1, 60, "famA"));
+  put("val", ets_test::learnable_set(2, 12, "famB"));
+  put("test", ets_test::learnable_set(3, 12, "famC"));
+  return dir;
+}
+}  // namespace
+
+TEST_CASE("train → save → load → evaluate on a synthetic dataset", "[train][pipeline]") {
+  const fs::path dir = write_dataset();
+  const auto train = ets::DatasetSplit::load(dir.string(), "train", 2);
+  const auto val = ets::DatasetSplit::load(dir.string(), "val", 2);
+  const auto test = ets::DatasetSplit::load(dir.string(), "test", 2);
+  REQUIRE(train.traces.size() == 60);
+  REQUIRE(test.files.size() == 12);
+  CHECK(test.traces[0].meta.family == "famC");
+  CHECK_THROWS_AS(ets::DatasetSplit::load(dir.string(), "nope"), ets::Error);
+
+  ets::ModelTrainer::Options o;
+  o.hidden = 16;
+  o.layers = 2;
+  o.train.epochs = 25;
+  o.train.batch = 32;
+  o.train.lr = 5e-3;
+  o.train.warmup_steps = 20;
+  o.train.threads = 2;
+  o.train.patience = 0;
+  o.provenance["dataset"] = dir.string();
+  int evaluations = 0;
+  o.train.progress = [&](const ets::Trainer::Progress& p) {
+    if (p.evaluated) {
+      ++evaluations;
+      CHECK(p.val_metric >= 0);
+    }
+    return true;
+  };
+  auto res = ets::ModelTrainer::train(train.traces, val.traces, o);
+  CHECK(evaluations == 25);
+  CHECK(res.val_mre >= 0);
+  CHECK(res.val_mre == Approx(res.training.best_val_metric).epsilon(1e-4));
+  CHECK(res.model.provenance.at("dataset") == dir.string());
+  CHECK(res.model.weights.config.hidden == 16);
+
+  const std::string path = (dir / "m.etsm").string();
+  ets::save_model(res.model, path);
+  const auto loaded = ets::load_model(path);  // runs the embedded self-test
+  CHECK(loaded.encoder_state == res.model.encoder_state);
+
+  const auto preds = ets::Evaluator::predict(loaded, test.traces, 2);
+  auto ets_m = ets::Evaluator::method("ets", test.traces, preds);
+  const auto spec = ets::FeatureSpec::deserialize(loaded.encoder_state);
+  auto opsum = ets::Baseline::fit(ets::Baseline::Kind::OpSum, spec, train.traces, val.traces);
+  std::vector<double> op;
+  for (const auto& t : test.traces) op.push_back(opsum.predict(t));
+  auto opsum_m = ets::Evaluator::method("opsum", test.traces, op);
+  INFO("ets MRE " << ets_m.all.mre << " opsum MRE " << opsum_m.all.mre << " val MRE " << res.val_mre);
+  CHECK(ets_m.all.n == 12);
+  CHECK(ets_m.all.mre < 0.10);
+  CHECK(ets_m.all.mre < opsum_m.all.mre);
+  CHECK(ets_m.has_phases);
+  CHECK_FALSE(opsum_m.has_phases);
+  CHECK(ets_m.by_family.count("famC") == 1);
+  CHECK(ets_m.by_ops.size() >= 1);
+  CHECK(ets::Evaluator::noise_floor(test.traces) == Approx(0.01));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("evaluation metrics follow their definitions", "[train][eval]") {
+  // MRE divides by the truth: predicting 150 for 100 and 50 for 100 both count 50%
+  const auto m = ets::Evaluator::metrics({150, 50, 200}, {100, 100, 200});
+  CHECK(m.n == 3);
+  CHECK(m.mre == Approx((0.5 + 0.5 + 0.0) / 3));
+  CHECK(m.rmse_ms == Approx(std::sqrt((2500.0 + 2500.0) / 3) / 1000));
+  CHECK(ets::Evaluator::ops_bucket(0) == "0-200");
+  CHECK(ets::Evaluator::ops_bucket(399) == "200-400");
+  CHECK(ets::Evaluator::ops_bucket(1199) == "1000-1200");
+  CHECK(ets::Evaluator::ops_bucket(5000) == "1200+");
+  CHECK_THROWS_AS(ets::Evaluator::metrics({1}, {1, 2}), ets::Error);
+}
