@@ -167,7 +167,8 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
       const Acc& a = acc[base[t] + static_cast<std::size_t>(batch.op_index[pos])];
       const double mean = (a.sum_t + a.sum_g) / a.count;
       if (!(mean > 0.0)) continue;
-      dev[t].emplace_back(value[pos] / mean - 1.0, mean / a.count);
+      // Unanimous windows disagree by exactly 0, whatever the rounding of their mean.
+      dev[t].emplace_back(a.lo == a.hi ? 0.0 : value[pos] / mean - 1.0, mean / a.count);
     }
   }
   for (std::size_t t = 0; t < result.size(); ++t) {

@@ -45,6 +45,21 @@ inline double log_numel(const TensorInfo& t) noexcept {
   return std::log1p(n);
 }
 
+// log1p of a tensor dimension; small ones (nearly all) come from a table built with std::log1p, so the
+// values are identical to the direct call, only cheaper.
+inline double log1p_dim(std::int64_t d) noexcept {
+  constexpr int kTable = 4096;
+  struct Table {
+    double v[kTable];
+    Table() noexcept {
+      for (int i = 0; i < kTable; ++i) v[i] = std::log1p(static_cast<double>(i));
+    }
+  };
+  static const Table table;
+  if (d <= 0) return 0.0;
+  return d < kTable ? table.v[d] : std::log1p(static_cast<double>(d));
+}
+
 inline bool usable(double v) noexcept { return std::isfinite(v) && v >= 0.0; }
 
 inline int optimizer_code(const std::string& name) {
@@ -274,8 +289,7 @@ ETS_INLINE FeatureSpec FeatureSpec::fit(const std::vector<ExecutionTrace>& trace
         for (int j = 0; j < dims; ++j) {
           const int di = rank - dims + j;
           if (di < 0) continue;
-          const auto d = in.dims[static_cast<std::size_t>(di)];
-          cont[static_cast<std::size_t>(base + 2 + j)].add(std::log1p(d > 0 ? static_cast<double>(d) : 0.0));
+          cont[static_cast<std::size_t>(base + 2 + j)].add(detail::fspec::log1p_dim(in.dims[static_cast<std::size_t>(di)]));
         }
       }
       if (detail::fspec::usable(op.flops)) cont[static_cast<std::size_t>(cf)].add(std::log1p(op.flops));
@@ -398,8 +412,7 @@ ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, 
     for (int j = 0; j < dims; ++j) {
       const int di = rank - dims + j;
       if (di < 0) continue;
-      const auto d = in.dims[static_cast<std::size_t>(di)];
-      out[3 + j] = z(cbase + 2 + j, std::log1p(d > 0 ? static_cast<double>(d) : 0.0));
+      out[3 + j] = z(cbase + 2 + j, detail::fspec::log1p_dim(in.dims[static_cast<std::size_t>(di)]));
     }
   }
 

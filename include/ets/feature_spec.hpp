@@ -99,6 +99,8 @@ class FeatureSpec {
   };
 
  private:
+  friend class WindowEncoder;  // writes rows straight into windows, with the per-trace part computed once
+
   struct TypeEntry {
     std::string name;
     std::int64_t count = 0;

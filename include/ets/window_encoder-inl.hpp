@@ -39,6 +39,17 @@ ETS_INLINE WindowBatch WindowEncoder::encode(const std::vector<ExecutionTrace>& 
 
 ETS_INLINE WindowBatch WindowEncoder::encode(const std::vector<const ExecutionTrace*>& traces,
                                              EncodeStats* stats) const {
+  WindowBatch b;
+  encode_into(traces, b, stats);
+  return b;
+}
+
+ETS_INLINE void WindowEncoder::encode_into(const ExecutionTrace& trace, WindowBatch& out, EncodeStats* stats) const {
+  encode_into(std::vector<const ExecutionTrace*>{&trace}, out, stats);
+}
+
+ETS_INLINE void WindowEncoder::encode_into(const std::vector<const ExecutionTrace*>& traces, WindowBatch& b,
+                                           EncodeStats* stats) const {
   constexpr std::int64_t kMaxIndex = std::numeric_limits<std::int32_t>::max();
   ETS_CHECK(static_cast<std::int64_t>(traces.size()) <= kMaxIndex, Errc::invalid_argument, "ets.encoder.10",
             "too many traces in one batch ({})", traces.size());
@@ -62,25 +73,30 @@ ETS_INLINE WindowBatch WindowEncoder::encode(const std::vector<const ExecutionTr
             "batch too large: {} windows of width {}", windows, width_);
   labelled = labelled && windows > 0;
 
-  WindowBatch b;
   b.windows = static_cast<int>(windows);
   b.width = width_;
   b.features = features();
   const std::size_t positions = b.positions();
-  b.x.resize(positions * f);  // zero: padding rows stay all-zero
+  b.x.resize(positions * f);
   b.mask.resize(positions);
-  b.op_index.assign(positions, -1);
+  b.op_index.resize(positions);
   b.trace_index.resize(static_cast<std::size_t>(windows));
-  if (labelled) b.y.resize(positions * 2);
+  if (labelled)
+    b.y.resize(positions * 2);
+  else
+    b.y.clear();
 
-  std::vector<float> rows(longest * f);
+  // Window k > 0 shares its first W − S ops with window k − 1 (always full, since only the last window of a
+  // trace can be short): those rows are copied from the previous window, still in cache; only new ops are
+  // encoded. Each op is encoded exactly once and the tensor is written once, front to back.
+  const std::size_t overlap = w - static_cast<std::size_t>(stride_);
   std::vector<float> labels(labelled ? longest * 2 : 0);
   std::size_t n = 0;  // next window
   for (std::size_t t = 0; t < traces.size(); ++t) {
     const ExecutionTrace& tr = *traces[t];
     const std::size_t len = tr.ops.size();
     if (len == 0) continue;
-    spec_.encode_ops(tr, rows.data(), &local);
+    const FeatureSpec::MetaCode mc = spec_.encode_meta(tr.meta);
     if (labelled)
       for (std::size_t i = 0; i < len; ++i) {
         labels[2 * i] = static_cast<float>(spec_.normalize_label(0, tr.ops[i].time_us));
@@ -90,11 +106,25 @@ ETS_INLINE WindowBatch WindowEncoder::encode(const std::vector<const ExecutionTr
     for (std::int64_t k = 0; k < nw; ++k, ++n) {
       const std::size_t start = static_cast<std::size_t>(k) * static_cast<std::size_t>(stride_);
       const std::size_t real = std::min(w, len - start);
-      std::memcpy(b.x.data() + n * w * f, rows.data() + start * f, real * f * sizeof(float));
-      std::fill_n(b.mask.data() + n * w, real, std::uint8_t{1});
+      float* win = b.x.data() + n * w * f;
+      std::size_t reused = 0;
+      if (k > 0 && overlap > 0) {
+        reused = std::min(overlap, real);
+        std::memcpy(win, win - w * f + static_cast<std::size_t>(stride_) * f, reused * f * sizeof(float));
+      }
+      for (std::size_t p = reused; p < real; ++p) spec_.encode_row(tr.ops[start + p], mc, win + p * f, &local);
+      std::fill(win + real * f, win + w * f, 0.f);
+      std::uint8_t* mask = b.mask.data() + n * w;
+      std::fill(mask, mask + real, std::uint8_t{1});
+      std::fill(mask + real, mask + w, std::uint8_t{0});
       std::int32_t* idx = b.op_index.data() + n * w;
       for (std::size_t p = 0; p < real; ++p) idx[p] = static_cast<std::int32_t>(start + p);
-      if (labelled) std::memcpy(b.y.data() + n * w * 2, labels.data() + start * 2, real * 2 * sizeof(float));
+      std::fill(idx + real, idx + w, std::int32_t{-1});
+      if (labelled) {
+        float* y = b.y.data() + n * w * 2;
+        std::memcpy(y, labels.data() + start * 2, real * 2 * sizeof(float));
+        std::fill(y + real * 2, y + w * 2, 0.f);
+      }
       b.trace_index[n] = static_cast<std::int32_t>(t);
       local.padded_positions += static_cast<std::int64_t>(w - real);
     }
@@ -102,7 +132,6 @@ ETS_INLINE WindowBatch WindowEncoder::encode(const std::vector<const ExecutionTr
   local.traces = static_cast<std::int64_t>(traces.size());
   local.windows = windows;
   if (stats) stats->merge(local);
-  return b;
 }
 
 }  // namespace ets

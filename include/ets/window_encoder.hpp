@@ -41,6 +41,12 @@ class WindowEncoder {
   /// Same, without copying traces (e.g. a training mini-batch drawn from a larger set).
   ETS_INLINE WindowBatch encode(const std::vector<const ExecutionTrace*>& traces, EncodeStats* stats = nullptr) const;
 
+  /// Like encode(), but reuses `out`'s buffers: on repeated calls no memory is allocated or page-faulted, which
+  /// for large batches costs more than the encoding itself. Every element of `out` is overwritten.
+  ETS_INLINE void encode_into(const std::vector<const ExecutionTrace*>& traces, WindowBatch& out,
+                              EncodeStats* stats = nullptr) const;
+  ETS_INLINE void encode_into(const ExecutionTrace& trace, WindowBatch& out, EncodeStats* stats = nullptr) const;
+
  private:
   FeatureSpec spec_;
   int width_;

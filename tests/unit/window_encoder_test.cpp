@@ -153,6 +153,31 @@ TEST_CASE("many traces form one contiguous batch equal to the per-trace batches"
   CHECK(all.windows == 1 + 0 + 3 + 8);
 }
 
+TEST_CASE("encode_into a reused batch overwrites every element") {
+  const ets::WindowEncoder enc(spec(), 12, 4);
+  ets::WindowBatch b;
+  enc.encode_into(ets_test::synthetic_trace(90, 1), b);
+  for (auto& v : b.x) v = 42.f;  // anything left over would show
+  for (auto& v : b.y) v = 42.f;
+  for (auto& m : b.mask) m = 7;
+  for (const std::size_t len : {std::size_t{30}, std::size_t{5}, std::size_t{61}}) {
+    INFO("length " << len);
+    const auto t = ets_test::synthetic_trace(len, static_cast<std::uint32_t>(len));
+    enc.encode_into(t, b);
+    const auto fresh = enc.encode(t);
+    CHECK(b.windows == fresh.windows);
+    CHECK(b.x == fresh.x);
+    CHECK(b.y == fresh.y);
+    CHECK(b.mask == fresh.mask);
+    CHECK(b.op_index == fresh.op_index);
+    CHECK(b.trace_index == fresh.trace_index);
+  }
+  auto bare = ets_test::synthetic_trace(10, 2);
+  for (auto& op : bare.ops) op.time_us = op.gap_us = 0;
+  enc.encode_into(bare, b);
+  CHECK(b.y.empty());
+}
+
 TEST_CASE("labels are left out when a trace has no timings") {
   const ets::WindowEncoder enc(spec());
   auto bare = ets_test::synthetic_trace(20, 4);
