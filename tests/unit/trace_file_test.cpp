@@ -17,6 +17,7 @@
 #include "ets/error.hpp"
 #include "ets/trace.hpp"
 #include "ets/trace_file.hpp"
+#include "ets/tracer.hpp"
 #include "import/importers.hpp"
 #include "test_support.hpp"
 
@@ -390,5 +391,26 @@ TEST_CASE("truncated and garbled ets-trace files raise ets::Error, never crash")
       parse(bad);
     } catch (const ets::Error&) {
     }
+  }
+}
+
+TEST_CASE("real traces convert to ets-trace and load back identical through Tracer::load") {
+  const char* rels[] = {"ets-reference/T4CPUALL__vgg11_bn.50_7.csv",
+                        "kineto-gpu/kineto-resnet50-v100/resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz",
+                        "kineto-gpu/param/resnet_et_2023-07-12.json.gz"};
+  TempDir dir;
+  for (const char* rel : rels) {
+    if (!ets_test::have_shared(rel)) {
+      WARN("skipped: ../shared/data/" << rel << " is absent");
+      continue;
+    }
+    INFO(rel);
+    const auto original = ets::Tracer::load(ets_test::shared_data(rel));
+    REQUIRE(!original.empty());
+    const std::string out = (dir.path / "converted.etst.gz").string();
+    ets::write_trace_file(out, original);
+    CHECK(ets::Tracer::detect(out) == "ets-trace");
+    const auto back = ets::Tracer::load(out);
+    require_bit_exact(original, back);
   }
 }

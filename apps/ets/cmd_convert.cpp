@@ -1,0 +1,62 @@
+// `ets convert IN... -o OUT.etst[.gz]`: any trace Tracer::load reads, converted to ETS's canonical trace file.
+// Iterations of all inputs go to one file, in argument order; .gz output is gzip-compressed.
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "ets/trace_file.hpp"
+#include "ets/tracer.hpp"
+
+namespace ets::cli {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+int run_convert(const Args& args) {
+  const std::string out = args.has("-o") ? args.value("-o") : args.value("--output");
+  if (out.empty()) throw std::invalid_argument("missing -o OUT.etst (or OUT.etst.gz)");
+  if (!ends_with(out, ".etst") && !ends_with(out, ".etst.gz"))
+    throw std::invalid_argument("output '" + out + "' must end in .etst or .etst.gz");
+  Tracer::LoadOptions opt;
+  if (args.has("--rank")) {
+    try {
+      opt.rank = std::stoi(args.value("--rank"));
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--rank takes an integer, got '" + args.value("--rank") + "'");
+    }
+  }
+  opt.keep_incomplete = args.flag("--keep-incomplete");
+
+  std::vector<ExecutionTrace> all;
+  std::size_t ops = 0;
+  for (const std::string& path : args.positional) {
+    for (auto& t : Tracer::load(path, opt)) {
+      ops += t.ops.size();
+      all.push_back(std::move(t));
+    }
+  }
+  write_trace_file(out, all);
+  if (!args.flag("--quiet"))
+    std::fputs(fmt::format("{}: {} iteration(s), {} op(s) from {} file(s)\n", out, all.size(), ops,
+                           args.positional.size())
+                   .c_str(),
+               stdout);
+  return 0;
+}
+
+const Register convert_cmd{Command{
+    "convert", "convert traces to the canonical ETS trace file (.etst / .etst.gz)",
+    Spec{"convert TRACE... -o OUT.etst[.gz] [--rank N] [--keep-incomplete] [--quiet]",
+         {"--keep-incomplete", "--quiet"},
+         {"-o", "--output", "--rank"},
+         1},
+    run_convert}};
+
+}  // namespace
+}  // namespace ets::cli
