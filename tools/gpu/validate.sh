@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# GPU validation in one invocation (issue #11): build with CUDA, cuda tests, cuDNN benchmark, CUPTI capture of a
+# PyTorch loop, a small GPU dataset and its import check. Every step is time-boxed; a failed step never stops the run.
+#
+#   tools/gpu/validate.sh             # on the GPU machine (H200, CUDA 13, torch 2.x); ≤ 8 min
+#   tools/gpu/validate.sh --dry-run   # CPU-only machine: the same steps at toy sizes, GPU parts skip (CI)
+#
+# Environment: OUT (default ./gpu-out), BUILD (default ./build-gpu), JOBS (default: nproc), PYTHON (default
+# python3 on the GPU machine, /usr/bin/python3 in a dry run), TOTAL_S (overall budget, default 420 s; 600 s dry),
+# EXTRA_CMAKE_ARGS (e.g. "-DCMAKE_PREFIX_PATH=$PWD/.deps" for C++ dependencies carried to the GPU machine),
+# CUDNN_ROOT (default: the nvidia-cudnn wheel's folder when the toolkit has no cudnn.h).
+# Results: $OUT/summary.json (one entry per step plus the figures), $OUT/validate.log (all output),
+# $OUT/bench/bench.json, $OUT/nvtx_loop.json, $OUT/inspect.jsonl, $OUT/data/ (collected traces).
+# Exit status: 0 when every step passed or was skipped for a stated reason, 1 otherwise.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+DRY=0
+for a in "$@"; do
+  case $a in
+    --dry-run) DRY=1 ;;
+    -h|--help) sed -n 2,13p "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "validate.sh: unknown argument '$a'" >&2; exit 2 ;;
+  esac
+done
+OUT=$(mkdir -p "${OUT:-$PWD/gpu-out}" && cd "${OUT:-$PWD/gpu-out}" && pwd)
+BUILD=${BUILD:-$PWD/build-gpu}
+JOBS=${JOBS:-$(nproc)}
+if [ $DRY = 1 ]; then PY=${PYTHON:-/usr/bin/python3}; TOTAL_S=${TOTAL_S:-600}; else PY=${PYTHON:-python3}; TOTAL_S=${TOTAL_S:-420}; fi
+LOG=$OUT/validate.log
+STEPS=$OUT/steps.jsonl
+: >"$LOG"
+: >"$STEPS"
+DEADLINE=$(( $(date +%s) + TOTAL_S ))
+FAILED=0
+
+log() { echo "[validate $(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
+
+# step NAME CAP_SECONDS CMD...: runs CMD under min(CAP, time left), logs it, records ok / failed / timeout.
+step() {
+  local name=$1 cap=$2; shift 2
+  local left=$(( DEADLINE - $(date +%s) ))
+  local limit=$(( cap < left ? cap : left ))
+  if [ $limit -lt 10 ]; then
+    log "$name: skipped (overall budget of ${TOTAL_S}s spent)"
+    echo "{\"step\":\"$name\",\"status\":\"timeout\",\"seconds\":0,\"note\":\"overall budget spent before the step\"}" >>"$STEPS"
+    FAILED=1
+    return 1
+  fi
+  log "$name: start (limit ${limit}s): $*"
+  local t0
+  t0=$(date +%s)
+  timeout --kill-after=10 "$limit" "$@" >>"$LOG" 2>&1
+  local rc=$? status=ok
+  local dt=$(( $(date +%s) - t0 ))
+  if [ $rc = 124 ] || [ $rc = 137 ]; then status=timeout; elif [ $rc != 0 ]; then status=failed; fi
+  [ $status = ok ] || FAILED=1
+  log "$name: $status (rc $rc, ${dt}s)"
+  echo "{\"step\":\"$name\",\"status\":\"$status\",\"rc\":$rc,\"seconds\":$dt}" >>"$STEPS"
+  [ $status = ok ]
+}
+
+skip() {  # skip NAME REASON
+  log "$1: skipped ($2)"
+  echo "{\"step\":\"$1\",\"status\":\"skipped\",\"seconds\":0,\"note\":\"$2\"}" >>"$STEPS"
+}
+
+log "root $ROOT, out $OUT, build $BUILD, jobs $JOBS, python $PY, dry-run $DRY, budget ${TOTAL_S}s"
+command -v nvidia-smi >/dev/null && nvidia-smi -L >>"$LOG" 2>&1
+
+# 1-2. Configure and build what the later steps run (the whole tree is not needed and costs minutes).
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+if [ -z "${CUDNN_ROOT:-}" ] && [ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cudnn.h" ]; then
+  CUDNN_ROOT=$("$PY" -c 'import nvidia.cudnn as m, os; print(os.path.dirname(m.__file__))' 2>/dev/null || true)
+  [ -n "$CUDNN_ROOT" ] && export CUDNN_ROOT && log "CUDNN_ROOT=$CUDNN_ROOT (from the nvidia-cudnn wheel)"
+fi
+read -r -a EXTRA <<<"${EXTRA_CMAKE_ARGS:-}"
+CUDA_TESTS=$(find "$ROOT/tests/unit/cuda" -maxdepth 1 -name '*_test.cpp' -printf '%f\n' | sed 's/\.cpp$//' | tr '\n' ' ')
+BUILT=0
+if step configure 120 cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DETS_WITH_CUDA=ON \
+     -DETS_BUILD_TESTS=ON -DETS_BUILD_BENCH=ON -DETS_BUILD_CLI=ON "${EXTRA[@]}"; then
+  # shellcheck disable=SC2086
+  step build 300 cmake --build "$BUILD" -j "$JOBS" --target ets_cli cudnn_bench ets_cupti_capi $CUDA_TESTS && BUILT=1
+else
+  skip build "configure failed"
+fi
+
+# 3. cuda-labelled tests (parity cuDNN vs reference/CPU ≤ 1e-4, CUPTI tracer, backend selection); skip w/o GPU.
+if [ $BUILT = 1 ]; then
+  step ctest_cuda 150 ctest --test-dir "$BUILD" -L cuda --output-on-failure --timeout 120
+else
+  skip ctest_cuda "build failed"
+fi
+
+# 4. cuDNN vs ETS CPU vs PyTorch on the same weights and inputs.
+if [ $BUILT = 1 ]; then
+  if [ $DRY = 1 ]; then BENCH_ARGS=(--windows "1,8" --hidden 16 --features 8 --reps 3)
+  else BENCH_ARGS=(--windows "1,64,256,1024" --hidden 64 --features 32 --reps 20); fi
+  step bench 120 "$PY" "$ROOT/tools/gpu/bench_cudnn.py" --bench "$BUILD/bench/cudnn_bench" --out "$OUT/bench" \
+    "${BENCH_ARGS[@]}"
+else
+  skip bench "build failed"
+fi
+
+# 5. CUPTI live capture of a PyTorch CUDA training loop annotated with NVTX (emit_nvtx + ProfilerStep# ranges).
+CAPI=$BUILD/cuda/libets_cupti_capi.so
+if [ $BUILT = 1 ] && [ -f "$CAPI" ]; then
+  CUPTI_LIB=$(ldd "$CAPI" 2>/dev/null | awk '/libcupti/ {print $3; exit}')
+  log "NVTX_INJECTION64_PATH=${CUPTI_LIB:-unset}"
+  step nvtx_loop 90 env ${CUPTI_LIB:+NVTX_INJECTION64_PATH=$CUPTI_LIB} "$PY" "$ROOT/tools/gpu/nvtx_loop.py" \
+    --lib "$CAPI" --steps 6 --out "$OUT/nvtx_loop.json"
+else
+  skip nvtx_loop "libets_cupti_capi.so was not built"
+fi
+
+# 6. Dataset collector with CUDA activities on the fixed configuration list (2 configs on the CPU in a dry run).
+COLLECT=$ROOT/tools/collect/collect.py
+if [ ! -f "$COLLECT" ]; then
+  skip collect "tools/collect/collect.py is absent"
+elif [ $BUILT = 0 ]; then
+  skip collect "build failed (the collector labels with the ets tool)"
+else
+  if [ $DRY = 1 ]; then
+    grep -v '^#' "$ROOT/tools/gpu/configs.txt" | head -2 >"$OUT/configs.txt"
+    DEVICE=cpu
+  else
+    cp "$ROOT/tools/gpu/configs.txt" "$OUT/configs.txt"
+    DEVICE=cuda
+  fi
+  # Resumable: a timeout keeps whatever finished; the import step reports how much that was.
+  step collect 200 "$PY" "$COLLECT" --configs "$OUT/configs.txt" --device $DEVICE --passes 1 --quick \
+    --out "$OUT/data" --raw "$OUT/data/raw" --ets "$BUILD/ets"
+fi
+
+# 7. Import every collected trace and compare Σ(time+gap) with the ProfilerStep spans.
+# shellcheck disable=SC2317  # run through "bash -c" under timeout
+inspect_all() {
+  : >"$OUT/inspect.jsonl"
+  local n=0 bad=0
+  while IFS= read -r f; do
+    n=$((n + 1))
+    if ! "$BUILD/ets" inspect --json "$f" >>"$OUT/inspect.jsonl" 2>>"$LOG"; then
+      bad=$((bad + 1))
+      echo "{\"path\":\"$f\",\"error\":true}" >>"$OUT/inspect.jsonl"
+    fi
+  done < <(find "$OUT/data/raw" -name 'pass*.json.gz' 2>/dev/null | sort)
+  log "inspected $n trace(s), $bad failed to import"
+  [ $n -gt 0 ] && [ $bad = 0 ]
+}
+if [ $BUILT = 1 ] && [ -d "$OUT/data/raw" ]; then
+  export -f inspect_all log
+  export OUT BUILD LOG
+  step inspect 60 bash -c inspect_all
+else
+  skip inspect "no collected traces"
+fi
+
+# 8. Summary: step statuses plus the figures that matter.
+"$PY" - "$OUT" "$DRY" <<'PY' 2>>"$LOG"
+import json, os, statistics, sys
+out, dry = sys.argv[1], sys.argv[2] == "1"
+def load(p):
+    try:
+        with open(p) as fh:
+            return json.load(fh)
+    except Exception:
+        return None
+steps = [json.loads(l) for l in open(os.path.join(out, "steps.jsonl")) if l.strip()]
+s = {"dry_run": dry, "steps": steps, "bench": load(os.path.join(out, "bench", "bench.json")),
+     "nvtx_loop": load(os.path.join(out, "nvtx_loop.json"))}
+rel, files, iters, errors = [], 0, 0, 0
+p = os.path.join(out, "inspect.jsonl")
+if os.path.exists(p):
+    for line in open(p):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        files += 1
+        if r.get("error"):
+            errors += 1
+            continue
+        for it in r.get("iterations", []):
+            iters += 1
+            m, t = it.get("measured_us"), it.get("sum_us")
+            if m and t:
+                rel.append(abs(t - m) / m)
+s["import"] = {"files": files, "import_errors": errors, "iterations": iters,
+               "sum_vs_step_rel_err": None if not rel else {
+                   "median": statistics.median(rel), "max": max(rel),
+                   "within_5pct": sum(r <= 0.05 for r in rel) / len(rel)}}
+with open(os.path.join(out, "summary.json"), "w") as fh:
+    json.dump(s, fh, indent=1)
+print(json.dumps({k: s[k] for k in ("steps", "import")}, indent=1))
+PY
+log "summary: $OUT/summary.json"
+exit $FAILED
