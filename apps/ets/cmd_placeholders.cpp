@@ -9,7 +9,5 @@ Command placeholder(const char* name, const char* summary, const char* usage) {
                  [n = std::string(name)](const Args&) { return not_available(n); }};
 }
 const Register predict_cmd{placeholder("predict", "predict the iteration time of traces", "predict TRACE... [--model M] [--json]")};
-const Register train_cmd{placeholder("train", "train a predictor on a dataset", "train --data DIR --out M")};
-const Register eval_cmd{placeholder("eval", "evaluate a model and baselines on a dataset split", "eval --model M --data DIR --split test")};
 }  // namespace
 }  // namespace ets::cli

@@ -1,0 +1,138 @@
+// `ets eval --model M --data DIR --split test [--baselines] [--json]`: iteration-level MRE / RMSE of ETS (and of the
+// baselines, trained on DIR's train split and tuned on its val split), per family, per op count, per phase.
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "ets/baseline.hpp"
+#include "ets/dataset_split.hpp"
+#include "ets/evaluator.hpp"
+#include "ets/feature_spec.hpp"
+#include "ets/model_file.hpp"
+
+namespace ets::cli {
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      o += fmt::format("\\u{:04x}", static_cast<int>(c));
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
+
+std::string metrics_json(const Evaluator::Metrics& m) {
+  return fmt::format("{{\"mre\":{},\"rmse_ms\":{},\"n\":{}}}", num(m.mre), num(m.rmse_ms), m.n);
+}
+
+int run_eval(const Args& a) {
+  const std::string model_path = a.value("--model"), data = a.value("--data"), split = a.value("--split", "test");
+  if (model_path.empty() || data.empty()) throw std::invalid_argument("needs --model M and --data DIR");
+  const int threads = a.has("--threads") ? std::stoi(a.value("--threads")) : 0;
+  const bool json = a.flag("--json");
+  const ModelFile model = load_model(model_path);
+  const auto test = DatasetSplit::load(data, split, threads);
+
+  std::vector<Evaluator::Method> methods;
+  methods.push_back(Evaluator::method("ets", test.traces, Evaluator::predict(model, test.traces, threads)));
+  if (a.flag("--baselines")) {
+    const auto train = DatasetSplit::load(data, a.value("--train-split", "train"), threads);
+    const auto val = DatasetSplit::load(data, a.value("--val-split", "val"), threads);
+    const FeatureSpec spec = FeatureSpec::deserialize(model.encoder_state);
+    for (auto kind : Baseline::all_kinds()) {
+      if (!json) std::fprintf(stderr, "ets eval: training baseline %s ...\n", Baseline::kind_name(kind));
+      const Baseline b = Baseline::fit(kind, spec, train.traces, val.traces);
+      std::vector<double> pred;
+      for (const auto& t : test.traces) pred.push_back(b.predict(t));
+      methods.push_back(Evaluator::method(b.name(), test.traces, pred));
+    }
+  }
+  std::size_t noise_n = 0;
+  const double noise = Evaluator::noise_floor(test.traces, &noise_n);
+
+  if (json) {
+    std::string s = "{\"methods\":{";
+    for (std::size_t i = 0; i < methods.size(); ++i)
+      s += fmt::format("{}\"{}\":{}", i ? "," : "", methods[i].name, metrics_json(methods[i].all));
+    s += fmt::format("}},\"noise_floor_mre\":{},\"noise_floor_n\":{},\"split\":\"{}\",\"traces\":{},\"model\":\"{}\"",
+                     noise >= 0 ? num(noise) : "null", noise_n, esc(split), test.traces.size(), esc(model_path));
+    s += ",\"by_family\":{";
+    bool first = true;
+    for (const auto& [fam, _] : methods[0].by_family) {
+      s += fmt::format("{}\"{}\":{{", first ? "" : ",", esc(fam));
+      for (std::size_t i = 0; i < methods.size(); ++i)
+        s += fmt::format("{}\"{}\":{}", i ? "," : "", methods[i].name, metrics_json(methods[i].by_family.at(fam)));
+      s += "}";
+      first = false;
+    }
+    s += "},\"by_ops\":{";
+    for (std::size_t b = 0; b < methods[0].by_ops.size(); ++b) {
+      s += fmt::format("{}\"{}\":{{", b ? "," : "", methods[0].by_ops[b].first);
+      for (std::size_t i = 0; i < methods.size(); ++i)
+        s += fmt::format("{}\"{}\":{}", i ? "," : "", methods[i].name, metrics_json(methods[i].by_ops[b].second));
+      s += "}";
+    }
+    const auto& ph = methods[0].by_phase;
+    s += fmt::format("}},\"ets_phase_split\":{{\"forward\":{},\"backward\":{},\"update\":{}}}}}", metrics_json(ph[0]),
+                     metrics_json(ph[1]), metrics_json(ph[2]));
+    std::printf("%s\n", s.c_str());
+    return 0;
+  }
+
+  std::printf("model %s on split '%s': %zu traces; noise floor %s\n\n", model_path.c_str(), split.c_str(),
+              test.traces.size(),
+              noise >= 0 ? fmt::format("{:.2f}% (single-pass deviation, {} traces)", 100 * noise, noise_n).c_str()
+                         : "unknown (traces carry no label.single_pass_deviation)");
+  std::printf("%-12s %9s %10s %6s\n", "method", "MRE", "RMSE(ms)", "n");
+  for (const auto& m : methods) std::printf("%-12s %8.2f%% %10.3f %6zu\n", m.name.c_str(), 100 * m.all.mre, m.all.rmse_ms, m.all.n);
+  auto table = [&](const char* title, const std::vector<std::pair<std::string, std::vector<Evaluator::Metrics>>>& rows) {
+    std::printf("\n%-16s %5s", title, "n");
+    for (const auto& m : methods) std::printf(" %11s", m.name.c_str());
+    std::printf("\n");
+    for (const auto& [k, ms] : rows) {
+      std::printf("%-16s %5zu", k.c_str(), ms[0].n);
+      for (const auto& m : ms) std::printf(" %10.2f%%", 100 * m.mre);
+      std::printf("\n");
+    }
+  };
+  std::vector<std::pair<std::string, std::vector<Evaluator::Metrics>>> fam, ops;
+  for (const auto& [f, _] : methods[0].by_family) {
+    std::vector<Evaluator::Metrics> v;
+    for (const auto& m : methods) v.push_back(m.by_family.at(f));
+    fam.emplace_back(f, v);
+  }
+  for (std::size_t b = 0; b < methods[0].by_ops.size(); ++b) {
+    std::vector<Evaluator::Metrics> v;
+    for (const auto& m : methods) v.push_back(m.by_ops[b].second);
+    ops.emplace_back(methods[0].by_ops[b].first, v);
+  }
+  table("family (MRE)", fam);
+  table("ops (MRE)", ops);
+  const auto& ph = methods[0].by_phase;
+  std::printf("\nets phase split (MRE of Σ(time+gap) per phase): forward %.2f%%, backward %.2f%%, update %.2f%%\n",
+              100 * ph[0].mre, 100 * ph[1].mre, 100 * ph[2].mre);
+  return 0;
+}
+
+const Register eval_cmd{Command{
+    "eval", "evaluate a model and baselines on a dataset split",
+    Spec{"eval --model M --data DIR [--split test] [--baselines] [--json] [--train-split S] [--val-split S] [--threads T]",
+         {"--baselines", "--json"},
+         {"--model", "--data", "--split", "--train-split", "--val-split", "--threads"},
+         0},
+    run_eval}};
+
+}  // namespace
+}  // namespace ets::cli

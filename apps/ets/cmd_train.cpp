@@ -1,0 +1,115 @@
+// `ets train --data DIR --out M`: trains the BiLSTM on DIR's train split, early-stops on the val split's
+// iteration-level MRE and writes the .etsm; a progress bar with ETA goes to stderr. All logic is ModelTrainer's.
+#include <unistd.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "ets/dataset_split.hpp"
+#include "ets/model_trainer.hpp"
+
+namespace ets::cli {
+namespace {
+
+double num(const Args& a, const std::string& name, double fallback) {
+  if (!a.has(name)) return fallback;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(a.value(name), &used);
+    if (used == a.value(name).size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("option " + name + " needs a number, got '" + a.value(name) + "'");
+}
+
+std::string hms(double s) {
+  const long t = static_cast<long>(s < 0 ? 0 : s);
+  return t >= 3600 ? fmt::format("{}h{:02}m", t / 3600, t % 3600 / 60) : fmt::format("{}m{:02}s", t / 60, t % 60);
+}
+
+int run_train(const Args& a) {
+  const std::string data = a.value("--data"), out = a.value("--out");
+  if (data.empty() || out.empty()) throw std::invalid_argument("needs --data DIR and --out MODEL.etsm");
+  ModelTrainer::Options o;
+  o.hidden = static_cast<int>(num(a, "--hidden", 0));
+  o.layers = static_cast<int>(num(a, "--layers", o.layers));
+  o.width = static_cast<int>(num(a, "--width", o.width));
+  o.stride = static_cast<int>(num(a, "--stride", o.stride));
+  o.threads = static_cast<int>(num(a, "--threads", 0));
+  auto& t = o.train;
+  t.epochs = static_cast<int>(num(a, "--epochs", t.epochs));
+  t.batch = static_cast<int>(num(a, "--batch", t.batch));
+  t.lr = num(a, "--lr", t.lr);
+  t.seed = static_cast<std::uint64_t>(num(a, "--seed", static_cast<double>(t.seed)));
+  t.threads = o.threads;
+  t.patience = static_cast<int>(num(a, "--patience", t.patience));
+  t.weight_decay = num(a, "--weight-decay", t.weight_decay);
+  t.clip_norm = num(a, "--clip", t.clip_norm);
+  t.max_seconds = 60.0 * num(a, "--max-minutes", 14.0);
+  t.max_windows_per_epoch = static_cast<std::int64_t>(num(a, "--max-windows", 0));
+  t.checkpoint_path = a.value("--checkpoint");
+  t.resume = a.flag("--resume");
+  o.hardware_env = a.value("--environment");
+  o.provenance["dataset"] = data;
+  if (a.has("--commit")) o.provenance["git_commit"] = a.value("--commit");
+
+  const bool quiet = a.flag("--quiet"), tty = isatty(fileno(stderr)) != 0;
+  if (!quiet) std::fprintf(stderr, "ets train: loading %s ...\n", data.c_str());
+  const auto train = DatasetSplit::load(data, a.value("--train-split", "train"), o.threads);
+  const auto val = DatasetSplit::load(data, a.value("--val-split", "val"), o.threads);
+  if (!quiet) std::fprintf(stderr, "ets train: %zu train traces, %zu val traces\n", train.traces.size(), val.traces.size());
+
+  t.progress = [&](const Trainer::Progress& p) {
+    if (quiet) return true;
+    const double frac = p.steps_total ? static_cast<double>(p.step) / static_cast<double>(p.steps_total) : 0.0;
+    const int fill = static_cast<int>(30 * frac);
+    std::string line = fmt::format("[{}{}] epoch {}/{} step {}/{} loss {:.4f}", std::string(static_cast<std::size_t>(fill), '#'),
+                                   std::string(static_cast<std::size_t>(30 - fill), '.'), p.epoch + 1, p.epochs, p.step,
+                                   p.steps_total, p.train_loss);
+    if (p.val_metric >= 0) line += fmt::format(" val MRE {:.2f}% (best {:.2f}%)", 100 * p.val_metric, 100 * p.best_val_metric);
+    line += fmt::format(" {:.0f} win/s elapsed {} eta {}", p.windows_per_s, hms(p.elapsed_s), hms(p.eta_s));
+    if (tty)
+      std::fprintf(stderr, "\r\x1b[2K%s%s", line.c_str(), p.evaluated ? "\n" : "");
+    else if (p.evaluated)
+      std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+    return true;
+  };
+  const auto r = ModelTrainer::train(train.traces, val.traces, o);
+  save_model(r.model, out);
+  const auto& tr = r.training;
+  if (a.flag("--json")) {
+    std::printf("{\"model\":\"%s\",\"train_traces\":%zu,\"val_traces\":%zu,\"train_windows\":%lld,\"epochs\":%d,"
+                "\"best_epoch\":%d,\"val_mre\":%.6f,\"seconds\":%.1f,\"windows_per_s\":%.0f,\"early_stopped\":%s,"
+                "\"out_of_time\":%s}\n",
+                out.c_str(), r.train_traces, r.val_traces, static_cast<long long>(r.train_windows), tr.epochs_run,
+                tr.best_epoch, r.val_mre, tr.seconds, tr.windows_per_s, tr.early_stopped ? "true" : "false",
+                tr.out_of_time ? "true" : "false");
+  } else {
+    std::printf("wrote %s: %zu train traces (%lld windows), %d epochs (best %d%s), val MRE %.2f%%, %s, %.0f windows/s\n",
+                out.c_str(), r.train_traces, static_cast<long long>(r.train_windows), tr.epochs_run, tr.best_epoch + 1,
+                tr.early_stopped ? ", early stop" : tr.out_of_time ? ", time budget" : "", 100 * r.val_mre,
+                hms(tr.seconds).c_str(), tr.windows_per_s);
+  }
+  return 0;
+}
+
+const Register train_cmd{Command{
+    "train", "train a predictor on a dataset",
+    Spec{"train --data DIR --out M.etsm [--epochs N] [--batch B] [--lr X] [--hidden H] [--layers L] [--width W] "
+         "[--stride S] [--seed N] [--threads T] [--patience P] [--max-minutes M] [--max-windows N] [--weight-decay X] "
+         "[--clip X] [--checkpoint PATH [--resume]] [--train-split S] [--val-split S] [--environment E] [--commit C] "
+         "[--quiet] [--json]",
+         {"--resume", "--quiet", "--json"},
+         {"--data", "--out", "--epochs", "--batch", "--lr", "--hidden", "--layers", "--width", "--stride", "--seed",
+          "--threads", "--patience", "--max-minutes", "--max-windows", "--weight-decay", "--clip", "--checkpoint",
+          "--train-split", "--val-split", "--environment", "--commit"},
+         0},
+    run_train}};
+
+}  // namespace
+}  // namespace ets::cli
