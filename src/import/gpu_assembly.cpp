@@ -177,13 +177,12 @@ double union_within(std::vector<std::pair<double, double>>& iv, double lo, doubl
 }  // namespace
 
 bool is_communication_kernel(std::string_view name) noexcept {
-  // Case-insensitive "nccl" / "rccl" anywhere (ncclKernel_AllReduce..., ncclDevKernel_..., rccl...).
-  for (std::size_t i = 0; i + 4 <= name.size(); ++i) {
-    const char a = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
-    if ((a == 'n' || a == 'r') && std::tolower(static_cast<unsigned char>(name[i + 1])) == 'c' &&
-        std::tolower(static_cast<unsigned char>(name[i + 2])) == 'c' &&
-        std::tolower(static_cast<unsigned char>(name[i + 3])) == 'l')
-      return true;
+  // "nccl" / "rccl" in any case (ncclKernel_AllReduce..., ncclDevKernel_..., rccl...). Called once per kernel,
+  // so it looks for the rare "cl" pair first instead of lower-casing every character.
+  auto lower = [](char c) { return static_cast<char>(c | 0x20); };
+  for (std::size_t i = 2; i + 1 < name.size(); ++i) {
+    if (lower(name[i]) != 'c' || lower(name[i + 1]) != 'l') continue;
+    if (lower(name[i - 1]) == 'c' && (lower(name[i - 2]) == 'n' || lower(name[i - 2]) == 'r')) return true;
   }
   return false;
 }

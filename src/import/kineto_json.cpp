@@ -296,9 +296,14 @@ void read_event(od::object obj, Collected& c) {
     } else if (k == "id") {
       flow_id = get_int(v, kNoId);
     } else if (k == "args") {
+      // Writers put args last, so ph/cat are usually known here: skip what no rule needs (flows, instants,
+      // memory events, python_function), and shapes on anything but host ops.
+      if (!ph.empty() && ph != "X") continue;
+      const Cat known = cat.empty() ? Cat::Host : classify(cat);
+      if (known == Cat::Other || known == Cat::Flow) continue;
       od::object a;
       if (!v.get_object().get(a)) {
-        read_args(a, args, true);
+        read_args(a, args, known == Cat::Host);
         args_seen = true;
       }
     }
@@ -463,7 +468,9 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
         if (k == "traceEvents") {
           od::array arr = v.get_array();
           saw_events = true;
-          c.host.reserve(bytes.size() / 2000);
+          c.host.reserve(bytes.size() / 1000);
+          c.device.reserve(bytes.size() / 4000);
+          c.launches.reserve(bytes.size() / 3000);
           for (auto ev : arr) {
             od::object o;
             if (!ev.get_object().get(o)) read_event(o, c);

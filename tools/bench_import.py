@@ -1,0 +1,94 @@
+# Import-throughput benchmark: ETS's Kineto reader (bench/import_throughput.cpp) vs Python's json.loads, same bytes.
+# Usage: python3 tools/bench_import.py [--bench build/ets_bench_import] [--trace FILE] [--repeats 5]
+"""Runs the C++ Kineto import on the largest shared trace (uncompressed JSON held in memory, one core) and
+json.loads on the same bytes in the same run; prints MB/s of both and their ratio (one JSON line with --json)."""
+import argparse
+import glob
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def largest_trace(shared: str) -> str:
+    best, best_size = None, -1
+    for f in glob.glob(os.path.join(shared, "kineto-gpu", "**", "*.json.gz"), recursive=True):
+        with open(f, "rb") as fh:  # gzip ISIZE trailer: uncompressed size mod 2^32
+            fh.seek(-4, os.SEEK_END)
+            size = int.from_bytes(fh.read(4), "little")
+        with gzip.open(f, "rb") as fh:
+            head = fh.read(1 << 16)
+        if b'"traceEvents"' in head and size > best_size:
+            best, best_size = f, size
+    if best is None:
+        sys.exit("no Kineto trace under " + shared)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", default=None, help="ets_bench_import executable (default: newest build*/bench/ets_bench_import)")
+    ap.add_argument("--trace", default=None)
+    ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared", "data"))
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cpu", type=int, default=None, help="pin both to this core (taskset)")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    bench = a.bench
+    if bench is None:
+        cands = sorted(glob.glob(os.path.join(ROOT, "build*", "bench", "ets_bench_import")) + glob.glob(os.path.join(ROOT, "build*", "ets_bench_import")), key=os.path.getmtime)
+        if not cands:
+            sys.exit("build the ets_bench_import target first (or pass --bench)")
+        bench = cands[-1]
+    trace = a.trace or largest_trace(a.shared)
+    opener = gzip.open if trace.endswith(".gz") else open
+    with opener(trace, "rb") as fh:
+        data = fh.read()
+    if a.cpu is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {a.cpu})
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
+        tmp.write(data)
+        plain = tmp.name
+    try:
+        cmd = [bench, plain, str(a.repeats)]
+        if a.cpu is not None:
+            cmd = ["taskset", "-c", str(a.cpu)] + cmd
+        cpp = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    finally:
+        os.unlink(plain)
+    text = data.decode("utf-8")
+    py = []
+    for _ in range(a.repeats):
+        t0 = time.perf_counter()
+        json.loads(text)
+        py.append(time.perf_counter() - t0)
+    py.sort()
+    mb = len(data) / 1e6
+    res = {
+        "trace": os.path.basename(trace),
+        "mb": round(mb, 2),
+        "ets_mb_per_s": round(cpp["best_mb_per_s"], 1),
+        "ets_median_mb_per_s": round(cpp["median_mb_per_s"], 1),
+        "python_json_mb_per_s": round(mb / py[0], 1),
+        "python_json_median_mb_per_s": round(mb / py[len(py) // 2], 1),
+        "ratio": round(cpp["best_mb_per_s"] / (mb / py[0]), 2),
+        "iterations": cpp["iterations"],
+        "ops": cpp["ops"],
+    }
+    if a.json:
+        print(json.dumps(res))
+    else:
+        print(f"{res['trace']}: {res['mb']} MB uncompressed, {res['iterations']} iterations, {res['ops']} ops")
+        print(f"  ETS Kineto import (parse + assembly): {res['ets_mb_per_s']} MB/s best, {res['ets_median_mb_per_s']} median")
+        print(f"  Python json.loads (parse only):       {res['python_json_mb_per_s']} MB/s best, "
+              f"{res['python_json_median_mb_per_s']} median")
+        print(f"  ratio ETS / json.loads: {res['ratio']}x")
+
+
+if __name__ == "__main__":
+    main()
