@@ -14,6 +14,7 @@
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
 #include "import/importers.hpp"
+#include "import/op_normalize.hpp"
 
 namespace ets::import {
 namespace {
@@ -68,9 +69,11 @@ constexpr OpId kOpIds[] = {
     {240, "contiguous"}, {241, "any"}, {242, "to"}, {243, "hardswish"}, {244, "hardsigmoid"},
 };
 
+// The authors' names are PyTorch functional names; the shared normaliser maps them onto the names every other
+// importer produces (in-place "add_" -> "add", ...).
 std::string op_name(std::int64_t id) {
   for (const auto& e : kOpIds)
-    if (e.id == id) return e.name;
+    if (e.id == id) return normalize_op_name(std::string("aten::") + e.name);
   return fmt::format("op{}", id);
 }
 
