@@ -7,6 +7,7 @@
 
 #include "ets/trace.hpp"
 
+// Both functions live in the compiled library ets::ets (they need zlib); header-only builds cannot call them.
 namespace ets {
 
 /// Format version this library writes; readers accept any 1.x file.
