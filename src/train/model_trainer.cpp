@@ -107,6 +107,7 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   p["val_mre"] = fmt::format("{:.6f}", res.val_mre);
   p["train_seconds"] = fmt::format("{:.1f}", res.training.seconds);
   p["windows_per_s"] = fmt::format("{:.0f}", res.training.windows_per_s);
+  p["train_kernels"] = res.training.kernels;
   p["early_stopped"] = res.training.early_stopped ? "1" : "0";
   p["hyper"] = fmt::format("hidden={} layers={} width={} stride={} batch={} lr={} schedule={} warmup={} clip={} wd={} seed={} "
                            "max_windows_per_epoch={}",

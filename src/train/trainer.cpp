@@ -15,16 +15,17 @@
 #include <sstream>
 #include <thread>
 
+#include <Eigen/Core>
+
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "train/adam.hpp"
-#include "train/bilstm_grad.hpp"
+#include "train/grad_engine.hpp"
 #include "train/param_layout.hpp"
 #include "train/rng.hpp"
 
 namespace ets {
 
-using train::BiLstmGrad;
 using train::ParamLayout;
 
 namespace {
@@ -124,14 +125,14 @@ struct Trainer::Impl {
     const int chunk = std::max(1, opt.batch);
     std::vector<double> sums(static_cast<std::size_t>(threads), 0.0);
     run_shards(threads, b.windows, [&](int s, int begin, int end) {
-      BiLstmGrad<float> eng(layout);
+      auto eng = train::make_grad_engine(layout);
       std::vector<std::int32_t> idx;
       for (int w0 = begin; w0 < end; w0 += chunk) {
         const int n = std::min(chunk, end - w0);
         idx.resize(static_cast<std::size_t>(n));
         for (int j = 0; j < n; ++j) idx[static_cast<std::size_t>(j)] = w0 + j;
-        eng.forward(p.data(), b, idx.data(), n);
-        sums[static_cast<std::size_t>(s)] += eng.loss_sum(b, idx.data(), n);
+        eng->forward(p.data(), b, idx.data(), n);
+        sums[static_cast<std::size_t>(s)] += eng->loss_sum(b, idx.data(), n);
       }
     });
     double total = 0;
@@ -173,18 +174,13 @@ std::vector<float> Trainer::forward(const LstmWeights& weights, const WindowBatc
   std::vector<float> out(batch.positions() * static_cast<std::size_t>(O));
   const int chunk = std::max(1, impl_->opt.batch);
   run_shards(impl_->threads, batch.windows, [&](int, int begin, int end) {
-    BiLstmGrad<float> eng(layout);
+    auto eng = train::make_grad_engine(layout);
     for (int w0 = begin; w0 < end; w0 += chunk) {
       const int n = std::min(chunk, end - w0);
       std::vector<std::int32_t> idx(static_cast<std::size_t>(n));
       for (int j = 0; j < n; ++j) idx[static_cast<std::size_t>(j)] = w0 + j;
-      eng.forward(p.data(), batch, idx.data(), n);
-      const auto& pr = eng.predictions();
-      for (int j = 0; j < n; ++j)
-        for (int t = 0; t < W; ++t)
-          for (int k = 0; k < O; ++k)
-            out[((static_cast<std::size_t>(w0 + j) * W) + static_cast<std::size_t>(t)) * O + static_cast<std::size_t>(k)] =
-                pr(k, static_cast<Eigen::Index>(t) * n + j);
+      eng->forward(p.data(), batch, idx.data(), n);
+      eng->predictions(out.data() + static_cast<std::size_t>(w0) * W * O);
     }
   });
   return out;
@@ -215,8 +211,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   train::Rng rng(opt.seed ^ 0x5eed5eedULL);
 
   const int shards = std::max(1, std::min(im.threads, opt.batch));
-  std::vector<BiLstmGrad<float>> engines;
-  for (int s = 0; s < shards; ++s) engines.emplace_back(im.layout);
+  std::vector<std::unique_ptr<train::GradEngine>> engines;
+  for (int s = 0; s < shards; ++s) engines.push_back(train::make_grad_engine(im.layout));
   std::vector<std::vector<float>> grads(static_cast<std::size_t>(shards), std::vector<float>(im.layout.size));
   std::vector<double> shard_loss(static_cast<std::size_t>(shards));
 
@@ -336,8 +332,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         auto& g = grads[static_cast<std::size_t>(s)];
         std::fill(g.begin(), g.end(), 0.0f);
         auto& eng = engines[static_cast<std::size_t>(s)];
-        eng.forward(im.params.data(), train_set, idx + begin, end - begin);
-        shard_loss[static_cast<std::size_t>(s)] = eng.backward(im.params.data(), train_set, idx + begin, end - begin, scale, g.data());
+        eng->forward(im.params.data(), train_set, idx + begin, end - begin);
+        shard_loss[static_cast<std::size_t>(s)] = eng->backward(im.params.data(), train_set, idx + begin, end - begin, scale, g.data());
       });
       const int used = std::max(1, std::min(shards, n));
       double loss_sum = 0;
@@ -432,6 +428,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       res.history.push_back(rec);
     }
   }
+  res.kernels = engines.front()->isa();
   res.weights = train::unflatten(best.data(), im.layout);
   im.params = best;
   res.best_val_metric = best_metric;

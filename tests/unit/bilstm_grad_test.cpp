@@ -119,3 +119,25 @@ TEST_CASE("float engine agrees with the double engine and window subsets are ind
   ef.backward(pf.data(), p.batch, b, 2, 1.0f, gf.data());
   for (std::size_t i = 0; i < layout.size; ++i) CHECK(gf[i] == Approx(gd[i]).margin(2e-5).epsilon(1e-4));
 }
+
+#include "train/grad_engine.hpp"
+
+TEST_CASE("the run-time selected (AVX2+FMA) engine agrees with the generic build", "[train][grad]") {
+  Problem p = make_problem(5);
+  ParamLayout layout(p.cfg);
+  auto fast = ets::train::make_grad_engine(layout, true);
+  auto generic = ets::train::make_grad_engine(layout, false);
+  CHECK(std::string(generic->isa()) == "generic");
+  WARN("training kernels on this CPU: " << fast->isa());
+  std::vector<float> pf(p.params.begin(), p.params.end()), g1(layout.size, 0.0f), g2(layout.size, 0.0f);
+  std::vector<float> o1(p.batch.positions() * 2), o2(o1.size());
+  fast->forward(pf.data(), p.batch, nullptr, 3);
+  fast->predictions(o1.data());
+  const double l1 = fast->backward(pf.data(), p.batch, nullptr, 3, 1.0f, g1.data());
+  generic->forward(pf.data(), p.batch, nullptr, 3);
+  generic->predictions(o2.data());
+  const double l2 = generic->backward(pf.data(), p.batch, nullptr, 3, 1.0f, g2.data());
+  CHECK(l1 == Approx(l2).epsilon(1e-5));
+  for (std::size_t i = 0; i < o1.size(); ++i) CHECK(o1[i] == Approx(o2[i]).margin(1e-5));
+  for (std::size_t i = 0; i < layout.size; ++i) CHECK(g1[i] == Approx(g2[i]).margin(1e-4).epsilon(1e-4));
+}
