@@ -97,6 +97,8 @@ class FeatureSpec {
     double stdev = 1.0;
     ETS_INLINE bool operator==(const Moments& o) const noexcept;
   };
+  /// Statistics of log1p(µs) behind normalize_label (channel 0 = time, 1 = gap), for code that needs them in closed form.
+  const Moments& label_moments(int channel) const { return labels_.at(static_cast<std::size_t>(channel)); }
 
  private:
   friend class WindowEncoder;  // writes rows straight into windows, with the per-trace part computed once

@@ -281,6 +281,9 @@ TEST_CASE("label transform: log1p then z-score on labelled training ops, with an
   CHECK(s.normalize_time(50) == Approx((std::log1p(50.0) - mt.mean) / mt.sd));
   CHECK(s.normalize_gap(50) == Approx((std::log1p(50.0) - mg.mean) / mg.sd));
   CHECK(s.normalize_time(-3) == s.normalize_time(0));
+  CHECK(s.label_moments(0).n == 4);
+  CHECK(s.label_moments(0).mean == Approx(mt.mean));
+  CHECK(s.label_moments(1).stdev == Approx(mg.sd));
 
   for (double x : {0.0, 1e-6, 0.5, 1.0, 37.25, 1e3, 123456.789, 1e8}) {
     for (int ch = 0; ch < 2; ++ch) {
