@@ -25,6 +25,10 @@ double median(std::vector<double> v) {
   return 0.5 * (lo + hi);
 }
 
+// Source traces resolve 1 ns; rounding the labels to it drops float noise of the µs arithmetic (259.19299999999373)
+// and roughly halves the size of a labelled file.
+double to_ns(double us) { return std::round(us * 1000.0) / 1000.0; }
+
 std::string join(const std::vector<double>& v, int decimals) {
   std::string s;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -104,12 +108,12 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
         ++s;
       }
     OpRecord& op = out.ops[j];
-    op.time_us = median(times);
-    op.gap_us = median(gaps);
-    op.start_us = cursor;
+    op.time_us = to_ns(median(times));
+    op.gap_us = to_ns(median(gaps));
+    op.start_us = to_ns(cursor);
     cursor += op.time_us + op.gap_us;
   }
-  out.measured_us = median(r.pass_median_us);
+  out.measured_us = to_ns(median(r.pass_median_us));
 
   const auto [mn, mx] = std::minmax_element(r.pass_median_us.begin(), r.pass_median_us.end());
   r.disagreement = *mx / *mn - 1.0;

@@ -299,6 +299,10 @@ def main(argv=None) -> int:
         print(f"wrote {len(m['configs'])} configs: {m['counts']}")
         return 0
     cfgs = select(args)
+    mpath = os.path.join(args.out, "manifest.json")
+    if not args.print_ids and not os.path.exists(mpath):
+        os.makedirs(args.out, exist_ok=True)
+        C.write_manifest(mpath)  # the full manifest, whatever this run selects: splits and card need it
     if args.print_ids:
         print("\n".join(c["id"] for c in cfgs))
         return 0

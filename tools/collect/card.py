@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+# Computes the dataset card's figures from data/ (labelled traces + manifest) and fills the tables in docs/dataset.md.
+# Also estimates the noise floor: single-pass deviation from the labels, and test–retest MRE against a re-collection.
+"""Dataset card figures.
+
+    /usr/bin/python3 tools/collect/card.py                          # data/ -> data/card.json + docs/dataset.md tables
+    /usr/bin/python3 tools/collect/card.py --retest data/retest     # adds the test–retest noise floor
+    /usr/bin/python3 tools/collect/card.py --retest-ids 120 > ids   # which configs to re-collect for the retest
+
+Reads the canonical .etst.gz files directly (JSON lines, docs/trace-format.md); no torch needed.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import json
+import math
+import os
+import re
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+OP_BUCKETS = [0, 200, 400, 600, 800, 1000, 1200, 1600, 2000]
+
+
+def read_label(path: str) -> dict:
+    """Summary of one labelled file: meta, op count, phases, gap share, label, Σ labels, label.* extras."""
+    meta, ops, t_sum, g_sum, phases = None, 0, 0.0, 0.0, [0, 0, 0]
+    with gzip.open(path, "rt") as fh:
+        for line in fh:
+            o = json.loads(line)
+            if "trace" in o:
+                if meta is not None:
+                    break  # a labelled file holds one iteration; ignore anything after it
+                meta = o["trace"]
+            elif "n" in o:
+                ops += 1
+                t_sum += o["t"]
+                g_sum += o["g"]
+                phases[o["p"]] += 1
+    if meta is None:
+        raise ValueError(f"{path}: no iteration")
+    x = meta.get("extra", {})
+    total = t_sum + g_sum
+    return {"id": x.get("config_id") or os.path.basename(path).split(".")[0], "split": x.get("split", ""),
+            "family": meta["family"], "model": meta["model"], "environment": meta["environment"],
+            "device": meta["device"], "framework_version": meta["framework_version"],
+            "batch_size": meta["batch_size"], "optimizer": meta["optimizer"], "ops": ops, "phases": phases,
+            "measured_us": meta["measured_us"], "sum_us": total, "gap_share": g_sum / total if total else 0.0,
+            "pass_median_us": [float(v) for v in x.get("label.pass_median_us", "").split(";") if v],
+            "disagreement": float(x.get("label.disagreement", "nan")),
+            "disagrees": x.get("label.disagrees") == "1",
+            "sum_discrepancy": float(x.get("label.sum_discrepancy", "nan")),
+            "single_pass_deviation": float(x.get("label.single_pass_deviation", "nan"))}
+
+
+def load_dir(data: str) -> dict:
+    out = {}
+    for p in sorted(glob.glob(os.path.join(data, "traces", "**", "*.etst.gz"), recursive=True)):
+        try:
+            r = read_label(p)
+            r["bytes"] = os.path.getsize(p)
+            out[r["id"]] = r
+        except (OSError, ValueError, KeyError) as e:
+            print(f"card: skipping {p}: {e}", file=sys.stderr)
+    return out
+
+
+def quantiles(v, qs=(0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)):
+    s = sorted(v)
+    if not s:
+        return {}
+    return {q: s[min(len(s) - 1, int(round(q * (len(s) - 1))))] for q in qs}
+
+
+def histogram(values, edges):
+    counts = [0] * len(edges)
+    for v in values:
+        i = max(k for k in range(len(edges)) if v >= edges[k]) if v >= edges[0] else 0
+        counts[i] += 1
+    labels = [f"{edges[i]}–{edges[i + 1]}" for i in range(len(edges) - 1)] + [f"{edges[-1]}+"]
+    return list(zip(labels, counts))
+
+
+def bar(n, total, width=30):
+    return "█" * (round(width * n / total) if total else 0)
+
+
+def compute(data: str, retest: str = "") -> dict:
+    labels = load_dir(data)
+    manifest = {}
+    mpath = os.path.join(data, "manifest.json")
+    if os.path.exists(mpath):
+        with open(mpath) as fh:
+            manifest = {c["id"]: c for c in json.load(fh)["configs"]}
+    fams = {}
+    for cid, c in manifest.items():
+        f = fams.setdefault(c["family"], {"domain": c["domain"], "split": set(), "manifest": 0, "labelled": 0})
+        f["manifest"] += 1
+        f["split"].add(c["split"])
+    for r in labels.values():
+        f = fams.setdefault(r["family"], {"domain": "?", "split": set(), "manifest": 0, "labelled": 0})
+        f["labelled"] += 1
+        if r["split"]:
+            f["split"].add(r["split"])
+    per_split = {}
+    for r in labels.values():
+        per_split[r["split"] or "?"] = per_split.get(r["split"] or "?", 0) + 1
+
+    vals = list(labels.values())
+    card = {
+        "labelled": len(vals), "manifest": len(manifest), "per_split": per_split,
+        "families": {k: {**v, "split": "/".join(sorted(v["split"]))} for k, v in sorted(fams.items())},
+        "random_nets": sum(1 for r in vals if r["family"].startswith("randwire")),
+        "environment": sorted({r["environment"] for r in vals}),
+        "framework_version": sorted({r["framework_version"] for r in vals}),
+        "bytes": sum(r["bytes"] for r in vals),
+        "ops_hist": histogram([r["ops"] for r in vals], OP_BUCKETS),
+        "ops_q": quantiles([r["ops"] for r in vals]),
+        "iter_ms_q": quantiles([r["measured_us"] / 1e3 for r in vals]),
+        "gap_hist": histogram([100 * r["gap_share"] for r in vals], [0, 10, 20, 30, 40, 50, 60, 70, 80]),
+        "gap_q": quantiles([r["gap_share"] for r in vals]),
+        "max_abs_sum_discrepancy": max((abs(r["sum_discrepancy"]) for r in vals), default=float("nan")),
+        "mean_abs_sum_discrepancy": statistics.fmean([abs(r["sum_discrepancy"]) for r in vals]) if vals else math.nan,
+        "flagged": sum(1 for r in vals if r["disagrees"]),
+        "single_pass_mrd": statistics.fmean([r["single_pass_deviation"] for r in vals]) if vals else math.nan,
+        "pass_disagreement_median": statistics.median([r["disagreement"] for r in vals]) if vals else math.nan,
+    }
+    env_path = sorted(glob.glob(os.path.join(data, "collect", "env-pass*.json")))
+    if env_path:
+        with open(env_path[0]) as fh:
+            card["env_record"] = json.load(fh)
+    if retest:
+        again = load_dir(retest)
+        common = sorted(set(again) & set(labels))
+        rel = [abs(again[c]["measured_us"] - labels[c]["measured_us"]) / labels[c]["measured_us"] for c in common]
+        card["retest"] = {"dir": os.path.relpath(retest, ROOT), "n": len(common),
+                          "mre": statistics.fmean(rel) if rel else math.nan,
+                          "median_re": statistics.median(rel) if rel else math.nan,
+                          "p90_re": quantiles(rel, (0.9,)).get(0.9, math.nan) if rel else math.nan}
+    return card
+
+
+def _fmt(x, spec=".1f"):
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def tables(card: dict) -> dict:
+    """Markdown for each <!-- card:NAME --> block of docs/dataset.md."""
+    t = {}
+    rows = ["| family | domain | split | manifest | labelled |", "|---|---|---|---:|---:|"]
+    for k, v in card["families"].items():
+        rows.append(f"| {k} | {v['domain']} | {v['split']} | {v['manifest']} | {v['labelled']} |")
+    rows.append(f"| **total** | | {', '.join(f'{s} {n}' for s, n in sorted(card['per_split'].items()))} | "
+                f"{card['manifest']} | {card['labelled']} |")
+    t["counts"] = "\n".join(rows)
+    n = max(1, card["labelled"])
+    t["ops"] = "\n".join(["| ops per iteration | configs | |", "|---|---:|---|"] +
+                         [f"| {lab} | {c} | {bar(c, n)} |" for lab, c in card["ops_hist"]])
+    t["gap"] = "\n".join(["| gap share (%) | configs | |", "|---|---:|---|"] +
+                         [f"| {lab} | {c} | {bar(c, n)} |" for lab, c in card["gap_hist"]])
+    q = card["iter_ms_q"]
+    gq = card["gap_q"]
+    oq = card["ops_q"]
+    t["summary"] = "\n".join([
+        "| figure | value |", "|---|---|",
+        f"| labelled configurations | {card['labelled']} (random nets {card['random_nets']}) |",
+        f"| environment | {', '.join(card['environment']) or 'n/a'} |",
+        f"| framework | PyTorch {', '.join(card['framework_version']) or 'n/a'} |",
+        f"| size on disk (labelled traces) | {card['bytes'] / 1e6:.1f} MB |",
+        f"| iteration time ms (min / median / max) | {_fmt(q.get(0.0), '.2f')} / {_fmt(q.get(0.5), '.1f')} / "
+        f"{_fmt(q.get(1.0), '.0f')} |",
+        f"| ops per iteration (min / median / max) | {oq.get(0.0, 'n/a')} / {oq.get(0.5, 'n/a')} / "
+        f"{oq.get(1.0, 'n/a')} |",
+        f"| gap share (10% / median / 90%) | {_fmt(100 * gq.get(0.1, math.nan))}% / "
+        f"{_fmt(100 * gq.get(0.5, math.nan))}% / {_fmt(100 * gq.get(0.9, math.nan))}% |",
+        f"| Σ(time+gap) of labels vs label: mean / max abs. deviation | "
+        f"{_fmt(100 * card['mean_abs_sum_discrepancy'], '.2f')}% / "
+        f"{_fmt(100 * card['max_abs_sum_discrepancy'], '.2f')}% |",
+    ])
+    rt = card.get("retest")
+    t["noise"] = "\n".join([
+        "| noise figure | value |", "|---|---|",
+        f"| (a) single pass vs label: mean relative deviation | {_fmt(100 * card['single_pass_mrd'], '.2f')}% |",
+        f"| pass disagreement max/min−1 (median over configs) | {_fmt(100 * card['pass_disagreement_median'], '.2f')}% |",
+        f"| configs flagged (disagreement > threshold) | {card['flagged']} of {card['labelled']} |",
+        f"| (b) test–retest MRE of the label | " + (f"{_fmt(100 * rt['mre'], '.2f')}% over {rt['n']} configs "
+                                                   f"(median {_fmt(100 * rt['median_re'], '.2f')}%, "
+                                                   f"p90 {_fmt(100 * rt['p90_re'], '.2f')}%)" if rt else
+                                                   "not measured yet") + " |",
+    ])
+    env = card.get("env_record")
+    if env:
+        t["env"] = "\n".join(["| setting | value |", "|---|---|"] +
+                             [f"| {k} | {v} |" for k, v in sorted(env.items())])
+    return t
+
+
+def fill(doc_path: str, blocks: dict) -> None:
+    with open(doc_path) as fh:
+        text = fh.read()
+    for name, body in blocks.items():
+        pat = re.compile(rf"(<!-- card:{name} -->\n).*?(<!-- /card:{name} -->)", re.S)
+        text = pat.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+    with open(doc_path, "w") as fh:
+        fh.write(text)
+
+
+def retest_ids(data: str, n: int) -> list:
+    """A deterministic, family-stratified sample of labelled configs to re-collect for the test–retest figure."""
+    from tools.collect.configs import seed_of  # noqa: E402
+
+    labels = load_dir(data)
+    by_fam = {}
+    for cid, r in sorted(labels.items(), key=lambda kv: seed_of("retest:" + kv[0])):
+        by_fam.setdefault(r["family"], []).append(cid)
+    out, i = [], 0
+    while len(out) < min(n, len(labels)):
+        for fam in sorted(by_fam):
+            if i < len(by_fam[fam]) and len(out) < n:
+                out.append(by_fam[fam][i])
+        i += 1
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=os.path.join(ROOT, "data"))
+    ap.add_argument("--retest", default="", help="a re-collection of some configs (same layout) for test–retest")
+    ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "dataset.md"))
+    ap.add_argument("--no-doc", action="store_true", help="print the figures, do not touch docs/dataset.md")
+    ap.add_argument("--retest-ids", type=int, default=0, help="print N config ids to re-collect and exit")
+    a = ap.parse_args(argv)
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    if a.retest_ids:
+        print("\n".join(retest_ids(a.data, a.retest_ids)))
+        return 0
+    card = compute(a.data, a.retest)
+    blocks = tables(card)
+    with open(os.path.join(a.data, "card.json"), "w") as fh:
+        json.dump(card, fh, indent=1, sort_keys=True, default=str)
+        fh.write("\n")
+    if a.no_doc:
+        for k, v in blocks.items():
+            print(f"## {k}\n{v}\n")
+    else:
+        fill(a.doc, blocks)
+        print(f"card: {card['labelled']} labelled configs; tables written to {os.path.relpath(a.doc, ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+# Re-collects a few named configurations from scratch and compares their new labels with the committed ones.
+# The dataset's reproducibility check: the mean relative deviation must stay within the measured noise floor.
+"""Reproduce dataset labels.
+
+    /usr/bin/python3 tools/collect/reproduce.py                       # the 3 default configs, 3 passes each
+    /usr/bin/python3 tools/collect/reproduce.py --configs mlp-0007,vit-0008 --floor 0.05
+
+Runs tools/collect/collect.py into a scratch folder (fresh processes, same environment settings), then prints, per
+config, the committed label, the new label and their relative deviation. Exit status 0 when the mean relative
+deviation is ≤ the noise floor: --floor, else the test–retest MRE in DATA/card.json, else 2× its single-pass
+deviation (a stand-in until the retest exists; printed as such).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from tools.collect import configs as C  # noqa: E402
+from tools.collect.card import read_label  # noqa: E402
+
+DEFAULT = "resnet-0048,transformer_lm-0003,randwire_er-0159"
+
+
+def label_path(data: str, cid: str) -> str:
+    return os.path.join(data, "traces", C.config(cid)["split"], cid + ".etst.gz")
+
+
+def floor_of(data: str, given: float):
+    if given > 0:
+        return given, "--floor"
+    try:
+        with open(os.path.join(data, "card.json")) as fh:
+            card = json.load(fh)
+    except (OSError, ValueError):
+        return None, "no card.json"
+    rt = card.get("retest")
+    if rt and rt.get("n", 0) > 0:
+        return float(rt["mre"]), f"test–retest MRE over {rt['n']} configs"
+    spd = card.get("single_pass_mrd")
+    if spd is not None:
+        return 2 * float(spd), "2 × single-pass deviation (no retest yet)"
+    return None, "card.json has no noise figure"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", default=DEFAULT, help=f"comma-separated config ids (default {DEFAULT})")
+    ap.add_argument("--data", default=os.path.join(ROOT, "data"), help="dataset holding the committed labels")
+    ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--floor", type=float, default=0.0, help="noise floor (relative), overrides card.json")
+    ap.add_argument("--work", default="", help="scratch folder (default: a temporary one, removed afterwards)")
+    ap.add_argument("--rt", action="store_true", help="pass --rt to the collector")
+    ap.add_argument("--ets", default="")
+    a = ap.parse_args(argv)
+    ids = [c.strip() for c in a.configs.split(",") if c.strip()]
+    missing = [c for c in ids if not os.path.exists(label_path(a.data, c))]
+    if missing:
+        print(f"reproduce: no committed label for {', '.join(missing)} under {a.data}/traces", file=sys.stderr)
+        return 2
+    tmp = None if a.work else tempfile.TemporaryDirectory(prefix="ets-reproduce-")
+    work = a.work or tmp.name
+    ids_file = os.path.join(work, "ids.txt")
+    os.makedirs(work, exist_ok=True)
+    with open(ids_file, "w") as fh:
+        fh.write("\n".join(ids) + "\n")
+    cmd = [sys.executable, os.path.join(HERE, "collect.py"), "--out", work, "--configs", ids_file,
+           "--passes", str(a.passes), "--block", str(len(ids))]
+    if a.rt:
+        cmd.append("--rt")
+    if a.ets:
+        cmd += ["--ets", a.ets]
+    rc = subprocess.call(cmd)
+    if rc != 0:
+        print(f"reproduce: collector failed (rc {rc})", file=sys.stderr)
+        return 1
+    rows, devs = [], []
+    for cid in ids:
+        old = read_label(label_path(a.data, cid))
+        newp = label_path(work, cid)
+        if not os.path.exists(newp):
+            rows.append((cid, old["measured_us"], None, None))
+            continue
+        new = read_label(newp)
+        d = (new["measured_us"] - old["measured_us"]) / old["measured_us"]
+        devs.append(abs(d))
+        rows.append((cid, old["measured_us"], new["measured_us"], d))
+    print(f"{'config':24s} {'label ms':>10s} {'again ms':>10s} {'deviation':>10s}")
+    for cid, o, n, d in rows:
+        print(f"{cid:24s} {o / 1e3:10.2f} " + (f"{n / 1e3:10.2f} {100 * d:+9.2f}%" if n else "    FAILED"))
+    floor, why = floor_of(a.data, a.floor)
+    if tmp:
+        tmp.cleanup()
+    if len(devs) != len(ids):
+        print("reproduce: some configurations could not be re-collected")
+        return 1
+    mean = sum(devs) / len(devs)
+    if floor is None:
+        print(f"reproduce: mean |deviation| {100 * mean:.2f}%; no noise floor known ({why})")
+        return 1
+    ok = mean <= floor
+    print(f"reproduce: mean |deviation| {100 * mean:.2f}% vs noise floor {100 * floor:.2f}% ({why}): "
+          f"{'within' if ok else 'OUTSIDE'} the floor")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
