@@ -5,6 +5,7 @@
 #include "ets/detail/cpu_lstm.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -103,28 +104,41 @@ ETS_INLINE float* thread_workspace(std::size_t floats) {
   return buffer.data();
 }
 
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using StridedMap = Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
-
 // PyTorch's cell on a whole time step of the batch: g holds i|f|g|o pre-activations (N × 4H, stride ldg),
-// c the cell state (N × H, contiguous), h receives the hidden state (stride ldh). sigmoid(x) is computed as
-// 0.5·tanh(x/2)+0.5 so both non-linearities use Eigen's vectorised tanh.
+// c the cell state (N × H, contiguous), h receives the hidden state (stride ldh). One fused pass in registers;
+// sigmoid(x) = 0.5·tanh(x/2) + 0.5 so every non-linearity is Eigen's vectorised tanh (accurate to a few ulp).
+inline Packet psigmoid(const Packet& x) noexcept {
+  using namespace Eigen::internal;
+  const Packet half = pset1<Packet>(0.5f);
+  return pmadd(ptanh(pmul(x, half)), half, half);
+}
+
+inline float ssigmoid(float x) noexcept { return 0.5f * std::tanh(0.5f * x) + 0.5f; }
+
 ETS_INLINE void lstm_cell_step(int n, int hidden, float* g, std::ptrdiff_t ldg, float* c, float* h,
                                std::ptrdiff_t ldh, bool first) noexcept {
-  StridedMap gm(g, n, 4 * hidden, Eigen::OuterStride<>(ldg));
-  Eigen::Map<RowMatrix> cm(c, n, hidden);
-  StridedMap hm(h, n, hidden, Eigen::OuterStride<>(ldh));
-  const float half = 0.5f;
-  auto gi = gm.middleCols(0, hidden).array();
-  auto gf = gm.middleCols(hidden, hidden).array();
-  auto gg = gm.middleCols(2 * hidden, hidden).array();
-  auto go = gm.middleCols(3 * hidden, hidden).array();
-  if (first) {
-    cm.array() = ((gi * half).tanh() * half + half) * gg.tanh();
-  } else {
-    cm.array() = ((gf * half).tanh() * half + half) * cm.array() + ((gi * half).tanh() * half + half) * gg.tanh();
+  using namespace Eigen::internal;
+  const int vec_end = hidden - hidden % kPacket;
+  for (int r = 0; r < n; ++r) {
+    const float* gi = g + r * ldg;
+    const float* gf = gi + hidden;
+    const float* gg = gi + 2 * hidden;
+    const float* go = gi + 3 * hidden;
+    float* cr = c + static_cast<std::ptrdiff_t>(r) * hidden;
+    float* hr = h + r * ldh;
+    for (int j = 0; j < vec_end; j += kPacket) {
+      Packet cn = pmul(psigmoid(ploadu<Packet>(gi + j)), ptanh(ploadu<Packet>(gg + j)));
+      if (!first) cn = pmadd(psigmoid(ploadu<Packet>(gf + j)), ploadu<Packet>(cr + j), cn);
+      pstoreu(cr + j, cn);
+      pstoreu(hr + j, pmul(psigmoid(ploadu<Packet>(go + j)), ptanh(cn)));
+    }
+    for (int j = vec_end; j < hidden; ++j) {
+      float cn = ssigmoid(gi[j]) * std::tanh(gg[j]);
+      if (!first) cn += ssigmoid(gf[j]) * cr[j];
+      cr[j] = cn;
+      hr[j] = ssigmoid(go[j]) * std::tanh(cn);
+    }
   }
-  hm.array() = ((go * half).tanh() * half + half) * cm.array().tanh();
 }
 
 }  // namespace cpu_kernel
