@@ -4,10 +4,9 @@
 
 namespace ets::cli {
 namespace {
-Command placeholder(const char* name, const char* summary, const char* usage) {
+[[maybe_unused]] Command placeholder(const char* name, const char* summary, const char* usage) {
   return Command{name, summary, Spec{usage, {"--json"}, {}, 0},
                  [n = std::string(name)](const Args&) { return not_available(n); }};
 }
-const Register predict_cmd{placeholder("predict", "predict the iteration time of traces", "predict TRACE... [--model M] [--json]")};
 }  // namespace
 }  // namespace ets::cli

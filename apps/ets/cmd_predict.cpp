@@ -1,0 +1,190 @@
+// `ets predict TRACE... [--model [ENV=]M[,...]] [--env ENV] [--json] [--format text|json|gavel|matrix]`: predicted
+// iteration time per trace (and environment) through ets::Predictor; gavel/matrix export what schedulers load.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "ets/error.hpp"
+#include "ets/predictor.hpp"
+#include "ets/tracer.hpp"
+
+namespace ets::cli {
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      o += fmt::format("\\u{:04x}", static_cast<int>(c));
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; }
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+// Gavel keys job types as "(name, scale_factor)" tuples printed by Python; a single-worker job has scale factor 1.
+std::string gavel_job_type(const ExecutionTrace& t, const std::string& path) {
+  std::string name = t.meta.model.empty() ? std::filesystem::path(path).filename().string() : t.meta.model;
+  if (t.meta.batch_size > 0) name += fmt::format(" (batch size {})", t.meta.batch_size);
+  std::string quoted;
+  for (char c : name) quoted += c == '\'' ? std::string("\\'") : std::string(1, c);
+  return fmt::format("('{}', 1)", quoted);
+}
+
+struct ModelArg {
+  std::string env, path;
+};
+
+std::vector<ModelArg> model_args(const Args& a) {
+  std::vector<ModelArg> out;
+  const std::string spec = a.value("--model");
+  if (spec.empty()) {
+    const std::string path = Predictor::find_default_model({std::string(ETS_SOURCE_DIR) + "/models/default.etsm"});
+    ETS_CHECK(!path.empty(), Errc::io, "ets.predict.8",
+              "no default model: pass --model M.etsm, set ETS_MODEL, or build models/default.etsm (see models/README.md)");
+    out.push_back({a.value("--env"), path});
+    return out;
+  }
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    const std::size_t comma = spec.find(',', start);
+    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) {
+      ModelArg m;
+      if (const auto eq = item.find('='); eq != std::string::npos) {
+        m.env = item.substr(0, eq);
+        m.path = item.substr(eq + 1);
+      } else {
+        m.path = item;
+      }
+      out.push_back(std::move(m));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.empty()) throw std::invalid_argument("--model needs a path");
+  if (a.has("--env")) {
+    if (out.size() != 1 || !out[0].env.empty())
+      throw std::invalid_argument("--env names the environment of a single --model M; use --model ENV=M,... for several");
+    out[0].env = a.value("--env");
+  }
+  return out;
+}
+
+int run_predict(const Args& a) {
+  std::string format = a.value("--format", a.flag("--json") ? "json" : "text");
+  if (format != "text" && format != "json" && format != "gavel" && format != "matrix")
+    throw std::invalid_argument("--format takes text, json, gavel or matrix, not '" + format + "'");
+  if (a.positional.empty()) throw std::invalid_argument("missing TRACE; usage: ets predict TRACE... [--model M]");
+
+  Predictor predictor;
+  std::vector<std::string> envs;
+  std::map<std::string, std::string> env_path;
+  for (const auto& m : model_args(a)) {
+    const std::string env = predictor.add_model(m.env, m.path);
+    if (env_path.count(env)) throw std::invalid_argument("two models for environment '" + env + "'");
+    env_path[env] = m.path;
+    envs.push_back(env);
+  }
+
+  std::vector<std::string> ids;
+  std::vector<std::size_t> iteration;
+  for (const auto& path : a.positional) {
+    std::vector<ExecutionTrace> its = Tracer::load(path);
+    const std::size_t k = Predictor::representative_iteration(its);
+    iteration.push_back(k);
+    ids.push_back(path);
+    predictor.add_job(path, std::move(its[k]));
+  }
+  const Predictor::Matrix m = predictor.predict_batch(ids, envs);
+
+  if (format == "gavel") {
+    // throughputs[env][job_type]["null"] = steps/s alone on one worker (Gavel's simulation_throughputs.json shape)
+    std::string s = "{";
+    for (std::size_t e = 0; e < envs.size(); ++e) {
+      s += fmt::format("{}\n  \"{}\": {{", e ? "," : "", esc(envs[e]));
+      std::map<std::string, int> seen;
+      for (std::size_t j = 0; j < ids.size(); ++j) {
+        std::string type = gavel_job_type(predictor.job_trace(ids[j]), ids[j]);
+        if (int n = ++seen[type]; n > 1) type += fmt::format("#{}", n);
+        s += fmt::format("{}\n    \"{}\": {{\"null\": {:.6f}}}", j ? "," : "", esc(type), 1e6 / m.at(j, e).iteration_us);
+      }
+      s += "\n  }";
+    }
+    std::printf("%s\n}\n", s.c_str());
+    return 0;
+  }
+  if (format == "matrix") {
+    // AlloX/Hydra-style processing-time matrix: one row per job, one column per resource, µs per iteration
+    std::string s = "job";
+    for (const auto& e : envs) s += "," + csv_field(e);
+    s += "\n";
+    for (std::size_t j = 0; j < ids.size(); ++j) {
+      s += csv_field(ids[j]);
+      for (std::size_t e = 0; e < envs.size(); ++e) s += fmt::format(",{:.3f}", m.at(j, e).iteration_us);
+      s += "\n";
+    }
+    std::fputs(s.c_str(), stdout);
+    return 0;
+  }
+  for (std::size_t j = 0; j < ids.size(); ++j) {
+    const ExecutionTrace t = predictor.job_trace(ids[j]);
+    for (std::size_t e = 0; e < envs.size(); ++e) {
+      const Predictor::Estimate& est = m.at(j, e);
+      const double err = t.has_measurement() ? (est.iteration_us - t.measured_us) / t.measured_us : kUnknown;
+      if (format == "json") {
+        const Prediction d = predictor.predict_detailed(t, envs[e]);
+        std::printf("%s\n",
+                    fmt::format("{{\"trace\":\"{}\",\"iteration\":{},\"env\":\"{}\",\"model\":\"{}\",\"ops\":{},"
+                                "\"predicted_us\":{},\"measured_us\":{},\"interval_us\":[{},{}],\"rel_error\":{},"
+                                "\"time_us\":{},\"gap_us\":{},\"phase_us\":{{\"forward\":{},\"backward\":{},"
+                                "\"update\":{}}},\"unknown_ops\":{}}}",
+                                esc(ids[j]), t.iteration, esc(envs[e]), esc(env_path[envs[e]]), t.ops.size(),
+                                num(est.iteration_us), num(t.measured_us), num(est.lo_us), num(est.hi_us),
+                                std::isfinite(err) ? fmt::format("{:.6f}", err) : "null", num(d.time_us),
+                                num(d.gap_us), num(d.forward_us), num(d.backward_us), num(d.update_us), d.unknown_ops)
+                        .c_str());
+      } else {
+        std::printf("%s\n", fmt::format("{} [{}]: predicted {:.3f} ms (interval {:.3f} .. {:.3f} ms), measured {}, "
+                                        "{} ops, iteration {}",
+                                        ids[j], envs[e], est.iteration_us / 1e3, est.lo_us / 1e3, est.hi_us / 1e3,
+                                        t.has_measurement()
+                                            ? fmt::format("{:.3f} ms ({:+.1f}%)", t.measured_us / 1e3, 100 * err)
+                                            : std::string("n/a"),
+                                        t.ops.size(), t.iteration)
+                                .c_str());
+      }
+    }
+  }
+  return 0;
+}
+
+const Register predict_cmd{Command{
+    "predict", "predict the iteration time of traces",
+    Spec{"predict TRACE... [--model [ENV=]M[,[ENV=]M...]] [--env ENV] [--json] [--format text|json|gavel|matrix]",
+         {"--json"},
+         {"--model", "--env", "--format"},
+         1},
+    run_predict}};
+
+}  // namespace
+}  // namespace ets::cli

@@ -1,0 +1,181 @@
+// The C ABI (include/ets/ets.h) over ets::Predictor: every entry point catches everything and turns it into an
+// ets_status plus a thread-local message, because an exception unwinding into C (or Go, or Python) is undefined.
+#include "ets/ets.h"
+
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "ets/error.hpp"
+#include "ets/predictor.hpp"
+#include "ets/version.hpp"
+
+static_assert(ETS_OK == static_cast<int>(ets::Errc::ok) && ETS_INVALID_ARGUMENT == static_cast<int>(ets::Errc::invalid_argument) &&
+                  ETS_IO == static_cast<int>(ets::Errc::io) && ETS_PARSE == static_cast<int>(ets::Errc::parse) &&
+                  ETS_UNSUPPORTED == static_cast<int>(ets::Errc::unsupported) &&
+                  ETS_VERSION == static_cast<int>(ets::Errc::version) &&
+                  ETS_CHECKSUM == static_cast<int>(ets::Errc::checksum) && ETS_SHAPE == static_cast<int>(ets::Errc::shape) &&
+                  ETS_BACKEND == static_cast<int>(ets::Errc::backend) &&
+                  ETS_INVALID_TRACE == static_cast<int>(ets::Errc::invalid_trace) &&
+                  ETS_INTERNAL == static_cast<int>(ets::Errc::internal),
+              "ets_status must mirror ets::Errc");
+
+struct ets_predictor {
+  ets::Predictor impl;
+};
+
+namespace {
+
+thread_local std::string t_error;
+thread_local std::string t_error_id;
+
+ets_status fail(ets_status s, const char* id, std::string message) {
+  try {
+    t_error_id = id;
+    t_error = "[" + t_error_id + "] " + std::move(message);
+  } catch (...) {  // out of memory while reporting: keep whatever fits
+    t_error.clear();
+    t_error_id.clear();
+  }
+  return s;
+}
+
+// Runs f, mapping every exception to a status; the message of the last failure stays readable on this thread.
+template <typename F>
+ets_status guarded(F&& f) noexcept {
+  try {
+    f();
+    return ETS_OK;
+  } catch (const ets::Error& e) {
+    return fail(static_cast<ets_status>(e.code()), e.id().c_str(), e.message());
+  } catch (const std::bad_alloc&) {
+    return fail(ETS_INTERNAL, "ets.capi.3", "out of memory");
+  } catch (const std::exception& e) {
+    return fail(ETS_INTERNAL, "ets.capi.3", std::string("unexpected error: ") + e.what());
+  } catch (...) {
+    return fail(ETS_INTERNAL, "ets.capi.3", "unexpected non-standard exception");
+  }
+}
+
+// NULL-argument guard: the id is ets.capi.1, the message names the parameter.
+#define ETS_C_REQUIRE(ptr, fn, name)                                                        \
+  do {                                                                                      \
+    if ((ptr) == nullptr) return fail(ETS_INVALID_ARGUMENT, "ets.capi.1", fn ": " name " is NULL"); \
+  } while (false)
+
+void copy(const ets::Predictor::Estimate& e, ets_estimate* o) {
+  o->iteration_us = e.iteration_us;
+  o->lo_us = e.lo_us;
+  o->hi_us = e.hi_us;
+  o->raw_us = e.raw_us;
+  o->correction = e.correction;
+  o->observations = static_cast<long>(e.observations);
+  o->ops = static_cast<long>(e.ops);
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* ets_version(void) { return ets::version_string(); }
+
+int ets_abi_version(void) { return ETS_ABI_VERSION; }
+
+const char* ets_last_error(void) { return t_error.c_str(); }
+
+const char* ets_last_error_id(void) { return t_error_id.c_str(); }
+
+ets_status ets_predictor_create(ets_predictor** out) {
+  ETS_C_REQUIRE(out, "ets_predictor_create", "out");
+  *out = nullptr;
+  return guarded([&] { *out = new ets_predictor(); });
+}
+
+void ets_predictor_destroy(ets_predictor* p) { delete p; }
+
+ets_status ets_predictor_add_model(ets_predictor* p, const char* env, const char* path) {
+  ETS_C_REQUIRE(p, "ets_predictor_add_model", "predictor");
+  ETS_C_REQUIRE(path, "ets_predictor_add_model", "model_path");
+  return guarded([&] { p->impl.add_model(env ? env : "", path); });
+}
+
+ets_status ets_predictor_add_default_model(ets_predictor* p, const char* env) {
+  ETS_C_REQUIRE(p, "ets_predictor_add_default_model", "predictor");
+  return guarded([&] {
+    const std::string path = ets::Predictor::find_default_model();
+    ETS_CHECK(!path.empty(), ets::Errc::io, "ets.predict.8",
+              "no default model: set ETS_MODEL or install share/ets/models/default.etsm");
+    p->impl.add_model(env ? env : "", path);
+  });
+}
+
+ets_status ets_predictor_env_count(const ets_predictor* p, size_t* out) {
+  ETS_C_REQUIRE(p, "ets_predictor_env_count", "predictor");
+  ETS_C_REQUIRE(out, "ets_predictor_env_count", "out");
+  return guarded([&] { *out = p->impl.environments().size(); });
+}
+
+ets_status ets_predictor_env_name(const ets_predictor* p, size_t index, char* buf, size_t cap) {
+  ETS_C_REQUIRE(p, "ets_predictor_env_name", "predictor");
+  ETS_C_REQUIRE(buf, "ets_predictor_env_name", "buf");
+  return guarded([&] {
+    const auto envs = p->impl.environments();
+    ETS_CHECK(index < envs.size(), ets::Errc::invalid_argument, "ets.capi.2", "environment index {} of {}", index,
+              envs.size());
+    ETS_CHECK(envs[index].size() < cap, ets::Errc::invalid_argument, "ets.capi.2",
+              "environment id '{}' needs {} bytes, the buffer has {}", envs[index], envs[index].size() + 1, cap);
+    std::memcpy(buf, envs[index].c_str(), envs[index].size() + 1);
+  });
+}
+
+ets_status ets_predictor_load_job(ets_predictor* p, const char* job_id, const char* trace_path) {
+  ETS_C_REQUIRE(p, "ets_predictor_load_job", "predictor");
+  ETS_C_REQUIRE(job_id, "ets_predictor_load_job", "job_id");
+  ETS_C_REQUIRE(trace_path, "ets_predictor_load_job", "trace_path");
+  return guarded([&] { p->impl.load_job(job_id, trace_path); });
+}
+
+ets_status ets_predictor_remove_job(ets_predictor* p, const char* job_id) {
+  ETS_C_REQUIRE(p, "ets_predictor_remove_job", "predictor");
+  ETS_C_REQUIRE(job_id, "ets_predictor_remove_job", "job_id");
+  return guarded([&] {
+    ETS_CHECK(p->impl.remove_job(job_id), ets::Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", job_id);
+  });
+}
+
+ets_status ets_predict(const ets_predictor* p, const char* job_id, const char* env, ets_estimate* out) {
+  ETS_C_REQUIRE(p, "ets_predict", "predictor");
+  ETS_C_REQUIRE(job_id, "ets_predict", "job_id");
+  ETS_C_REQUIRE(env, "ets_predict", "env");
+  ETS_C_REQUIRE(out, "ets_predict", "out");
+  return guarded([&] { copy(p->impl.predict(job_id, env), out); });
+}
+
+ets_status ets_predict_batch(const ets_predictor* p, const char* const* job_ids, size_t n_jobs,
+                             const char* const* envs, size_t n_envs, ets_estimate* out) {
+  ETS_C_REQUIRE(p, "ets_predict_batch", "predictor");
+  if (n_jobs == 0 || n_envs == 0) return ETS_OK;
+  ETS_C_REQUIRE(job_ids, "ets_predict_batch", "job_ids");
+  ETS_C_REQUIRE(envs, "ets_predict_batch", "envs");
+  ETS_C_REQUIRE(out, "ets_predict_batch", "out");
+  for (size_t i = 0; i < n_jobs; ++i)
+    if (!job_ids[i]) return fail(ETS_INVALID_ARGUMENT, "ets.capi.1", "ets_predict_batch: job_ids[" + std::to_string(i) + "] is NULL");
+  for (size_t i = 0; i < n_envs; ++i)
+    if (!envs[i]) return fail(ETS_INVALID_ARGUMENT, "ets.capi.1", "ets_predict_batch: envs[" + std::to_string(i) + "] is NULL");
+  return guarded([&] {
+    const std::vector<std::string> j(job_ids, job_ids + n_jobs), e(envs, envs + n_envs);
+    const auto m = p->impl.predict_batch(j, e);
+    for (size_t i = 0; i < m.values.size(); ++i) copy(m.values[i], out + i);
+  });
+}
+
+ets_status ets_observe(ets_predictor* p, const char* job_id, const char* env, double measured_us) {
+  ETS_C_REQUIRE(p, "ets_observe", "predictor");
+  ETS_C_REQUIRE(job_id, "ets_observe", "job_id");
+  ETS_C_REQUIRE(env, "ets_observe", "env");
+  return guarded([&] { p->impl.observe(job_id, env, measured_us); });
+}
+
+}  // extern "C"

@@ -1,0 +1,475 @@
+// ets::Predictor implementation: model registry per environment, job registry with a per-model raw-prediction
+// cache, batched encode → forward → aggregate, and the shrunk log-space observe() correction.
+#include "ets/predictor.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <utility>
+
+#include "ets/aggregator.hpp"
+#include "ets/bilstm_predictor.hpp"
+#include "ets/error.hpp"
+#include "ets/feature_spec.hpp"
+#include "ets/tracer.hpp"
+#include "ets/window_encoder.hpp"
+
+namespace ets {
+
+namespace {
+
+// Windows per forward call: bounds the batch tensor (≈ 6 MB per 1,000 windows at F = 128) while keeping the
+// GEMMs large enough to run at full speed.
+constexpr std::int64_t kMaxWindowsPerForward = 8192;
+
+struct Raw {
+  double iteration_us = 0, lo_us = 0, hi_us = 0;
+};
+
+struct Model {
+  std::uint64_t serial = 0;
+  std::string env;
+  ModelFile file;
+  std::string encoder_key;
+  std::shared_ptr<const WindowEncoder> encoder;
+  std::unique_ptr<BiLstmPredictor> lstm;
+  std::unique_ptr<Aggregator> aggregator;
+};
+
+struct Observations {
+  double sum_log = 0;
+  std::int64_t n = 0;
+};
+
+struct Job {
+  ExecutionTrace trace;
+  mutable std::mutex mu;  // guards cache and obs
+  std::unordered_map<std::uint64_t, Raw> cache;
+  std::map<std::string, Observations> obs;
+};
+
+std::string encoder_key(const ModelFile& m) {
+  std::string k(m.encoder_state.begin(), m.encoder_state.end());
+  k += "|" + std::to_string(m.window_width) + "|" + std::to_string(m.window_stride);
+  return k;
+}
+
+}  // namespace
+
+struct Predictor::Impl {
+  Options opt;
+  mutable std::shared_mutex mu;  // guards models, order and jobs (the maps, not the Job internals)
+  std::vector<std::shared_ptr<const Model>> models;  // insertion order
+  std::unordered_map<std::string, std::shared_ptr<Job>> jobs;
+  std::atomic<std::uint64_t> next_serial{1};
+
+  std::shared_ptr<const Model> find_model(const std::string& env) const {
+    for (const auto& m : models)
+      if (m->env == env) return m;
+    return nullptr;
+  }
+
+  std::vector<std::shared_ptr<const Model>> resolve_envs(const std::vector<std::string>& envs) const {
+    std::vector<std::shared_ptr<const Model>> out;
+    out.reserve(envs.size());
+    for (const auto& e : envs) {
+      auto m = find_model(e);
+      ETS_CHECK(m != nullptr, Errc::invalid_argument, "ets.predict.2", "no model for environment '{}' (have {})", e,
+                models.size());
+      out.push_back(std::move(m));
+    }
+    return out;
+  }
+
+  Correction correction_of(const Job& job, const std::string& env) const {
+    Correction c;
+    auto it = job.obs.find(env);
+    if (it == job.obs.end() || it->second.n == 0) return c;
+    c.observations = it->second.n;
+    c.mean_log_ratio = it->second.sum_log / static_cast<double>(it->second.n);
+    c.factor = std::exp(it->second.sum_log / (static_cast<double>(it->second.n) + opt.prior_weight));
+    return c;
+  }
+};
+
+namespace {
+
+// Raw predictions of traces × models (row-major traces × models). Each distinct encoder encodes each trace
+// once; each model runs one forward per chunk of ≤ kMaxWindowsPerForward windows.
+std::vector<Raw> compute_raw(const std::vector<const ExecutionTrace*>& traces,
+                             const std::vector<const Model*>& models) {
+  const std::size_t nt = traces.size(), nm = models.size();
+  std::vector<Raw> out(nt * nm);
+  std::vector<bool> done(nm, false);
+  for (std::size_t g = 0; g < nm; ++g) {
+    if (done[g]) continue;
+    const WindowEncoder& enc = *models[g]->encoder;
+    std::vector<std::size_t> group;
+    for (std::size_t m = g; m < nm; ++m)
+      if (!done[m] && models[m]->encoder == models[g]->encoder) {
+        group.push_back(m);
+        done[m] = true;
+      }
+    WindowBatch batch;
+    std::size_t begin = 0;
+    while (begin < nt) {
+      std::size_t end = begin;
+      std::int64_t windows = 0;
+      do {
+        windows += enc.window_count(static_cast<std::int64_t>(traces[end]->ops.size()));
+        ++end;
+      } while (end < nt && windows + enc.window_count(static_cast<std::int64_t>(traces[end]->ops.size())) <=
+                               kMaxWindowsPerForward);
+      const std::vector<const ExecutionTrace*> chunk(traces.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                     traces.begin() + static_cast<std::ptrdiff_t>(end));
+      enc.encode_into(chunk, batch);
+      for (std::size_t m : group) {
+        const std::vector<float> y = models[m]->lstm->predict(batch);
+        const std::vector<Prediction> preds =
+            models[m]->aggregator->aggregate_all(batch, y, static_cast<int>(chunk.size()));
+        for (std::size_t i = 0; i < chunk.size(); ++i) {
+          Raw& r = out[(begin + i) * nm + m];
+          r.iteration_us = preds[i].iteration_us;
+          r.lo_us = preds[i].lo_us;
+          r.hi_us = preds[i].hi_us;
+        }
+      }
+      begin = end;
+    }
+  }
+  return out;
+}
+
+void check_trace(const ExecutionTrace& t, const std::string& what) {
+  ETS_CHECK(!t.ops.empty(), Errc::invalid_trace, "ets.predict.5", "{} has no ops to predict from", what);
+}
+
+}  // namespace
+
+Predictor::Predictor() : Predictor(Options{}) {}
+
+Predictor::Predictor(Options options) : impl_(std::make_unique<Impl>()) {
+  ETS_CHECK(std::isfinite(options.prior_weight) && options.prior_weight >= 0 && std::isfinite(options.max_ratio) &&
+                options.max_ratio > 1,
+            Errc::invalid_argument, "ets.predict.7",
+            "Predictor options: prior_weight {} must be ≥ 0 and max_ratio {} > 1", options.prior_weight,
+            options.max_ratio);
+  impl_->opt = options;
+}
+
+Predictor::~Predictor() = default;
+
+const Predictor::Options& Predictor::options() const noexcept { return impl_->opt; }
+
+std::string Predictor::add_model(const std::string& env, const std::string& path) {
+  ModelLoadOptions lo;
+  lo.verify_self_test = impl_->opt.verify_self_test;
+  return add_model(env, load_model(path, lo));
+}
+
+std::string Predictor::add_model(const std::string& env_in, const ModelFile& file) {
+  auto m = std::make_shared<Model>();
+  m->env = !env_in.empty() ? env_in : !file.hardware_env.empty() ? file.hardware_env : "default";
+  m->file = file;
+  m->encoder_key = encoder_key(file);
+  auto encoder =
+      std::make_shared<const WindowEncoder>(FeatureSpec::deserialize(file.encoder_state), file.window_width,
+                                            file.window_stride);
+  ETS_CHECK(encoder->features() == file.weights.config.input_size, Errc::shape, "ets.predict.6",
+            "model for '{}': the encoder writes {} features but the LSTM takes {}", m->env, encoder->features(),
+            file.weights.config.input_size);
+  m->lstm = std::make_unique<BiLstmPredictor>(file.weights, impl_->opt.backend);
+  m->aggregator = std::make_unique<Aggregator>(encoder->spec());
+  m->serial = impl_->next_serial++;
+
+  std::unique_lock lock(impl_->mu);
+  m->encoder = encoder;
+  for (const auto& other : impl_->models)  // share the encoder so a batch encodes once for both models
+    if (other->env != m->env && other->encoder_key == m->encoder_key) {
+      m->encoder = other->encoder;
+      break;
+    }
+  const std::string env = m->env;
+  std::shared_ptr<const Model> cm = std::move(m);
+  for (auto& slot : impl_->models)
+    if (slot->env == env) {
+      slot = std::move(cm);
+      return env;
+    }
+  impl_->models.push_back(std::move(cm));
+  return env;
+}
+
+std::vector<std::string> Predictor::environments() const {
+  std::shared_lock lock(impl_->mu);
+  std::vector<std::string> v;
+  for (const auto& m : impl_->models) v.push_back(m->env);
+  return v;
+}
+
+bool Predictor::has_environment(const std::string& env) const {
+  std::shared_lock lock(impl_->mu);
+  return impl_->find_model(env) != nullptr;
+}
+
+ModelFile Predictor::model(const std::string& env) const {
+  std::shared_lock lock(impl_->mu);
+  return impl_->resolve_envs({env}).front()->file;
+}
+
+std::string Predictor::find_default_model(const std::vector<std::string>& candidates) {
+  namespace fs = std::filesystem;
+  if (const char* e = std::getenv("ETS_MODEL"); e && *e) return e;
+  std::error_code ec;
+  for (const auto& c : candidates)
+    if (!c.empty() && fs::is_regular_file(c, ec)) return c;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const char* rel : {"../share/ets/models/default.etsm", "models/default.etsm"}) {
+      const fs::path p = exe.parent_path() / rel;
+      if (fs::is_regular_file(p, ec)) return p.lexically_normal().string();
+    }
+  }
+  return "";
+}
+
+void Predictor::add_job(const std::string& job_id, ExecutionTrace trace) {
+  ETS_CHECK(!job_id.empty(), Errc::invalid_argument, "ets.predict.1", "a job id must not be empty");
+  check_trace(trace, "job '" + job_id + "'");
+  auto job = std::make_shared<Job>();
+  job->trace = std::move(trace);
+  std::unique_lock lock(impl_->mu);
+  impl_->jobs[job_id] = std::move(job);
+}
+
+std::size_t Predictor::load_job(const std::string& job_id, const std::string& path) {
+  std::vector<ExecutionTrace> its = Tracer::load(path);
+  const std::size_t i = representative_iteration(its);
+  const std::size_t ops = its[i].ops.size();
+  add_job(job_id, std::move(its[i]));
+  return ops;
+}
+
+bool Predictor::remove_job(const std::string& job_id) {
+  std::unique_lock lock(impl_->mu);
+  return impl_->jobs.erase(job_id) != 0;
+}
+
+bool Predictor::has_job(const std::string& job_id) const {
+  std::shared_lock lock(impl_->mu);
+  return impl_->jobs.count(job_id) != 0;
+}
+
+std::vector<std::string> Predictor::jobs() const {
+  std::shared_lock lock(impl_->mu);
+  std::vector<std::string> v;
+  for (const auto& [id, _] : impl_->jobs) v.push_back(id);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+ExecutionTrace Predictor::job_trace(const std::string& job_id) const {
+  std::shared_lock lock(impl_->mu);
+  auto it = impl_->jobs.find(job_id);
+  ETS_CHECK(it != impl_->jobs.end(), Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", job_id);
+  return it->second->trace;
+}
+
+std::size_t Predictor::representative_iteration(const std::vector<ExecutionTrace>& its) {
+  ETS_CHECK(!its.empty(), Errc::invalid_trace, "ets.predict.4", "the trace holds no iterations");
+  std::vector<std::size_t> measured;
+  for (std::size_t i = 0; i < its.size(); ++i)
+    if (its[i].has_measurement() && !its[i].ops.empty()) measured.push_back(i);
+  if (measured.empty()) return its.size() - 1;
+  std::sort(measured.begin(), measured.end(), [&](std::size_t a, std::size_t b) {
+    return its[a].measured_us < its[b].measured_us || (its[a].measured_us == its[b].measured_us && a < b);
+  });
+  return measured[(measured.size() - 1) / 2];
+}
+
+Predictor::Matrix Predictor::predict_batch(const std::vector<std::string>& job_ids,
+                                           const std::vector<std::string>& envs) const {
+  std::vector<std::shared_ptr<const Model>> models;
+  std::vector<std::shared_ptr<Job>> jobs;
+  {
+    std::shared_lock lock(impl_->mu);
+    models = impl_->resolve_envs(envs);
+    jobs.reserve(job_ids.size());
+    for (const auto& id : job_ids) {
+      auto it = impl_->jobs.find(id);
+      ETS_CHECK(it != impl_->jobs.end(), Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", id);
+      jobs.push_back(it->second);
+    }
+  }
+  const std::size_t nj = jobs.size(), ne = models.size();
+  Matrix out;
+  out.jobs = nj;
+  out.envs = ne;
+  out.values.resize(nj * ne);
+  std::vector<Raw> raw(nj * ne);
+  std::vector<bool> have(nj * ne, false);
+
+  // cache lookups; the rest are computed below, with one encode per distinct job and encoder
+  std::vector<std::size_t> miss_jobs;
+  std::vector<std::size_t> miss_models;
+  std::vector<bool> model_missing(ne, false);
+  for (std::size_t j = 0; j < nj; ++j) {
+    bool any = false;
+    if (impl_->opt.cache) {
+      std::lock_guard lk(jobs[j]->mu);
+      for (std::size_t e = 0; e < ne; ++e) {
+        auto it = jobs[j]->cache.find(models[e]->serial);
+        if (it != jobs[j]->cache.end()) {
+          raw[j * ne + e] = it->second;
+          have[j * ne + e] = true;
+        } else {
+          any = true;
+          model_missing[e] = true;
+        }
+      }
+    } else {
+      any = true;
+      std::fill(model_missing.begin(), model_missing.end(), true);
+    }
+    if (any) miss_jobs.push_back(j);
+  }
+  if (!miss_jobs.empty()) {
+    // the same job listed twice is computed once
+    std::unordered_map<const Job*, std::size_t> seen;
+    std::vector<const ExecutionTrace*> traces;
+    for (std::size_t j : miss_jobs)
+      if (seen.emplace(jobs[j].get(), traces.size()).second) traces.push_back(&jobs[j]->trace);
+    std::vector<const Model*> mm;
+    for (std::size_t e = 0; e < ne; ++e)
+      if (model_missing[e]) {
+        bool dup = false;
+        for (const Model* p : mm) dup = dup || p == models[e].get();
+        if (!dup) mm.push_back(models[e].get());
+      }
+    const std::vector<Raw> computed = compute_raw(traces, mm);
+    for (std::size_t j : miss_jobs) {
+      const std::size_t t = seen.at(jobs[j].get());
+      std::unique_lock<std::mutex> lk(jobs[j]->mu, std::defer_lock);
+      if (impl_->opt.cache) lk.lock();
+      for (std::size_t e = 0; e < ne; ++e) {
+        if (have[j * ne + e]) continue;
+        const std::size_t m = static_cast<std::size_t>(
+            std::find(mm.begin(), mm.end(), models[e].get()) - mm.begin());
+        raw[j * ne + e] = computed[t * mm.size() + m];
+        if (impl_->opt.cache) jobs[j]->cache[models[e]->serial] = raw[j * ne + e];
+      }
+    }
+  }
+  for (std::size_t j = 0; j < nj; ++j) {
+    std::lock_guard lk(jobs[j]->mu);
+    for (std::size_t e = 0; e < ne; ++e) {
+      const Raw& r = raw[j * ne + e];
+      const Correction c = impl_->correction_of(*jobs[j], models[e]->env);
+      Estimate& est = out.values[j * ne + e];
+      est.raw_us = r.iteration_us;
+      est.correction = c.factor;
+      est.observations = c.observations;
+      est.iteration_us = r.iteration_us * c.factor;
+      est.lo_us = r.lo_us * c.factor;
+      est.hi_us = r.hi_us * c.factor;
+      est.ops = static_cast<std::int64_t>(jobs[j]->trace.ops.size());
+    }
+  }
+  return out;
+}
+
+Predictor::Estimate Predictor::predict(const std::string& job_id, const std::string& env) const {
+  return predict_batch({job_id}, {env}).values.front();
+}
+
+Predictor::Matrix Predictor::predict_traces(const std::vector<const ExecutionTrace*>& traces,
+                                            const std::vector<std::string>& envs) const {
+  std::vector<std::shared_ptr<const Model>> models;
+  {
+    std::shared_lock lock(impl_->mu);
+    models = impl_->resolve_envs(envs);
+  }
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    ETS_CHECK(traces[i] != nullptr, Errc::invalid_argument, "ets.predict.5", "trace {} is null", i);
+    check_trace(*traces[i], fmt::format("trace {}", i));
+  }
+  std::vector<const Model*> mm;
+  for (const auto& m : models) mm.push_back(m.get());
+  const std::vector<Raw> raw = compute_raw(traces, mm);
+  Matrix out;
+  out.jobs = traces.size();
+  out.envs = models.size();
+  out.values.resize(raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    Estimate& e = out.values[i];
+    e.iteration_us = e.raw_us = raw[i].iteration_us;
+    e.lo_us = raw[i].lo_us;
+    e.hi_us = raw[i].hi_us;
+    e.ops = static_cast<std::int64_t>(traces[i / std::max<std::size_t>(1, out.envs)]->ops.size());
+  }
+  return out;
+}
+
+Prediction Predictor::predict_detailed(const ExecutionTrace& trace, const std::string& env) const {
+  std::shared_ptr<const Model> m;
+  {
+    std::shared_lock lock(impl_->mu);
+    m = impl_->resolve_envs({env}).front();
+  }
+  check_trace(trace, "the trace");
+  const WindowBatch batch = m->encoder->encode(trace);
+  const std::vector<float> y = m->lstm->predict(batch);
+  return m->aggregator->aggregate(batch, y);
+}
+
+void Predictor::observe(const std::string& job_id, const std::string& env, double measured_us) {
+  ETS_CHECK(std::isfinite(measured_us) && measured_us > 0, Errc::invalid_argument, "ets.predict.3",
+            "observed iteration time {} µs of job '{}' must be finite and > 0", measured_us, job_id);
+  std::shared_ptr<Job> job;
+  {
+    std::shared_lock lock(impl_->mu);
+    auto it = impl_->jobs.find(job_id);
+    ETS_CHECK(it != impl_->jobs.end(), Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", job_id);
+    job = it->second;
+  }
+  const double raw = predict_batch({job_id}, {env}).values.front().raw_us;
+  ETS_CHECK(std::isfinite(raw) && raw > 0, Errc::invalid_argument, "ets.predict.3",
+            "job '{}' on '{}' has a non-positive prediction ({} µs); nothing to correct", job_id, env, raw);
+  const double lim = std::log(impl_->opt.max_ratio);
+  const double r = std::clamp(std::log(measured_us / raw), -lim, lim);
+  std::lock_guard lk(job->mu);
+  auto& o = job->obs[env];
+  o.sum_log += r;
+  ++o.n;
+}
+
+Predictor::Correction Predictor::correction(const std::string& job_id, const std::string& env) const {
+  std::shared_ptr<Job> job;
+  {
+    std::shared_lock lock(impl_->mu);
+    auto it = impl_->jobs.find(job_id);
+    ETS_CHECK(it != impl_->jobs.end(), Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", job_id);
+    job = it->second;
+  }
+  std::lock_guard lk(job->mu);
+  return impl_->correction_of(*job, env);
+}
+
+void Predictor::reset_observations(const std::string& job_id) {
+  std::shared_ptr<Job> job;
+  {
+    std::shared_lock lock(impl_->mu);
+    auto it = impl_->jobs.find(job_id);
+    ETS_CHECK(it != impl_->jobs.end(), Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", job_id);
+    job = it->second;
+  }
+  std::lock_guard lk(job->mu);
+  job->obs.clear();
+}
+
+}  // namespace ets

@@ -1,0 +1,109 @@
+/* C-language test of the ETS C ABI (include/ets/ets.h), compiled as C99 with -Werror-level warnings: status codes,
+   NULL checks, thread-local messages, batch == single predictions, observe() corrections. argv: MODEL TRACE. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ets/ets.h"
+
+static int failures = 0;
+
+#define EXPECT(cond)                                                        \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      fprintf(stderr, "%s:%d: EXPECT(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, ets_last_error()); \
+      ++failures;                                                           \
+    }                                                                       \
+  } while (0)
+
+static int close_rel(double a, double b, double tol) { return fabs(a - b) <= tol * fabs(b); }
+
+int main(int argc, char** argv) {
+  ets_predictor* p = NULL;
+  ets_estimate single[4];
+  ets_estimate batch[4];
+  ets_estimate before, after;
+  const char* jobs[2];
+  const char* envs[2];
+  char name[64];
+  size_t count = 0;
+  int i;
+
+  if (argc != 3) {
+    fprintf(stderr, "usage: ets_c_test MODEL.etsm TRACE\n");
+    return 2;
+  }
+  EXPECT(strlen(ets_version()) > 0);
+  EXPECT(ets_abi_version() == ETS_ABI_VERSION);
+  EXPECT(strcmp(ets_last_error(), "") == 0);
+
+  /* NULL arguments are errors with a message, never crashes */
+  EXPECT(ets_predictor_create(NULL) == ETS_INVALID_ARGUMENT);
+  EXPECT(strstr(ets_last_error(), "out is NULL") != NULL);
+  EXPECT(strcmp(ets_last_error_id(), "ets.capi.1") == 0);
+  EXPECT(ets_predictor_add_model(NULL, "x", argv[1]) == ETS_INVALID_ARGUMENT);
+  EXPECT(ets_predict(NULL, "a", "b", &before) == ETS_INVALID_ARGUMENT);
+  ets_predictor_destroy(NULL);
+
+  EXPECT(ets_predictor_create(&p) == ETS_OK);
+  if (!p) return 1;
+  EXPECT(ets_predictor_add_model(p, "envA", NULL) == ETS_INVALID_ARGUMENT);
+  EXPECT(ets_predictor_add_model(p, "envA", "/nonexistent/model.etsm") == ETS_IO);
+  EXPECT(strncmp(ets_last_error(), "[ets.model.", 11) == 0);
+  EXPECT(ets_predictor_add_model(p, "envA", argv[1]) == ETS_OK);
+  EXPECT(ets_predictor_add_model(p, "envB", argv[1]) == ETS_OK);
+  EXPECT(ets_predictor_env_count(p, &count) == ETS_OK);
+  EXPECT(count == 2);
+  EXPECT(ets_predictor_env_name(p, 1, name, sizeof name) == ETS_OK);
+  EXPECT(strcmp(name, "envB") == 0);
+  EXPECT(ets_predictor_env_name(p, 1, name, 3) == ETS_INVALID_ARGUMENT);
+  EXPECT(ets_predictor_env_name(p, 5, name, sizeof name) == ETS_INVALID_ARGUMENT);
+
+  EXPECT(ets_predictor_load_job(p, "job1", argv[2]) == ETS_OK);
+  EXPECT(ets_predictor_load_job(p, "job2", argv[2]) == ETS_OK);
+  EXPECT(ets_predictor_load_job(p, "bad", "/nonexistent/trace.json") != ETS_OK);
+  EXPECT(ets_predict(p, "nojob", "envA", &before) == ETS_INVALID_ARGUMENT);
+  EXPECT(strcmp(ets_last_error_id(), "ets.predict.1") == 0);
+  EXPECT(ets_predict(p, "job1", "noenv", &before) == ETS_INVALID_ARGUMENT);
+  EXPECT(strcmp(ets_last_error_id(), "ets.predict.2") == 0);
+
+  /* batch == single, row-major jobs x envs */
+  jobs[0] = "job1";
+  jobs[1] = "job2";
+  envs[0] = "envA";
+  envs[1] = "envB";
+  EXPECT(ets_predict_batch(p, jobs, 2, envs, 2, batch) == ETS_OK);
+  for (i = 0; i < 4; ++i) {
+    EXPECT(ets_predict(p, jobs[i / 2], envs[i % 2], &single[i]) == ETS_OK);
+    EXPECT(close_rel(batch[i].iteration_us, single[i].iteration_us, 1e-9));
+    EXPECT(batch[i].iteration_us > 0);
+    EXPECT(batch[i].lo_us <= batch[i].iteration_us && batch[i].iteration_us <= batch[i].hi_us);
+    EXPECT(batch[i].correction == 1.0);
+    EXPECT(batch[i].observations == 0);
+    EXPECT(batch[i].ops > 0);
+  }
+  envs[1] = NULL;
+  EXPECT(ets_predict_batch(p, jobs, 2, envs, 2, batch) == ETS_INVALID_ARGUMENT);
+  EXPECT(strstr(ets_last_error(), "envs[1]") != NULL);
+  EXPECT(ets_predict_batch(p, jobs, 0, envs, 2, NULL) == ETS_OK); /* empty batch: nothing to write */
+
+  /* observe: a job measured 25% slower moves toward the measurement, the other job does not move */
+  EXPECT(ets_predict(p, "job1", "envA", &before) == ETS_OK);
+  for (i = 0; i < 20; ++i) EXPECT(ets_observe(p, "job1", "envA", 1.25 * before.raw_us) == ETS_OK);
+  EXPECT(ets_predict(p, "job1", "envA", &after) == ETS_OK);
+  EXPECT(after.observations == 20);
+  EXPECT(after.iteration_us > before.iteration_us);
+  EXPECT(fabs(after.iteration_us - 1.25 * before.raw_us) < 0.05 * before.raw_us);
+  EXPECT(ets_predict(p, "job2", "envA", &after) == ETS_OK);
+  EXPECT(after.iteration_us == single[2].iteration_us);
+  EXPECT(ets_observe(p, "job1", "envA", -3.0) == ETS_INVALID_ARGUMENT);
+  EXPECT(strcmp(ets_last_error_id(), "ets.predict.3") == 0);
+
+  EXPECT(ets_predictor_remove_job(p, "job2") == ETS_OK);
+  EXPECT(ets_predictor_remove_job(p, "job2") == ETS_INVALID_ARGUMENT);
+  ets_predictor_destroy(p);
+
+  if (failures) fprintf(stderr, "%d expectation(s) failed\n", failures);
+  else printf("ets_c_test: all expectations passed (ets %s)\n", ets_version());
+  return failures ? 1 : 0;
+}

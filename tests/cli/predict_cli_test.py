@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+# Output-shape test of `ets predict`: JSON lines (keys, types, interval around the prediction, measured from the
+# trace), --format gavel (throughputs[env][job_type]["null"] = 1e6 / predicted_us) and --format matrix (CSV).
+# Usage: predict_cli_test.py ETS MODEL_A MODEL_B TRACE. Values are checked against each other, never hard-coded.
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+ets, model_a, model_b, trace = sys.argv[1:5]
+failures = []
+
+
+def run(*args, expect_rc=0, env=None):
+    p = subprocess.run([ets, "predict", *args], capture_output=True, text=True, env=env)
+    if p.returncode != expect_rc:
+        failures.append(f"ets predict {' '.join(args)}: rc {p.returncode} (wanted {expect_rc}); stderr: {p.stderr}")
+    return p
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+# JSON lines: one object per trace (x env)
+p = run(trace, trace, "--model", model_a, "--json")
+lines = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+check(len(lines) == 2, f"2 traces -> 2 JSON lines, got {len(lines)}")
+inspect = json.loads(subprocess.run([ets, "inspect", trace, "--json"], capture_output=True, text=True).stdout)
+for o in lines:
+    for k in ("trace", "predicted_us", "measured_us", "interval_us", "ops", "env", "time_us", "gap_us", "phase_us"):
+        check(k in o, f"key {k} missing in {o}")
+    check(o["trace"] == trace, "trace path echoed")
+    check(o["env"] == "cpu-test", f"env from the model's hardware_env, got {o['env']}")
+    lo, hi = o["interval_us"]
+    check(lo <= o["predicted_us"] <= hi, f"interval {lo}..{hi} holds {o['predicted_us']}")
+    check(o["predicted_us"] > 0, "positive prediction")
+    check(abs(o["time_us"] + o["gap_us"] - o["predicted_us"]) <= 1e-3 * o["predicted_us"] + 0.01,
+          "time + gap = predicted")
+    ph = o["phase_us"]
+    check(abs(ph["forward"] + ph["backward"] + ph["update"] - o["predicted_us"]) <= 1e-3 * o["predicted_us"] + 0.01,
+          "phases sum to predicted")
+    # the chosen iteration is one of the file's iterations, with its op count and measured time
+    its = {it["iteration"]: it for it in inspect["iterations"]}
+    check(o["iteration"] in its, "iteration exists in the file")
+    it = its.get(o["iteration"], {})
+    check(o["ops"] == it.get("ops"), "op count matches ets inspect")
+    check(o["measured_us"] is not None and abs(o["measured_us"] - it.get("measured_us", -1)) < 1e-2,
+          "measured_us matches ets inspect")
+    check(abs(o["measured_us"] - inspect["median_measured_us"]) <= 1e-2 or len(its) % 2 == 0,
+          "odd iteration count: measured is the median")
+
+# --env renames; two models; text format
+p = run(trace, "--model", model_a, "--env", "renamed", "--format", "json")
+check(json.loads(p.stdout.splitlines()[0])["env"] == "renamed", "--env names the environment")
+p = run(trace, "--model", model_a)
+check(trace in p.stdout and "predicted" in p.stdout and "measured" in p.stdout, f"text output: {p.stdout}")
+
+# gavel: throughputs[env][job_type]["null"] in steps/s
+two = f"a={model_a},b={model_b}"
+js = json.loads(run(trace, "--model", two, "--json").stdout.splitlines()[0])
+gavel = json.loads(run(trace, "--model", two, "--format", "gavel").stdout)
+check(sorted(gavel) == ["a", "b"], f"gavel envs {sorted(gavel)}")
+for env in gavel:
+    check(len(gavel[env]) == 1, "one job type per trace")
+    (jt, v), = gavel[env].items()
+    check(jt.startswith("('") and jt.endswith("', 1)"), f"gavel job type key {jt}")
+    check(set(v) == {"null"} and v["null"] > 0, f"gavel entry {v}")
+a_steps = gavel["a"][next(iter(gavel["a"]))]["null"]
+check(abs(a_steps - 1e6 / js["predicted_us"]) <= 1e-4 * a_steps, "steps/s = 1e6 / predicted_us")
+
+# matrix: job x resource CSV
+rows = list(csv.reader(io.StringIO(run(trace, trace, "--model", two, "--format", "matrix").stdout)))
+check(rows[0] == ["job", "a", "b"], f"matrix header {rows[0]}")
+check(len(rows) == 3 and all(r[0] == trace for r in rows[1:]), "one row per trace")
+check(abs(float(rows[1][1]) - js["predicted_us"]) <= 1e-3 * js["predicted_us"], "matrix value = predicted_us")
+check(rows[1][1] != rows[1][2], "the two models give different columns")
+
+# errors: missing model file, bad format, missing default model
+run(trace, "--model", "/nonexistent.etsm", expect_rc=1)
+run(trace, "--model", model_a, "--format", "xml", expect_rc=2)
+env = dict(os.environ, ETS_MODEL="/nonexistent/default.etsm")
+p = run(trace, env=env, expect_rc=1)
+check("ets.model." in p.stderr, f"ETS_MODEL pointing nowhere reports the model id: {p.stderr}")
+
+if failures:
+    print("\n".join(failures), file=sys.stderr)
+    sys.exit(1)
+print("cli_predict: all checks passed")

@@ -1,0 +1,278 @@
+// Tests of the ets::Predictor facade: batch == individual == the raw encoder → BiLSTM → aggregator pipeline,
+// caching, observe() corrections (convergence, isolation, shrinkage), errors, and concurrent use from 8 threads.
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ets/aggregator.hpp"
+#include "ets/bilstm_predictor.hpp"
+#include "ets/error.hpp"
+#include "ets/predictor.hpp"
+#include "ets/tracer.hpp"
+#include "ets/window_encoder.hpp"
+#include "predict_fixtures.hpp"
+#include "test_support.hpp"
+#include "train_fixtures.hpp"
+
+namespace {
+
+std::vector<ets::ExecutionTrace> jobs_set() {
+  // sizes from 10 to ~200 ops so that several windows and padded tails occur
+  std::vector<ets::ExecutionTrace> v;
+  for (int i = 0; i < 6; ++i) v.push_back(ets_test::learnable_trace(100 + static_cast<std::uint32_t>(i), 3 + 13 * i));
+  return v;
+}
+
+// The reference: one trace through the public pipeline pieces, without the facade.
+double direct(const ets::ModelFile& m, const ets::ExecutionTrace& t) {
+  const ets::WindowEncoder enc(ets::FeatureSpec::deserialize(m.encoder_state), m.window_width, m.window_stride);
+  const ets::WindowBatch b = enc.encode(t);
+  const ets::BiLstmPredictor p(m.weights, ets::Backend::Cpu);
+  return ets::Aggregator(enc.spec()).aggregate(b, p.predict(b)).iteration_us;
+}
+
+std::string error_id(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ets::Error& e) {
+    return e.id();
+  }
+  return "";
+}
+
+ets::Predictor::Options cpu() {
+  ets::Predictor::Options o;
+  o.backend = ets::Backend::Cpu;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("predict_batch equals individual predictions and the direct pipeline", "[predictor]") {
+  const auto traces = jobs_set();
+  const ets::ModelFile a = ets_test::small_model(traces, 1, "env-a");
+  const ets::ModelFile b = ets_test::small_model(traces, 2, "env-b");                 // same encoder as a
+  const ets::ModelFile c = ets_test::small_model({traces[0], traces[3]}, 3, "env-c");  // a different encoder
+  ets::Predictor p(cpu());
+  CHECK(p.add_model("", a) == "env-a");
+  CHECK(p.add_model("", b) == "env-b");
+  CHECK(p.add_model("renamed", c) == "renamed");
+  CHECK(p.environments() == std::vector<std::string>{"env-a", "env-b", "renamed"});
+  std::vector<std::string> ids;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    ids.push_back("job" + std::to_string(i));
+    p.add_job(ids.back(), traces[i]);
+  }
+  const std::vector<std::string> envs{"env-a", "renamed", "env-b"};
+  const ets::Predictor::Matrix m = p.predict_batch(ids, envs);
+  REQUIRE(m.jobs == ids.size());
+  REQUIRE(m.envs == envs.size());
+  const ets::ModelFile* files[] = {&a, &c, &b};
+  for (std::size_t j = 0; j < ids.size(); ++j)
+    for (std::size_t e = 0; e < envs.size(); ++e) {
+      const auto& est = m.at(j, e);
+      const double ref = direct(*files[e], traces[j]);
+      CHECK(est.iteration_us == Approx(ref).epsilon(1e-5));
+      CHECK(est.raw_us == est.iteration_us);
+      CHECK(est.correction == 1.0);
+      CHECK(est.ops == static_cast<std::int64_t>(traces[j].ops.size()));
+      CHECK(est.lo_us <= est.iteration_us * (1 + 1e-9));
+      CHECK(est.hi_us >= est.iteration_us * (1 - 1e-9));
+      // a fresh predictor (no cache) answering one pair gives the same number
+      ets::Predictor q(cpu());
+      q.add_model(envs[e], *files[e]);
+      q.add_job("x", traces[j]);
+      CHECK(q.predict("x", envs[e]).iteration_us == Approx(est.iteration_us).epsilon(1e-5));
+    }
+  // models differ, so their predictions differ (the matrix is not one column copied)
+  CHECK(m.at(2, 0).iteration_us != m.at(2, 2).iteration_us);
+  // cached second answer is identical; uncached trace path agrees
+  const ets::Predictor::Matrix again = p.predict_batch(ids, envs);
+  for (std::size_t i = 0; i < m.values.size(); ++i) CHECK(again.values[i].iteration_us == m.values[i].iteration_us);
+  std::vector<const ets::ExecutionTrace*> ptrs;
+  for (const auto& t : traces) ptrs.push_back(&t);
+  const auto direct_m = p.predict_traces(ptrs, envs);
+  for (std::size_t i = 0; i < m.values.size(); ++i)
+    CHECK(direct_m.values[i].iteration_us == Approx(m.values[i].iteration_us).epsilon(1e-5));
+  // a job listed twice and the breakdown API
+  const auto dup = p.predict_batch({"job2", "job2"}, {"env-a"});
+  CHECK(dup.at(0, 0).iteration_us == dup.at(1, 0).iteration_us);
+  const ets::Prediction d = p.predict_detailed(traces[2], "env-a");
+  CHECK(d.iteration_us == Approx(m.at(2, 0).iteration_us).epsilon(1e-5));
+  CHECK(d.ops.size() == traces[2].ops.size());
+}
+
+TEST_CASE("observe() converges to a constant bias and leaves other jobs and envs alone", "[predictor]") {
+  const auto traces = jobs_set();
+  ets::Predictor p(cpu());
+  p.add_model("a", ets_test::small_model(traces, 1));
+  p.add_model("b", ets_test::small_model(traces, 2));
+  p.add_job("biased", traces[4]);
+  p.add_job("other", traces[5]);
+  const auto before = p.predict_batch({"biased", "other"}, {"a", "b"});
+  const double raw = before.at(0, 0).iteration_us;
+  const double truth = 1.2 * raw;  // the job really runs 20% slower than predicted
+  double prev_err = std::abs(raw - truth) / truth;
+  for (int n = 1; n <= 60; ++n) {
+    p.observe("biased", "a", truth);
+    const auto est = p.predict("biased", "a");
+    const double err = std::abs(est.iteration_us - truth) / truth;
+    CHECK(err < prev_err);                // every observation moves it closer
+    CHECK(est.iteration_us < truth);      // shrinkage: never overshoots a constant bias
+    CHECK(est.raw_us == raw);
+    CHECK(est.observations == n);
+    CHECK(est.lo_us == Approx(before.at(0, 0).lo_us * est.correction));
+    prev_err = err;
+  }
+  CHECK(prev_err < 0.01);
+  const auto c = p.correction("biased", "a");
+  CHECK(c.mean_log_ratio == Approx(std::log(1.2)));
+  CHECK(c.factor == Approx(1.2).epsilon(0.01));
+  // other job, and the same job on the other environment: bit-identical to before
+  const auto after = p.predict_batch({"biased", "other"}, {"a", "b"});
+  CHECK(after.at(0, 1).iteration_us == before.at(0, 1).iteration_us);
+  CHECK(after.at(1, 0).iteration_us == before.at(1, 0).iteration_us);
+  CHECK(after.at(1, 1).iteration_us == before.at(1, 1).iteration_us);
+  CHECK(after.at(1, 0).observations == 0);
+
+  SECTION("noisy measurements: the log-space mean still converges") {
+    std::mt19937_64 rng(5);
+    std::lognormal_distribution<double> noise(0.0, 0.05);
+    p.add_job("noisy", traces[3]);
+    const double r3 = p.predict("noisy", "b").raw_us;
+    for (int n = 0; n < 400; ++n) p.observe("noisy", "b", 0.8 * r3 * noise(rng));
+    CHECK(p.predict("noisy", "b").iteration_us == Approx(0.8 * r3).epsilon(0.02));
+  }
+  SECTION("one wild outlier is clipped, and re-registering a job forgets its observations") {
+    p.add_job("wild", traces[2]);
+    const double r2 = p.predict("wild", "a").raw_us;
+    p.observe("wild", "a", r2 * 1e6);
+    CHECK(p.correction("wild", "a").mean_log_ratio == Approx(std::log(10.0)));
+    p.add_job("wild", traces[2]);
+    CHECK(p.correction("wild", "a").observations == 0);
+    p.observe("biased", "b", 1.0);
+    p.reset_observations("biased");
+    CHECK(p.predict("biased", "a").correction == 1.0);
+  }
+  SECTION("no shrinkage: one observation sets the factor exactly") {
+    ets::Predictor::Options o = cpu();
+    o.prior_weight = 0;
+    ets::Predictor q(o);
+    q.add_model("a", ets_test::small_model(traces, 1));
+    q.add_job("j", traces[1]);
+    const double r = q.predict("j", "a").raw_us;
+    q.observe("j", "a", 1.5 * r);
+    CHECK(q.predict("j", "a").iteration_us == Approx(1.5 * r));
+  }
+}
+
+TEST_CASE("Predictor errors carry stable ids", "[predictor]") {
+  const auto traces = jobs_set();
+  ets::Predictor p(cpu());
+  p.add_model("a", ets_test::small_model(traces, 1));
+  p.add_job("j", traces[0]);
+  CHECK(error_id([&] { p.predict("nope", "a"); }) == "ets.predict.1");
+  CHECK(error_id([&] { p.predict("j", "nope"); }) == "ets.predict.2");
+  CHECK(error_id([&] { p.observe("j", "a", 0.0); }) == "ets.predict.3");
+  CHECK(error_id([&] { p.observe("j", "a", std::nan("")); }) == "ets.predict.3");
+  CHECK(error_id([&] { p.observe("nope", "a", 5.0); }) == "ets.predict.1");
+  CHECK(error_id([&] { p.add_job("e", ets::ExecutionTrace{}); }) == "ets.predict.5");
+  CHECK(error_id([&] { p.add_job("", traces[0]); }) == "ets.predict.1");
+  CHECK(error_id([&] { ets::Predictor::representative_iteration({}); }) == "ets.predict.4");
+  CHECK(error_id([&] { p.load_job("f", ets_test::fixture("does-not-exist.json")); }).rfind("ets.", 0) == 0);
+  ets::Predictor::Options bad = cpu();
+  bad.prior_weight = -1;
+  CHECK(error_id([&] { ets::Predictor q(bad); }) == "ets.predict.7");
+  // a model whose LSTM input does not match its encoder
+  ets::ModelFile m = ets_test::small_model(traces, 1);
+  ets::ModelFile other = ets_test::small_model({ets_test::learnable_trace(1, 2)}, 1);
+  m.encoder_state = other.encoder_state;
+  if (ets::FeatureSpec::deserialize(other.encoder_state).feature_count() != m.weights.config.input_size)
+    CHECK(error_id([&] { p.add_model("bad", m); }) == "ets.predict.6");
+  CHECK(p.remove_job("j"));
+  CHECK_FALSE(p.remove_job("j"));
+  CHECK_FALSE(p.has_job("j"));
+}
+
+TEST_CASE("load_job imports a trace file and picks the median iteration", "[predictor]") {
+  const std::string path = ets_test::fixture("cpu_small_mlp.json.gz");
+  const auto its = ets::Tracer::load(path);
+  REQUIRE(its.size() >= 2);
+  ets::Predictor p(cpu());
+  p.add_model("cpu", ets_test::small_model(its, 4));
+  const std::size_t ops = p.load_job("mlp", path);
+  const std::size_t k = ets::Predictor::representative_iteration(its);
+  CHECK(ops == its[k].ops.size());
+  int below = 0, above = 0;
+  for (const auto& t : its) {
+    below += t.measured_us < its[k].measured_us;
+    above += t.measured_us > its[k].measured_us;
+  }
+  CHECK(std::abs(below - above) <= 1);
+  CHECK(p.job_trace("mlp") == its[k]);
+  CHECK(p.predict("mlp", "cpu").iteration_us > 0);
+  // without measurements the last iteration stands for the file
+  auto unmeasured = its;
+  for (auto& t : unmeasured) t.measured_us = ets::kUnknown;
+  CHECK(ets::Predictor::representative_iteration(unmeasured) == its.size() - 1);
+}
+
+TEST_CASE("8 threads share one Predictor: batches, observations and job churn", "[predictor][threads]") {
+  std::vector<ets::ExecutionTrace> traces;
+  for (int i = 0; i < 16; ++i) traces.push_back(ets_test::learnable_trace(500 + static_cast<std::uint32_t>(i), 5 + 7 * i));
+  ets::Predictor p(cpu());
+  p.add_model("a", ets_test::small_model(traces, 1));
+  p.add_model("b", ets_test::small_model(traces, 2));
+  std::vector<std::string> ids;
+  for (std::size_t i = 0; i < traces.size(); ++i) ids.push_back("j" + std::to_string(i));
+  // reference from a separate predictor, single-threaded
+  ets::Predictor ref(cpu());
+  ref.add_model("a", ets_test::small_model(traces, 1));
+  ref.add_model("b", ets_test::small_model(traces, 2));
+  for (std::size_t i = 0; i < traces.size(); ++i) ref.add_job(ids[i], traces[i]);
+  const auto expect = ref.predict_batch(ids, {"a", "b"});
+  for (std::size_t i = 0; i < traces.size(); ++i) p.add_job(ids[i], traces[i]);
+
+  std::atomic<int> mismatches{0}, failures{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 8; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        std::mt19937 rng(static_cast<unsigned>(t));
+        for (int it = 0; it < 40; ++it) {
+          if (t == 7) {  // churn: a job that no other thread queries comes and goes
+            p.add_job("churn", traces[static_cast<std::size_t>(it) % traces.size()]);
+            p.observe("churn", "a", 100.0 + it);
+            p.remove_job("churn");
+            continue;
+          }
+          std::vector<std::string> sub;
+          for (int k = 0; k < 4; ++k) sub.push_back(ids[rng() % ids.size()]);
+          const auto m = p.predict_batch(sub, {"b", "a"});
+          for (std::size_t k = 0; k < sub.size(); ++k) {
+            const std::size_t j = static_cast<std::size_t>(std::stoi(sub[k].substr(1)));
+            // j0 on b is being corrected concurrently (thread 6), so only its raw part is fixed
+            const double b_got = j == 0 ? m.at(k, 0).raw_us : m.at(k, 0).iteration_us;
+            if (std::abs(b_got - expect.at(j, 1).iteration_us) > 1e-5 * expect.at(j, 1).iteration_us ||
+                std::abs(m.at(k, 1).iteration_us - expect.at(j, 0).iteration_us) > 1e-5 * expect.at(j, 0).iteration_us)
+              ++mismatches;
+          }
+          if (t == 6) p.observe("j0", "b", 2.0 * expect.at(0, 1).raw_us);  // only j0 on b is ever corrected
+        }
+      } catch (...) {
+        ++failures;
+      }
+    });
+  for (auto& th : pool) th.join();
+  CHECK(failures == 0);
+  CHECK(mismatches == 0);
+  const auto final_m = p.predict_batch(ids, {"a", "b"});
+  for (std::size_t j = 1; j < ids.size(); ++j)
+    for (std::size_t e = 0; e < 2; ++e) CHECK(final_m.at(j, e).iteration_us == Approx(expect.at(j, e).iteration_us).epsilon(1e-5));
+  CHECK(p.correction("j0", "b").observations == 40);
+  CHECK(final_m.at(0, 1).iteration_us > expect.at(0, 1).iteration_us);
+  CHECK_FALSE(p.has_job("churn"));
+}
