@@ -1,0 +1,63 @@
+// Example: a scheduler's placement round with ets::Predictor — jobs × environments in one batch call, each job
+// placed where it runs fastest, then measured iteration times fed back with observe() to correct later rounds.
+// Usage: scheduler_hook ENV=MODEL.etsm [ENV=MODEL.etsm...] -- TRACE...
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <ets/error.hpp>
+#include <ets/predictor.hpp>
+
+int main(int argc, char** argv) {
+  std::vector<std::string> models, traces;
+  bool after_sep = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") after_sep = true;
+    else (after_sep ? traces : models).push_back(a);
+  }
+  if (models.empty() || traces.empty()) {
+    std::fprintf(stderr, "usage: scheduler_hook ENV=MODEL.etsm [ENV=MODEL.etsm...] -- TRACE...\n");
+    return 2;
+  }
+  try {
+    ets::Predictor predictor;  // thread-safe: share one instance between the scheduler's threads
+    for (const auto& m : models) {
+      const auto eq = m.find('=');
+      predictor.add_model(eq == std::string::npos ? "" : m.substr(0, eq), eq == std::string::npos ? m : m.substr(eq + 1));
+    }
+    std::vector<std::string> jobs;
+    for (std::size_t i = 0; i < traces.size(); ++i) {
+      jobs.push_back("job-" + std::to_string(i));
+      predictor.load_job(jobs.back(), traces[i]);
+    }
+    const std::vector<std::string> envs = predictor.environments();
+
+    for (int round = 0; round < 3; ++round) {
+      // one call: every job on every environment (each job is encoded once per distinct encoder)
+      const ets::Predictor::Matrix m = predictor.predict_batch(jobs, envs);
+      std::printf("round %d\n", round);
+      for (std::size_t j = 0; j < jobs.size(); ++j) {
+        std::size_t best = 0;
+        for (std::size_t e = 1; e < envs.size(); ++e)
+          if (m.at(j, e).iteration_us < m.at(j, best).iteration_us) best = e;
+        const auto& est = m.at(j, best);
+        std::printf("  %-8s -> %-12s %9.3f ms/iter [%.3f, %.3f]  correction x%.3f after %ld observations\n",
+                    jobs[j].c_str(), envs[best].c_str(), est.iteration_us / 1e3, est.lo_us / 1e3, est.hi_us / 1e3,
+                    est.correction, static_cast<long>(est.observations));
+        // The running job reports its real iteration time (here: the trace's own measurement, when it has one);
+        // the next round's prediction for this job on this environment moves toward it.
+        const ets::ExecutionTrace t = predictor.job_trace(jobs[j]);
+        if (t.has_measurement()) predictor.observe(jobs[j], envs[best], t.measured_us);
+      }
+    }
+    return 0;
+  } catch (const ets::Error& e) {
+    std::fprintf(stderr, "scheduler_hook: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "scheduler_hook: %s\n", e.what());
+    return 1;
+  }
+}
