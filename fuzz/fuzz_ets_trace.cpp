@@ -1,0 +1,20 @@
+// libFuzzer target: the canonical ets-trace reader (streaming line reader) on arbitrary bytes.
+// Only ets::Error may come out; see fuzz_common.hpp for the invariants checked on what is read.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "fuzz_common.hpp"
+#include "import/importers.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  ets::import::Options opt;
+  opt.keep_incomplete = size > 0 && (data[size - 1] & 1);  // both modes, chosen by the input itself
+  try {
+    ets_fuzz::check_traces(ets::import::read_ets_trace(bytes, "fuzz.in", opt));
+  } catch (const ets::Error& e) {
+    ets_fuzz::check_error(e);
+  }
+  return 0;
+}

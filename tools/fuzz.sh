@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/, clang) and runs each for SECONDS, printing execs/s and corpus size per target.
+# Usage: tools/fuzz.sh [SECONDS=60] [target...]   (targets: kineto_json nsight_sqlite ets_csv ets_trace model_file)
+# Env: ETS_FUZZ_BUILD_DIR (default build-fuzz), ETS_FUZZ_JOBS (build parallelism, default nproc),
+#      ETS_FUZZ_ARGS (extra libFuzzer flags), ETS_SHARED_DATA (default ../shared/data). Exit 1 if any target fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+[[ $# -gt 0 ]] && shift
+targets=("$@")
+[[ ${#targets[@]} -eq 0 ]] && targets=(kineto_json nsight_sqlite ets_csv ets_trace model_file)
+build=${ETS_FUZZ_BUILD_DIR:-build-fuzz}
+jobs=${ETS_FUZZ_JOBS:-$(nproc)}
+shared=${ETS_SHARED_DATA:-$(pwd)/../shared/data}
+cxx=${ETS_FUZZ_CXX:-$(command -v clang++ || command -v clang++-14)}
+cc=${ETS_FUZZ_CC:-$(command -v clang || command -v clang-14)}
+
+# The compiler is chosen only when the folder is new: passing it again to a configured folder wipes its cache.
+compilers=()
+[[ -f "$build/CMakeCache.txt" ]] || compilers=(-DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx")
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compilers[@]}" -DETS_BUILD_FUZZERS=ON -DETS_BUILD_TESTS=OFF -DETS_BUILD_CLI=OFF \
+  -DETS_BUILD_BENCH=OFF -DETS_BUILD_EXAMPLES=OFF -DETS_INSTALL=OFF >/dev/null
+cmake --build "$build" -j "$jobs" --target $(printf 'fuzz_%s ' "${targets[@]}")
+
+# Seeds are regenerated every run (fixtures may change); the corpus each target grows persists in the build folder.
+rm -rf "$build/fuzz-seeds"
+python3 tools/fuzz_seeds.py . "$shared" "$build/fuzz-seeds"
+
+fail=0
+summary=()
+for t in "${targets[@]}"; do
+  exe="$build/fuzz/fuzz_$t"
+  corpus="$build/fuzz-corpus/fuzz_$t"
+  art="$build/fuzz-artifacts/fuzz_$t/"
+  mkdir -p "$corpus" "$art" "$build/fuzz-seeds/fuzz_$t"
+  log="$build/fuzz-fuzz_$t.log"
+  echo "=== fuzz_$t for ${secs}s (log: $log)"
+  rc=0
+  # shellcheck disable=SC2086
+  "$exe" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2560 -print_final_stats=1 -artifact_prefix="$art" \
+    ${ETS_FUZZ_ARGS:-} "$corpus" "$build/fuzz-seeds/fuzz_$t" >"$log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  corp=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -1 | sed 's/corp: //')
+  files=$(find "$corpus" -type f | wc -l)
+  line="fuzz_$t: rc=$rc execs=${execs:-?} execs/s=${rate:-?} corpus=${corp:-?} (${files} files in $corpus)"
+  if [[ $rc -ne 0 ]]; then
+    fail=1
+    line+=" FAILED: $(grep -m1 -E 'ERROR: |runtime error|deadly signal|out-of-memory|timeout' "$log" || echo 'see log')"
+    line+=" artifacts: $(ls "$art" 2>/dev/null | tr '\n' ' ')"
+  fi
+  echo "$line"
+  summary+=("$line")
+done
+echo
+echo "=== fuzz summary (${secs}s each)"
+printf '%s\n' "${summary[@]}"
+exit $fail
