@@ -184,6 +184,8 @@ class Collector:
     def run(self, cfgs: list) -> int:
         P = self.a.passes
         pending = [c for c in cfgs if self.a.no_label or not os.path.exists(self.label_path(c))]
+        if self.a.redo_unlabelled:
+            self._forget_unlabelled(pending)
         units = sum(1 for c in pending for p in range(1, P + 1) if self.needs_pass(c["id"], p))
         skipped = len(cfgs) - len(pending)
         sys.stderr.write(f"collect: {len(cfgs)} configs selected, {skipped} already labelled, "
@@ -215,6 +217,35 @@ class Collector:
             sys.stderr.write(f"  {cid}: {err[:160]}\n")
         self.log(ev="end", labelled=labelled, label_fail=label_fail, pass_fail=len(fails))
         return 0
+
+    def _forget_unlabelled(self, cfgs) -> None:
+        """Configs whose passes all succeeded but whose labelling failed (passes disagree, Σ check) get a fresh
+        set of passes: the old ones are kept aside as pass<N>.rejected-<time>.*, never overwritten."""
+        stamp = time.strftime("%Y%m%d%H%M%S")
+        failed = {}
+        try:
+            with open(self.log_path) as fh:
+                for line in fh:
+                    ev = json.loads(line)
+                    if ev.get("ev") == "label":
+                        failed[ev["config"]] = not ev.get("ok")
+        except (OSError, ValueError):
+            pass
+        n = 0
+        for c in cfgs:
+            if not failed.get(c["id"]):
+                continue
+            if not all((self.status(c["id"], p) or {}).get("ok") for p in range(1, self.a.passes + 1)):
+                continue
+            for p in range(1, self.a.passes + 1):
+                for ext in (".status.json", ".json.gz"):
+                    src = os.path.join(self.raw, c["id"], f"pass{p}{ext}")
+                    if os.path.exists(src):
+                        os.replace(src, os.path.join(self.raw, c["id"], f"pass{p}.rejected-{stamp}{ext}"))
+            n += 1
+        if n:
+            sys.stderr.write(f"collect: {n} unlabelled configs get fresh passes (--redo-unlabelled)\n")
+            self.log(ev="redo", configs=n)
 
     def _failures(self, cfgs) -> dict:
         out = {}
@@ -277,6 +308,8 @@ def main(argv=None) -> int:
                     help="run workers SCHED_FIFO (chrt -f 10): shields timings from other processes on a busy "
                          "machine, but RT throttling then stalls ~50 ms per second; default off (collect on a quiet machine)")
     ap.add_argument("--retry-failed", action="store_true", help="re-run passes that failed before")
+    ap.add_argument("--redo-unlabelled", action="store_true",
+                    help="re-collect all passes of configs whose labelling failed (old passes kept aside)")
     ap.add_argument("--no-label", action="store_true", help="collect raw passes only")
     ap.add_argument("--prune-raw", action="store_true", help="delete raw JSON of labelled configs (keeps a 5%% sample)")
     ap.add_argument("--quick", action="store_true", help="CI / dry run: 1 warm-up, 5 iterations, 2 passes, small block")
