@@ -1,0 +1,502 @@
+// cluster_sim: a discrete-event GPU-cluster simulator on the real Philly job list, comparing FIFO / SJF / SRTF / EDF
+// schedules driven by oracle, ETS and baseline iteration-time predictions. See docs/scheduling.md for the method.
+//
+//   cluster_sim predictions --data DIR (--model M.etsm | --train-seconds S) [--split test] --out PRED.csv
+//       ETS (ets::Predictor) and the opsum / perop_mlp baselines (ets::Baseline, fitted on DIR's train split, tuned on
+//       val) predict one representative iteration of each trace file of the split: job_config,oracle_us,ets_us,...
+//   cluster_sim run --jobs philly.csv --predictions PRED.csv [--sample N] [--offset K] [--load L] [--gpus G]
+//                   [--seed S] [--out RESULTS.csv]
+//   cluster_sim synth-data DIR   (in-tree builds only) a small labelled dataset of synthetic families, for a pilot
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ets/baseline.hpp>
+#include <ets/dataset_split.hpp>
+#include <ets/error.hpp>
+#include <ets/evaluator.hpp>
+#include <ets/feature_spec.hpp>
+#include <ets/model_file.hpp>
+#include <ets/model_trainer.hpp>
+#include <ets/predictor.hpp>
+#include <ets/tracer.hpp>
+
+#ifdef ETS_SIM_HAVE_FIXTURES
+#include <ets/trace_file.hpp>
+
+#include "train_fixtures.hpp"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---------------------------------------------------------------- arguments
+struct Args {
+  std::map<std::string, std::string> v;
+  std::string get(const std::string& k, const std::string& d = "") const {
+    auto it = v.find(k);
+    return it == v.end() ? d : it->second;
+  }
+  bool has(const std::string& k) const { return v.count(k) != 0; }
+};
+
+Args parse(int argc, char** argv, int from) {
+  Args a;
+  for (int i = from; i < argc; ++i) {
+    std::string k = argv[i];
+    if (k.rfind("--", 0) != 0 || i + 1 >= argc) throw std::invalid_argument("expected --option VALUE at '" + k + "'");
+    a.v[k] = argv[++i];
+  }
+  return a;
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cur += '"', ++i;
+      else if (c == '"') quoted = false;
+      else cur += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+// ---------------------------------------------------------------- predictions CSV
+struct Config {
+  std::string name;
+  double oracle_us = 0;
+  std::vector<double> pred_us;  // per predictor column
+};
+
+struct PredTable {
+  std::vector<std::string> predictors;  // column names without _us, e.g. "ets", "opsum"
+  std::vector<Config> configs;
+};
+
+PredTable read_predictions(const std::string& path) {
+  std::ifstream in(path);
+  ETS_CHECK(in.good(), ets::Errc::io, "ets.sim.1", "cannot read predictions {}", path);
+  std::string line;
+  std::getline(in, line);
+  const auto head = split_csv_line(line);
+  ETS_CHECK(head.size() >= 3 && head[0] == "job_config" && head[1] == "oracle_us", ets::Errc::parse, "ets.sim.2",
+            "{}: the header must be job_config,oracle_us,<predictor>_us,...", path);
+  PredTable t;
+  for (std::size_t c = 2; c < head.size(); ++c) {
+    std::string n = head[c];
+    if (n.size() > 3 && n.compare(n.size() - 3, 3, "_us") == 0) n.resize(n.size() - 3);
+    t.predictors.push_back(n);
+  }
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto f = split_csv_line(line);
+    ETS_CHECK(f.size() == head.size(), ets::Errc::parse, "ets.sim.2", "{}: row '{}' has {} fields, the header {}", path,
+              line, f.size(), head.size());
+    Config c;
+    c.name = f[0];
+    c.oracle_us = std::stod(f[1]);
+    for (std::size_t k = 2; k < f.size(); ++k) c.pred_us.push_back(std::stod(f[k]));
+    ETS_CHECK(c.oracle_us > 0 && std::isfinite(c.oracle_us), ets::Errc::parse, "ets.sim.2",
+              "{}: oracle_us of '{}' must be finite and > 0", path, c.name);
+    for (double p : c.pred_us)
+      ETS_CHECK(p > 0 && std::isfinite(p), ets::Errc::parse, "ets.sim.2", "{}: predictions of '{}' must be finite and > 0",
+                path, c.name);
+    t.configs.push_back(std::move(c));
+  }
+  ETS_CHECK(!t.configs.empty(), ets::Errc::parse, "ets.sim.2", "{}: no configurations", path);
+  return t;
+}
+
+// ---------------------------------------------------------------- Philly jobs
+struct PhillyJob {
+  double submit_s = 0, duration_s = 0;
+  int gpus = 1;
+};
+
+double parse_time(const std::string& s) {  // "2017-10-09 07:01:55" (UTC) → seconds since the epoch
+  std::tm tm{};
+  if (std::sscanf(s.c_str(), "%d-%d-%d %d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec) != 6)
+    ETS_THROW(ets::Errc::parse, "ets.sim.3", "bad job-list timestamp '{}'", s);
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm));
+}
+
+std::vector<PhillyJob> read_philly(const std::string& path) {
+  std::ifstream in(path);
+  ETS_CHECK(in.good(), ets::Errc::io, "ets.sim.1", "cannot read job list {}", path);
+  std::string line;
+  std::getline(in, line);
+  const auto head = split_csv_line(line);
+  auto col = [&](const char* n) {
+    auto it = std::find(head.begin(), head.end(), n);
+    ETS_CHECK(it != head.end(), ets::Errc::parse, "ets.sim.3", "{}: no column '{}'", path, n);
+    return static_cast<std::size_t>(it - head.begin());
+  };
+  const std::size_t ct = col("timestamp"), cd = col("duration"), cg = col("num_gpus");
+  std::vector<PhillyJob> jobs;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto f = split_csv_line(line);
+    PhillyJob j;
+    j.submit_s = parse_time(f.at(ct));
+    j.duration_s = std::stod(f.at(cd));
+    j.gpus = std::stoi(f.at(cg));
+    if (j.duration_s > 0 && j.gpus > 0) jobs.push_back(j);
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const PhillyJob& a, const PhillyJob& b) { return a.submit_s < b.submit_s; });
+  return jobs;
+}
+
+// ---------------------------------------------------------------- simulation
+enum class Policy { Fifo, Sjf, Srtf, Edf };
+const char* policy_name(Policy p) {
+  return p == Policy::Fifo ? "FIFO" : p == Policy::Sjf ? "SJF" : p == Policy::Srtf ? "SRTF" : "EDF";
+}
+
+struct Job {
+  double submit = 0, duration = 0, deadline = 0;
+  int gpus = 1;
+  std::size_t config = 0;
+};
+
+struct Metrics {
+  double avg_jct_h = 0, p99_jct_h = 0, makespan_h = 0, total_tardiness_h = 0, mean_tardiness_h = 0;
+  int misses = 0, preemptions = 0;
+};
+
+// ratio(j, attained_s): the scheduler's predicted iteration time of job j divided by its true one, after the job has
+// run attained_s seconds. Predicted remaining time = true remaining × ratio (the scheduler counts iterations exactly).
+template <typename Ratio>
+Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& ratio) {
+  const std::size_t n = jobs.size();
+  std::vector<double> remaining(n), attained(n, 0.0), finish(n, -1.0);
+  std::vector<char> running(n, 0), arrived(n, 0);
+  for (std::size_t i = 0; i < n; ++i) remaining[i] = jobs[i].duration;
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return jobs[a].submit < jobs[b].submit; });
+  std::vector<std::size_t> active;  // arrived, unfinished
+  std::size_t next = 0, done = 0;
+  double t = jobs[order[0]].submit;
+  Metrics m;
+  auto pred_remaining = [&](std::size_t j) { return remaining[j] * ratio(j, attained[j]); };
+  while (done < n) {
+    while (next < n && jobs[order[next]].submit <= t) {
+      arrived[order[next]] = 1;
+      active.push_back(order[next]);
+      ++next;
+    }
+    // ---- allocation at time t
+    std::vector<std::size_t> cand = active;
+    int used = 0;
+    const bool preemptive = policy == Policy::Srtf || policy == Policy::Edf;
+    if (!preemptive) {
+      cand.erase(std::remove_if(cand.begin(), cand.end(), [&](std::size_t j) { return running[j] != 0; }), cand.end());
+      for (std::size_t j : active) used += running[j] ? jobs[j].gpus : 0;
+    }
+    std::vector<double> key(n, 0.0);
+    std::vector<char> late(n, 0);
+    for (std::size_t j : cand) {
+      switch (policy) {
+        case Policy::Fifo: key[j] = jobs[j].submit; break;
+        case Policy::Sjf: key[j] = jobs[j].duration * ratio(j, 0.0); break;
+        case Policy::Srtf: key[j] = pred_remaining(j); break;
+        case Policy::Edf: {
+          // jobs predicted to make their deadline go first, by deadline; the rest by predicted remaining time
+          const double pr = pred_remaining(j);
+          late[j] = t + pr > jobs[j].deadline;
+          key[j] = late[j] ? pr : jobs[j].deadline;
+          break;
+        }
+      }
+    }
+    std::sort(cand.begin(), cand.end(), [&](std::size_t a, std::size_t b) {
+      if (late[a] != late[b]) return late[a] < late[b];
+      if (key[a] != key[b]) return key[a] < key[b];
+      return a < b;
+    });
+    std::vector<char> now_running(n, 0);
+    if (!preemptive)
+      for (std::size_t j : active) now_running[j] = running[j];
+    for (std::size_t j : cand) {
+      if (used + jobs[j].gpus <= gpus) {
+        now_running[j] = 1;
+        used += jobs[j].gpus;
+      } else if (policy == Policy::Fifo) {
+        break;  // strict FIFO: the head of the queue blocks everyone behind it
+      }
+    }
+    for (std::size_t j : active)
+      if (running[j] && !now_running[j]) ++m.preemptions;
+    for (std::size_t j : active) running[j] = now_running[j];
+    // ---- next event: an arrival or the first completion
+    double dt = next < n ? jobs[order[next]].submit - t : INFINITY;
+    for (std::size_t j : active)
+      if (running[j]) dt = std::min(dt, remaining[j]);
+    ETS_CHECK(std::isfinite(dt), ets::Errc::invalid_argument, "ets.sim.4",
+              "simulation stalled at t = {} s: a job needs more GPUs than the cluster has", t);
+    dt = std::max(dt, 0.0);
+    t += dt;
+    std::vector<std::size_t> still;
+    for (std::size_t j : active) {
+      if (running[j]) {
+        remaining[j] -= dt;
+        attained[j] += dt;
+      }
+      if (running[j] && remaining[j] <= 1e-9 * std::max(1.0, jobs[j].duration)) {
+        finish[j] = t;
+        running[j] = 0;
+        ++done;
+      } else {
+        still.push_back(j);
+      }
+    }
+    active.swap(still);
+  }
+  std::vector<double> jct(n);
+  double first = INFINITY, last = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    jct[j] = finish[j] - jobs[j].submit;
+    first = std::min(first, jobs[j].submit);
+    last = std::max(last, finish[j]);
+    const double tard = std::max(0.0, finish[j] - jobs[j].deadline);
+    m.total_tardiness_h += tard / 3600;
+    m.misses += tard > 0;
+  }
+  m.avg_jct_h = std::accumulate(jct.begin(), jct.end(), 0.0) / static_cast<double>(n) / 3600;
+  std::sort(jct.begin(), jct.end());
+  m.p99_jct_h = jct[std::min(n - 1, static_cast<std::size_t>(0.99 * static_cast<double>(n)))] / 3600;
+  m.makespan_h = (last - first) / 3600;
+  m.mean_tardiness_h = m.total_tardiness_h / static_cast<double>(n);
+  return m;
+}
+
+int run_sim(const Args& a) {
+  const PredTable table = read_predictions(a.get("--predictions"));
+  const auto philly = read_philly(a.get("--jobs"));
+  const std::size_t sample = static_cast<std::size_t>(std::stoul(a.get("--sample", "2000")));
+  // default window: the jobs submitted from the middle of the trace on (steady state, not the first weeks' ramp-up)
+  const std::size_t offset = a.has("--offset") ? std::stoul(a.get("--offset")) : philly.size() / 2;
+  const std::uint64_t seed = std::stoull(a.get("--seed", "1"));
+  if (offset >= philly.size()) throw std::invalid_argument("--offset beyond the job list");
+  std::vector<PhillyJob> window(philly.begin() + static_cast<std::ptrdiff_t>(offset),
+                                philly.begin() + static_cast<std::ptrdiff_t>(std::min(philly.size(), offset + sample)));
+  // cluster size: --gpus, or enough for an offered load of --load (GPU-seconds demanded / GPU-seconds available
+  // during the submission window), never fewer than the largest job needs
+  double gpu_s = 0;
+  int max_gpus = 1;
+  for (const auto& j : window) {
+    gpu_s += j.duration_s * j.gpus;
+    max_gpus = std::max(max_gpus, j.gpus);
+  }
+  const double span = window.back().submit_s - window.front().submit_s;
+  const double load = std::stod(a.get("--load", "1.2"));
+  int gpus = a.has("--gpus") ? std::stoi(a.get("--gpus")) : static_cast<int>(std::ceil(gpu_s / (std::max(span, 1.0) * load)));
+  gpus = std::max(gpus, max_gpus);
+
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::size_t> pick(0, table.configs.size() - 1);
+  std::uniform_real_distribution<double> slack(1.2, 3.0);
+  std::vector<Job> jobs;
+  for (const auto& p : window) {
+    Job j;
+    j.submit = p.submit_s;
+    j.duration = p.duration_s;  // = iterations × true iteration time, iterations = duration / oracle_us
+    j.gpus = p.gpus;
+    j.config = pick(rng);
+    j.deadline = p.submit_s + slack(rng) * p.duration_s;
+    jobs.push_back(j);
+  }
+
+  std::printf("%zu Philly jobs (rows %zu..%zu, submitted %.1f h), %d GPUs (offered load %.2f), %zu configurations, seed %llu\n",
+              jobs.size(), offset, offset + jobs.size() - 1, span / 3600, gpus, gpu_s / (std::max(span, 1.0) * gpus),
+              table.configs.size(), static_cast<unsigned long long>(seed));
+  // predictors: oracle, each CSV column, and ETS with observe() feedback (the Predictor's shrunk estimator: after
+  // n measured iterations the factor is (true / predicted)^(n / (n + 2)); one measurement per minute of running)
+  struct Pred {
+    std::string name;
+    int column;  // -1: oracle, -2: ets+observe
+  };
+  std::vector<Pred> preds{{"oracle", -1}};
+  int ets_col = -1;
+  for (std::size_t c = 0; c < table.predictors.size(); ++c) {
+    preds.push_back({table.predictors[c], static_cast<int>(c)});
+    if (table.predictors[c] == "ets") ets_col = static_cast<int>(c);
+  }
+  if (ets_col >= 0) preds.push_back({"ets+observe", -2});
+
+  const std::string out_path = a.get("--out");
+  std::ofstream out;
+  if (!out_path.empty()) {
+    out.open(out_path);
+    out << "policy,predictor,avg_jct_h,p99_jct_h,makespan_h,total_tardiness_h,mean_tardiness_h,deadline_misses,preemptions\n";
+  }
+  std::printf("\n| policy | predictor | avg JCT (h) | p99 JCT (h) | makespan (h) | total tardiness (h) | mean tardiness (h) | deadline misses |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
+  for (Policy pol : {Policy::Fifo, Policy::Sjf, Policy::Srtf, Policy::Edf}) {
+    for (const auto& pr : preds) {
+      auto ratio = [&](std::size_t j, double attained) -> double {
+        const Config& c = table.configs[jobs[j].config];
+        if (pr.column == -1) return 1.0;
+        if (pr.column >= 0) return c.pred_us[static_cast<std::size_t>(pr.column)] / c.oracle_us;
+        const double r0 = c.pred_us[static_cast<std::size_t>(ets_col)] / c.oracle_us;
+        const double nobs = std::min(std::floor(attained / 60.0), 1e6);
+        return std::pow(r0, 1.0 - nobs / (nobs + 2.0));  // = r0 / (true/pred)^(n/(n+2)) in ratio form
+      };
+      const Metrics m = simulate(jobs, gpus, pol, ratio);
+      std::printf("| %s | %s | %.3f | %.2f | %.1f | %.1f | %.3f | %d |\n", policy_name(pol), pr.name.c_str(), m.avg_jct_h,
+                  m.p99_jct_h, m.makespan_h, m.total_tardiness_h, m.mean_tardiness_h, m.misses);
+      std::fflush(stdout);
+      if (out)
+        out << policy_name(pol) << ',' << pr.name << ',' << m.avg_jct_h << ',' << m.p99_jct_h << ',' << m.makespan_h << ','
+            << m.total_tardiness_h << ',' << m.mean_tardiness_h << ',' << m.misses << ',' << m.preemptions << '\n';
+    }
+  }
+  // prediction error of each predictor over the configurations, for the table's context
+  std::printf("\nper-configuration iteration-time MRE:");
+  for (std::size_t c = 0; c < table.predictors.size(); ++c) {
+    double s = 0;
+    for (const auto& cf : table.configs) s += std::abs(cf.pred_us[c] - cf.oracle_us) / cf.oracle_us;
+    std::printf(" %s %.2f%%", table.predictors[c].c_str(), 100 * s / static_cast<double>(table.configs.size()));
+  }
+  std::printf("\n");
+  return 0;
+}
+
+// ---------------------------------------------------------------- predictions from a dataset
+std::string stem(const std::string& path) {
+  std::string s = fs::path(path).filename().string();
+  for (const char* ext : {".gz", ".etst", ".json", ".csv"})
+    if (s.size() > std::strlen(ext) && s.compare(s.size() - std::strlen(ext), std::strlen(ext), ext) == 0)
+      s.resize(s.size() - std::strlen(ext));
+  return s;
+}
+
+int run_predictions(const Args& a) {
+  const std::string data = a.get("--data"), out_path = a.get("--out");
+  if (data.empty() || out_path.empty()) throw std::invalid_argument("predictions needs --data DIR and --out FILE");
+  const auto train = ets::DatasetSplit::load(data, "train");
+  const auto val = ets::DatasetSplit::load(data, "val");
+  const auto files = ets::DatasetSplit::list(data, a.get("--split", "test"));
+  ets::ModelFile model;
+  if (a.has("--model")) {
+    model = ets::load_model(a.get("--model"));
+  } else {
+    ets::ModelTrainer::Options o;
+    o.train.max_seconds = std::stod(a.get("--train-seconds", "300"));
+    o.provenance["dataset"] = data;
+    std::fprintf(stderr, "cluster_sim: training ETS on %zu traces (budget %.0f s) ...\n", train.traces.size(),
+                 o.train.max_seconds);
+    const auto r = ets::ModelTrainer::train(train.traces, val.traces, o);
+    model = r.model;
+    std::fprintf(stderr, "cluster_sim: trained %d epochs, val MRE %.4f\n", r.training.epochs_run, r.val_mre);
+    if (a.has("--save-model")) ets::save_model(model, a.get("--save-model"));
+  }
+  ets::Predictor::Options po;
+  po.backend = ets::Backend::Cpu;
+  ets::Predictor predictor(po);
+  const std::string env = predictor.add_model("", model);
+  const ets::FeatureSpec spec = ets::FeatureSpec::deserialize(model.encoder_state);
+  std::vector<ets::Baseline> baselines;
+  for (auto kind : {ets::Baseline::Kind::OpSum, ets::Baseline::Kind::PerOpMlp}) {
+    std::fprintf(stderr, "cluster_sim: fitting baseline %s ...\n", ets::Baseline::kind_name(kind));
+    baselines.push_back(ets::Baseline::fit(kind, spec, train.traces, val.traces));
+  }
+  std::ofstream out(out_path);
+  out << "job_config,oracle_us,ets_us";
+  for (const auto& b : baselines) out << ',' << b.name() << "_us";
+  out << '\n';
+  out.precision(10);
+  for (const auto& f : files) {
+    const std::string id = stem(f);
+    predictor.load_job(id, f);
+    const ets::ExecutionTrace t = predictor.job_trace(id);
+    out << id << ',' << ets::Evaluator::truth_us(t) << ',' << predictor.predict(id, env).iteration_us;
+    for (const auto& b : baselines) out << ',' << b.predict(t);
+    out << '\n';
+  }
+  std::fprintf(stderr, "cluster_sim: wrote %zu configurations to %s\n", files.size(), out_path.c_str());
+  return 0;
+}
+
+#ifdef ETS_SIM_HAVE_FIXTURES
+// Synthetic labelled families (tests/unit/train_fixtures.hpp: op times follow op sizes, gaps depend on the next op):
+// disjoint family names per split, so the test families are unseen in training.
+int run_synth(const std::string& dir) {
+  auto put = [&](const std::string& split, int n, std::uint32_t seed, const std::string& fam, int families) {
+    fs::create_directories(fs::path(dir) / "traces" / split);
+    for (int i = 0; i < n; ++i) {
+      const std::string family = fam + std::to_string(i % families);
+      auto t = ets_test::learnable_trace(seed * 100000 + static_cast<std::uint32_t>(i), 6 + (i * 7) % 40, family);
+      ets::write_trace_file((fs::path(dir) / "traces" / split / (family + "-" + std::to_string(i) + ".etst.gz")).string(), {t});
+    }
+  };
+  put("train", 160, 1, "train", 8);
+  put("val", 32, 2, "val", 4);
+  put("test", 40, 3, "test", 4);
+  std::printf("wrote 160 train, 32 val, 40 test traces under %s/traces\n", dir.c_str());
+  return 0;
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string usage =
+      "usage: cluster_sim run --jobs philly.csv --predictions PRED.csv [--sample N] [--offset K] [--load L] [--gpus G] "
+      "[--seed S] [--out RESULTS.csv]\n"
+      "       cluster_sim predictions --data DIR (--model M.etsm | --train-seconds S [--save-model M]) [--split test] "
+      "--out PRED.csv\n"
+#ifdef ETS_SIM_HAVE_FIXTURES
+      "       cluster_sim synth-data DIR\n"
+#endif
+      ;
+  if (argc < 2) {
+    std::fputs(usage.c_str(), stderr);
+    return 2;
+  }
+  try {
+    const std::string cmd = argv[1];
+    if (cmd == "run") return run_sim(parse(argc, argv, 2));
+    if (cmd == "predictions") return run_predictions(parse(argc, argv, 2));
+#ifdef ETS_SIM_HAVE_FIXTURES
+    if (cmd == "synth-data" && argc == 3) return run_synth(argv[2]);
+#endif
+    std::fputs(usage.c_str(), stderr);
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "cluster_sim: %s\n%s", e.what(), usage.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cluster_sim: %s\n", e.what());
+    return 1;
+  }
+}
