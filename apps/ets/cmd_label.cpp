@@ -45,6 +45,11 @@ int run_label(const Args& a) {
   Labeler::Options opt;
   opt.disagreement_threshold = number(a, "--threshold", opt.disagreement_threshold);
   opt.sum_tolerance = number(a, "--tolerance", opt.sum_tolerance);
+  const std::string per_op = a.value("--per-op", "pooled");
+  if (per_op == "pass-median")
+    opt.op_statistic = Labeler::OpStatistic::PassMedian;
+  else if (per_op != "pooled")
+    throw std::invalid_argument("--per-op takes 'pooled' or 'pass-median', got '" + per_op + "'");
   const Labeler labeler(opt);
 
   std::vector<std::vector<ExecutionTrace>> passes;
@@ -85,10 +90,10 @@ int run_label(const Args& a) {
 
 const Register label_cmd{Command{
     "label", "label one configuration from its timing passes (dataset collection)",
-    Spec{"label PASS... -o OUT [--threshold 0.10] [--tolerance 0.03] [--id ID] [--split S] [--family F] "
+    Spec{"label PASS... -o OUT [--threshold 0.10] [--tolerance 0.03] [--per-op pooled|pass-median] [--id ID] [--split S] [--family F] "
          "[--model M] [--batch-size N] [--optimizer O] [--environment E] [--device D] [--json]",
          {"--json"},
-         {"-o", "--out", "--threshold", "--tolerance", "--id", "--split", "--family", "--model", "--batch-size",
+         {"-o", "--out", "--threshold", "--tolerance", "--per-op", "--id", "--split", "--family", "--model", "--batch-size",
           "--optimizer", "--environment", "--device"},
          1},
     run_label}};

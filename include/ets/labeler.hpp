@@ -21,9 +21,16 @@ namespace ets {
 /// relative difference is recorded and must stay within Options::sum_tolerance (else ets.label.4).
 class Labeler {
  public:
+  /// How an op's label pools its samples.
+  enum class OpStatistic {
+    Pooled,      ///< median over all passes × iterations (the dataset's definition)
+    PassMedian,  ///< median over passes of each pass's median: follows the middle pass when a pass drifts
+  };
+
   struct Options {
     double disagreement_threshold = 0.10;  ///< flag passes whose median periods differ by more (max/min − 1)
     double sum_tolerance = 0.03;           ///< max |Σ(time + gap) of labels − measured_us| / measured_us
+    OpStatistic op_statistic = OpStatistic::Pooled;
   };
 
   /// What label() found besides the labelled trace (all of it is also stored in trace.meta.extra).

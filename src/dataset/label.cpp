@@ -97,19 +97,40 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
   out.iteration = 0;
   out.start_us = 0;
   out.ops = ref.ops;
-  std::vector<double> times(samples), gaps(samples);
+  const bool pooled = options_.op_statistic == OpStatistic::Pooled;
+  std::vector<double> times(samples), gaps(samples), pass_t, pass_g, it_t, it_g;
   double cursor = 0;
   for (std::size_t j = 0; j < out.ops.size(); ++j) {
-    std::size_t s = 0;
-    for (const auto& pass : passes)
-      for (const auto& it : pass) {
-        times[s] = it.ops[j].time_us;
-        gaps[s] = it.ops[j].gap_us;
-        ++s;
+    double t_label, g_label;
+    if (pooled) {
+      std::size_t s = 0;
+      for (const auto& pass : passes)
+        for (const auto& it : pass) {
+          times[s] = it.ops[j].time_us;
+          gaps[s] = it.ops[j].gap_us;
+          ++s;
+        }
+      t_label = median(times);
+      g_label = median(gaps);
+    } else {
+      pass_t.clear();
+      pass_g.clear();
+      for (const auto& pass : passes) {
+        it_t.clear();
+        it_g.clear();
+        for (const auto& it : pass) {
+          it_t.push_back(it.ops[j].time_us);
+          it_g.push_back(it.ops[j].gap_us);
+        }
+        pass_t.push_back(median(it_t));
+        pass_g.push_back(median(it_g));
       }
+      t_label = median(pass_t);
+      g_label = median(pass_g);
+    }
     OpRecord& op = out.ops[j];
-    op.time_us = to_ns(median(times));
-    op.gap_us = to_ns(median(gaps));
+    op.time_us = to_ns(t_label);
+    op.gap_us = to_ns(g_label);
     op.start_us = to_ns(cursor);
     cursor += op.time_us + op.gap_us;
   }
@@ -125,7 +146,10 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
 
   std::vector<double> iters(r.iterations.begin(), r.iterations.end());
   auto& x = out.meta.extra;
-  x["label.method"] = "op: median over passes x iterations of time and of gap; measured: median of pass median periods";
+  x["label.method"] = pooled ? "op: median over passes x iterations of time and of gap; measured: median of pass "
+                               "median periods"
+                             : "op: median over passes of pass medians of time and of gap; measured: median of pass "
+                               "median periods";
   x["label.passes"] = std::to_string(passes.size());
   x["label.iterations"] = join(iters, 0);
   x["label.pass_median_us"] = join(r.pass_median_us, 3);

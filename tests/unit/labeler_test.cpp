@@ -138,6 +138,25 @@ TEST_CASE("Labeler: a sum of medians far from the median of sums is rejected (et
   CHECK(r.sum_discrepancy == Approx(300.0 / 390 - 1));
 }
 
+TEST_CASE("Labeler: pass-median op statistic follows the label when every pass has one slow iteration") {
+  // Each pass: two fast iterations at its own speed (50 / 60 / 70) and one slow (200). The label is the middle
+  // pass's median, 60. Pooled, the 9 samples sort 50 50 60 60 70 70 200 200 200: the op median is 70 (+16.7%).
+  auto it = [](double t) { return iteration({{"mm", Phase::Forward, t, 0}}); };
+  const std::vector<std::vector<ExecutionTrace>> passes = {
+      {it(50), it(50), it(200)}, {it(60), it(200), it(60)}, {it(200), it(70), it(70)}};
+  Labeler::Options o;
+  o.sum_tolerance = 0.5;
+  const auto pooled = Labeler(o).label(passes);
+  CHECK(pooled.trace.measured_us == Approx(60));
+  CHECK(pooled.trace.ops[0].time_us == Approx(70));
+  CHECK(pooled.sum_discrepancy == Approx(70.0 / 60 - 1));
+  o.op_statistic = Labeler::OpStatistic::PassMedian;
+  const auto pm = Labeler(o).label(passes);
+  CHECK(pm.trace.ops[0].time_us == Approx(60));
+  CHECK(pm.sum_discrepancy == Approx(0).margin(1e-12));
+  CHECK(pm.trace.meta.extra.at("label.method").find("pass medians") != std::string::npos);
+}
+
 TEST_CASE("Labeler: misaligned, empty and invalid input raise documented ids") {
   const auto a = iteration({{"conv2d", Phase::Forward, 10, 1}, {"relu", Phase::Forward, 5, 1}});
   const auto renamed = iteration({{"conv2d", Phase::Forward, 10, 1}, {"gelu", Phase::Forward, 5, 1}});

@@ -172,8 +172,8 @@ def tables(card: dict) -> dict:
         f"| environment | {', '.join(card['environment']) or 'n/a'} |",
         f"| framework | PyTorch {', '.join(card['framework_version']) or 'n/a'} |",
         f"| size on disk (labelled traces) | {card['bytes'] / 1e6:.1f} MB |",
-        f"| iteration time ms (min / median / max) | {_fmt(q.get(0.0), '.2f')} / {_fmt(q.get(0.5), '.1f')} / "
-        f"{_fmt(q.get(1.0), '.0f')} |",
+        f"| iteration time ms (min / median / max) | {_fmt(q.get(0.0), '.2f')} / {_fmt(q.get(0.5), '.2f')} / "
+        f"{_fmt(q.get(1.0), '.2f')} |",
         f"| ops per iteration (min / median / max) | {oq.get(0.0, 'n/a')} / {oq.get(0.5, 'n/a')} / "
         f"{oq.get(1.0, 'n/a')} |",
         f"| gap share (10% / median / 90%) | {_fmt(100 * gq.get(0.1, math.nan))}% / "

@@ -165,7 +165,8 @@ class Collector:
         k = cfg["knobs"]
         cmd = [self.ets, "label", *files, "-o", out, "--id", cid, "--family", cfg["family"],
                "--model", C.model_name(cfg), "--batch-size", str(k["batch_size"]), "--optimizer", k["optimizer"],
-               "--split", cfg["split"], "--threshold", str(self.a.disagree), "--tolerance", str(self.a.tolerance)]
+               "--split", cfg["split"], "--threshold", str(self.a.disagree), "--tolerance", str(self.a.tolerance),
+               "--per-op", self.a.per_op]
         if env.get("environment"):
             cmd += ["--environment", env["environment"]]
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -302,6 +303,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-iter-s", type=float, default=2.0, help="skip configs whose warm-up iteration is slower")
     ap.add_argument("--disagree", type=float, default=0.10, help="pass-disagreement flag threshold (max/min-1)")
     ap.add_argument("--tolerance", type=float, default=0.03, help="max |Σ labels - measured| / measured")
+    ap.add_argument("--per-op", default="pooled", choices=["pooled", "pass-median"],
+                    help="per-op label statistic (ets label --per-op); pooled = median over passes × iterations")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ets", default="", help="path of the ets tool (default: build-dataset/ets or build/ets)")
     ap.add_argument("--rt", action="store_true",
