@@ -5,7 +5,7 @@
 //       ETS (ets::Predictor) and the opsum / perop_mlp baselines (ets::Baseline, fitted on DIR's train split, tuned on
 //       val) predict one representative iteration of each trace file of the split: job_config,oracle_us,ets_us,...
 //   cluster_sim run --jobs philly.csv --predictions PRED.csv [--sample N] [--offset K] [--load L] [--gpus G]
-//                   [--seed S] [--out RESULTS.csv]
+//                   [--seed S] [--seeds K] [--out RESULTS.csv]   (metrics averaged over seeds S..S+K-1)
 //   cluster_sim synth-data DIR   (in-tree builds only) a small labelled dataset of synthetic families, for a pilot
 #include <algorithm>
 #include <cmath>
@@ -223,23 +223,20 @@ Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& 
       for (std::size_t j : active) used += running[j] ? jobs[j].gpus : 0;
     }
     std::vector<double> key(n, 0.0);
-    std::vector<char> late(n, 0);
     for (std::size_t j : cand) {
       switch (policy) {
         case Policy::Fifo: key[j] = jobs[j].submit; break;
         case Policy::Sjf: key[j] = jobs[j].duration * ratio(j, 0.0); break;
         case Policy::Srtf: key[j] = pred_remaining(j); break;
-        case Policy::Edf: {
-          // jobs predicted to make their deadline go first, by deadline; the rest by predicted remaining time
-          const double pr = pred_remaining(j);
-          late[j] = t + pr > jobs[j].deadline;
-          key[j] = late[j] ? pr : jobs[j].deadline;
+        case Policy::Edf:
+          // EDF on start deadlines: the latest time the job can (re)start and still finish by its deadline,
+          // deadline − predicted remaining time (least laxity first). Plain EDF on finish deadlines would ignore
+          // job lengths, so predictions would play no part in it.
+          key[j] = jobs[j].deadline - pred_remaining(j);
           break;
-        }
       }
     }
     std::sort(cand.begin(), cand.end(), [&](std::size_t a, std::size_t b) {
-      if (late[a] != late[b]) return late[a] < late[b];
       if (key[a] != key[b]) return key[a] < key[b];
       return a < b;
     });
@@ -322,23 +319,30 @@ int run_sim(const Args& a) {
   int gpus = a.has("--gpus") ? std::stoi(a.get("--gpus")) : static_cast<int>(std::ceil(gpu_s / (std::max(span, 1.0) * load)));
   gpus = std::max(gpus, max_gpus);
 
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<std::size_t> pick(0, table.configs.size() - 1);
-  std::uniform_real_distribution<double> slack(1.2, 3.0);
-  std::vector<Job> jobs;
-  for (const auto& p : window) {
-    Job j;
-    j.submit = p.submit_s;
-    j.duration = p.duration_s;  // = iterations × true iteration time, iterations = duration / oracle_us
-    j.gpus = p.gpus;
-    j.config = pick(rng);
-    j.deadline = p.submit_s + slack(rng) * p.duration_s;
-    jobs.push_back(j);
-  }
+  const int seeds = std::stoi(a.get("--seeds", "5"));
+  // every seed re-draws the configuration of each job and its deadline; metrics are averaged over seeds
+  auto draw = [&](std::uint64_t sd) {
+    std::mt19937_64 rng(sd);
+    std::uniform_int_distribution<std::size_t> pick(0, table.configs.size() - 1);
+    std::uniform_real_distribution<double> slack(1.2, 3.0);
+    std::vector<Job> jobs;
+    for (const auto& p : window) {
+      Job j;
+      j.submit = p.submit_s;
+      j.duration = p.duration_s;  // = iterations × true iteration time, iterations = duration / oracle_us
+      j.gpus = p.gpus;
+      j.config = pick(rng);
+      j.deadline = p.submit_s + slack(rng) * p.duration_s;
+      jobs.push_back(j);
+    }
+    return jobs;
+  };
 
-  std::printf("%zu Philly jobs (rows %zu..%zu, submitted %.1f h), %d GPUs (offered load %.2f), %zu configurations, seed %llu\n",
-              jobs.size(), offset, offset + jobs.size() - 1, span / 3600, gpus, gpu_s / (std::max(span, 1.0) * gpus),
-              table.configs.size(), static_cast<unsigned long long>(seed));
+  std::printf("%zu Philly jobs (rows %zu..%zu, submitted %.1f h), %d GPUs (offered load %.2f), %zu configurations, "
+              "seeds %llu..%llu\n",
+              window.size(), offset, offset + window.size() - 1, span / 3600, gpus, gpu_s / (std::max(span, 1.0) * gpus),
+              table.configs.size(), static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(seed + static_cast<std::uint64_t>(seeds) - 1));
   // predictors: oracle, each CSV column, and ETS with observe() feedback (the Predictor's shrunk estimator: after
   // n measured iterations the factor is (true / predicted)^(n / (n + 2)); one measurement per minute of running)
   struct Pred {
@@ -361,23 +365,36 @@ int run_sim(const Args& a) {
   }
   std::printf("\n| policy | predictor | avg JCT (h) | p99 JCT (h) | makespan (h) | total tardiness (h) | mean tardiness (h) | deadline misses |\n");
   std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
+  std::vector<std::vector<Job>> drawn;
+  for (int k = 0; k < seeds; ++k) drawn.push_back(draw(seed + static_cast<std::uint64_t>(k)));
   for (Policy pol : {Policy::Fifo, Policy::Sjf, Policy::Srtf, Policy::Edf}) {
     for (const auto& pr : preds) {
-      auto ratio = [&](std::size_t j, double attained) -> double {
-        const Config& c = table.configs[jobs[j].config];
-        if (pr.column == -1) return 1.0;
-        if (pr.column >= 0) return c.pred_us[static_cast<std::size_t>(pr.column)] / c.oracle_us;
-        const double r0 = c.pred_us[static_cast<std::size_t>(ets_col)] / c.oracle_us;
-        const double nobs = std::min(std::floor(attained / 60.0), 1e6);
-        return std::pow(r0, 1.0 - nobs / (nobs + 2.0));  // = r0 / (true/pred)^(n/(n+2)) in ratio form
-      };
-      const Metrics m = simulate(jobs, gpus, pol, ratio);
-      std::printf("| %s | %s | %.3f | %.2f | %.1f | %.1f | %.3f | %d |\n", policy_name(pol), pr.name.c_str(), m.avg_jct_h,
-                  m.p99_jct_h, m.makespan_h, m.total_tardiness_h, m.mean_tardiness_h, m.misses);
+      Metrics m;
+      double misses = 0, preempt = 0;
+      for (const auto& jobs : drawn) {
+        auto ratio = [&](std::size_t j, double attained) -> double {
+          const Config& c = table.configs[jobs[j].config];
+          if (pr.column == -1) return 1.0;
+          if (pr.column >= 0) return c.pred_us[static_cast<std::size_t>(pr.column)] / c.oracle_us;
+          const double r0 = c.pred_us[static_cast<std::size_t>(ets_col)] / c.oracle_us;
+          const double nobs = std::min(std::floor(attained / 60.0), 1e6);
+          return std::pow(r0, 1.0 - nobs / (nobs + 2.0));  // corrected / true = r0 · (1/r0)^(n/(n+2))
+        };
+        const Metrics s = simulate(jobs, gpus, pol, ratio);
+        m.avg_jct_h += s.avg_jct_h / seeds;
+        m.p99_jct_h += s.p99_jct_h / seeds;
+        m.makespan_h += s.makespan_h / seeds;
+        m.total_tardiness_h += s.total_tardiness_h / seeds;
+        m.mean_tardiness_h += s.mean_tardiness_h / seeds;
+        misses += static_cast<double>(s.misses) / seeds;
+        preempt += static_cast<double>(s.preemptions) / seeds;
+      }
+      std::printf("| %s | %s | %.4f | %.3f | %.2f | %.2f | %.4f | %.1f |\n", policy_name(pol), pr.name.c_str(),
+                  m.avg_jct_h, m.p99_jct_h, m.makespan_h, m.total_tardiness_h, m.mean_tardiness_h, misses);
       std::fflush(stdout);
       if (out)
         out << policy_name(pol) << ',' << pr.name << ',' << m.avg_jct_h << ',' << m.p99_jct_h << ',' << m.makespan_h << ','
-            << m.total_tardiness_h << ',' << m.mean_tardiness_h << ',' << m.misses << ',' << m.preemptions << '\n';
+            << m.total_tardiness_h << ',' << m.mean_tardiness_h << ',' << misses << ',' << preempt << '\n';
     }
   }
   // prediction error of each predictor over the configurations, for the table's context
@@ -472,7 +489,7 @@ int run_synth(const std::string& dir) {
 int main(int argc, char** argv) {
   const std::string usage =
       "usage: cluster_sim run --jobs philly.csv --predictions PRED.csv [--sample N] [--offset K] [--load L] [--gpus G] "
-      "[--seed S] [--out RESULTS.csv]\n"
+      "[--seed S] [--seeds K] [--out RESULTS.csv]\n"
       "       cluster_sim predictions --data DIR (--model M.etsm | --train-seconds S [--save-model M]) [--split test] "
       "--out PRED.csv\n"
 #ifdef ETS_SIM_HAVE_FIXTURES
