@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+# Invariants of examples/cluster_sim on a Philly sample (skips, rc 77, without ../shared/data): a predictor equal to
+# the oracle schedules identically; one that scales every job by the same factor leaves FIFO/SJF/SRTF unchanged
+# (their orders are scale-free); FIFO never reads predictions. Usage: cluster_sim_test.py CLUSTER_SIM PHILLY_CSV WORKDIR
+import csv
+import os
+import random
+import subprocess
+import sys
+
+sim, philly, work = sys.argv[1:4]
+if not os.path.exists(philly):
+    print(f"skipped: {philly} is absent")
+    sys.exit(77)
+os.makedirs(work, exist_ok=True)
+pred = os.path.join(work, "pred.csv")
+out = os.path.join(work, "results.csv")
+rng = random.Random(3)
+with open(pred, "w") as f:
+    f.write("job_config,oracle_us,ets_us,opsum_us,perop_mlp_us\n")
+    for i in range(12):
+        o = rng.uniform(500, 50000)
+        f.write(f"c{i},{o!r},{o!r},{0.5 * o!r},{o * rng.uniform(0.5, 1.5)!r}\n")
+p = subprocess.run([sim, "run", "--jobs", philly, "--predictions", pred, "--sample", "400", "--seeds", "2",
+                    "--load", "2", "--out", out], capture_output=True, text=True)
+if p.returncode != 0:
+    print(p.stdout, p.stderr, file=sys.stderr)
+    sys.exit(1)
+rows = {(r["policy"], r["predictor"]): r for r in csv.DictReader(open(out))}
+fails = []
+cols = ["avg_jct_h", "p99_jct_h", "makespan_h", "total_tardiness_h", "deadline_misses"]
+for pol in ("FIFO", "SJF", "SRTF", "EDF"):
+    for c in cols:
+        if rows[(pol, "ets")][c] != rows[(pol, "oracle")][c]:
+            fails.append(f"{pol} {c}: a perfect predictor differs from the oracle")
+        if pol != "EDF" and rows[(pol, "opsum")][c] != rows[(pol, "oracle")][c]:
+            fails.append(f"{pol} {c}: a uniformly scaled predictor changed a scale-free policy")
+for pred_name in ("opsum", "perop_mlp", "ets+observe"):
+    if rows[("FIFO", pred_name)]["avg_jct_h"] != rows[("FIFO", "oracle")]["avg_jct_h"]:
+        fails.append("FIFO depends on predictions")
+if float(rows[("SRTF", "oracle")]["avg_jct_h"]) >= float(rows[("FIFO", "oracle")]["avg_jct_h"]):
+    fails.append("SRTF with the oracle should beat FIFO on average JCT under load")
+if fails:
+    print("\n".join(fails), file=sys.stderr)
+    sys.exit(1)
+print("cluster_sim invariants hold")
