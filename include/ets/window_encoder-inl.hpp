@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "ets/error.hpp"
+#include "ets/log.hpp"
 #include "ets/window_encoder.hpp"
 
 namespace ets {
@@ -131,6 +132,12 @@ ETS_INLINE void WindowEncoder::encode_into(const std::vector<const ExecutionTrac
   }
   local.traces = static_cast<std::int64_t>(traces.size());
   local.windows = windows;
+  // Still encodable (the shared "other" column), but the model has learnt nothing about any of these ops.
+  std::int64_t real_ops = 0;
+  for (const ExecutionTrace* t : traces) real_ops += static_cast<std::int64_t>(t->ops.size());
+  if (real_ops > 0 && local.unknown_ops == real_ops)
+    log(LogLevel::warn, "[ets.encoder.12] none of the {} ops encoded has a type the FeatureSpec was fitted on "
+        "(e.g. '{}'): their predictions are unreliable", real_ops, local.unknown_types.begin()->first);
   if (stats) stats->merge(local);
 }
 

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "ets/log.hpp"
 #include "import/op_normalize.hpp"
 
 namespace ets::import {
@@ -298,6 +299,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   std::vector<std::vector<std::pair<double, double>>> iv(ops.size());
   std::vector<std::uint32_t> nk(ops.size(), 0);
   std::vector<const DeviceActivity*> loose;
+  std::size_t unmatched = 0;  // a correlation id no launch carries: attributed by time below, reported once
   std::vector<std::int64_t> devices;
   for (const DeviceActivity& a : in.device) {
     if (a.kind == DeviceKind::Communication || !(a.end_us >= a.start_us)) continue;
@@ -317,8 +319,12 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
       if (std::find(devices.begin(), devices.end(), a.device) == devices.end()) devices.push_back(a.device);
     } else if (!linked || slot < 0) {
       loose.push_back(&a);
+      unmatched += !linked && a.correlation >= 0;
     }
   }
+  if (unmatched > 0)
+    log(LogLevel::warn, "[ets.import.2] {}: {} device activities carry a correlation id that no launch has; each is "
+        "attributed to the operator running when it starts", in.meta.source_path, unmatched);
 
   // Ops with device work, grouped by the step their host start falls in, each group in GPU order.
   const bool whole = in.steps.empty();

@@ -13,6 +13,7 @@
 #include <simdjson.h>
 
 #include "ets/error.hpp"
+#include "ets/log.hpp"
 #include "import/gpu_assembly.hpp"
 #include "import/importers.hpp"
 #include "import/op_normalize.hpp"
@@ -59,19 +60,24 @@ Cat classify(std::string_view c) {
 
 // "stream 7" -> 7, "25738" -> 25738; other strings hash (their own thread); pids like "Traces" are not processes.
 std::int64_t id_from_string(std::string_view s, bool is_pid) {
-  std::int64_t v = 0;
+  std::uint64_t v = 0;  // unsigned: an over-long digit string wraps instead of overflowing
   bool digits = false;
   for (char c : s) {
     if (std::isdigit(static_cast<unsigned char>(c))) {
-      v = v * 10 + (c - '0');
+      v = v * 10 + static_cast<unsigned>(c - '0');
       digits = true;
     } else if (digits) {
       break;
     }
   }
-  if (digits) return v;
+  if (digits) return static_cast<std::int64_t>(v & 0x7FFFFFFFFFFFFFFFull);
   if (is_pid) return kBadPid;
   return static_cast<std::int64_t>(std::hash<std::string_view>{}(s) >> 2) + (std::int64_t{1} << 60);
+}
+
+// double -> int64 without UB: NaN and values outside ±2^62 give the fallback.
+std::int64_t to_i64(double d, std::int64_t fallback) {
+  return d > -4.6e18 && d < 4.6e18 ? static_cast<std::int64_t>(d) : fallback;
 }
 
 std::int64_t get_id(od::value v, bool is_pid) {
@@ -81,7 +87,7 @@ std::int64_t get_id(od::value v, bool is_pid) {
     std::int64_t i;
     if (!v.get_int64().get(i)) return i;
     double d;
-    if (!v.get_double().get(d)) return static_cast<std::int64_t>(d);
+    if (!v.get_double().get(d)) return to_i64(d, is_pid ? kBadPid : 0);
     return 0;
   }
   if (t == od::json_type::string) {
@@ -107,7 +113,11 @@ bool parse_ts_ns(od::value v, std::int64_t& ns) {
   if (i < tok.size() && tok[i] == '-') neg = true, ++i;
   std::int64_t whole = 0;
   std::size_t start = i;
-  for (; i < tok.size() && std::isdigit(static_cast<unsigned char>(tok[i])); ++i) whole = whole * 10 + (tok[i] - '0');
+  constexpr std::int64_t kMaxUs = 4'000'000'000'000'000;  // beyond year 2096 in epoch µs: differences stay in range
+  for (; i < tok.size() && std::isdigit(static_cast<unsigned char>(tok[i])); ++i) {
+    whole = whole * 10 + (tok[i] - '0');
+    if (whole > kMaxUs) return false;
+  }
   if (i == start) return false;
   std::int64_t frac = 0;
   int fd = 0;
@@ -119,7 +129,7 @@ bool parse_ts_ns(od::value v, std::int64_t& ns) {
   }
   if (i < tok.size() && (tok[i] == 'e' || tok[i] == 'E')) {
     double d;
-    if (v.get_double().get(d)) return false;
+    if (v.get_double().get(d) || !(std::fabs(d) <= static_cast<double>(kMaxUs))) return false;
     ns = static_cast<std::int64_t>(std::llround(d * 1000.0));
     return true;
   }
@@ -145,7 +155,7 @@ std::int64_t get_int(od::value v, std::int64_t fallback) {
   std::int64_t i;
   if (!v.get_int64().get(i)) return i;
   double d;
-  if (!v.get_double().get(d)) return static_cast<std::int64_t>(d);
+  if (!v.get_double().get(d)) return to_i64(d, fallback);
   return fallback;
 }
 
@@ -252,6 +262,7 @@ struct Collected {
   std::vector<Marker> profiler_steps, zero_grads, opt_steps;
   std::unordered_map<std::int64_t, std::size_t> cpu_ops_per_pid;
   std::string optimizer;
+  std::size_t bad_durations = 0;  // "dur" negative, non-finite or not a number: clamped to 0, reported once
   bool origin_set = false;
   std::int64_t origin_ns = 0;
   double rel(std::int64_t ns) const { return static_cast<double>(ns - origin_ns) / 1000.0; }
@@ -262,8 +273,10 @@ std::int64_t step_index(std::string_view name) {
   if (pos == std::string_view::npos) return -1;
   std::int64_t v = 0;
   bool any = false;
-  for (std::size_t i = pos + 1; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); ++i)
+  for (std::size_t i = pos + 1; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); ++i) {
+    if (v > std::numeric_limits<std::int64_t>::max() / 10 - 10) return -1;  // not a step number
     v = v * 10 + (name[i] - '0'), any = true;
+  }
   return any ? v : -1;
 }
 
@@ -292,7 +305,7 @@ void read_event(od::object obj, Collected& c) {
     } else if (k == "ts") {
       has_ts = parse_ts_ns(v, ts_ns);
     } else if (k == "dur") {
-      dur = get_number(v, 0);
+      dur = get_number(v, kUnknown);
     } else if (k == "id") {
       flow_id = get_int(v, kNoId);
     } else if (k == "args") {
@@ -316,7 +329,7 @@ void read_event(od::object obj, Collected& c) {
     return;
   }
   if (ph[0] != 'X' || pid == kBadPid) return;
-  if (!(dur >= 0) || !std::isfinite(dur)) dur = 0;
+  if (!(dur >= 0) || !std::isfinite(dur)) dur = 0, ++c.bad_durations;
   const double start = c.rel(ts_ns);
   switch (kind) {
     case Cat::Host: {
@@ -450,6 +463,68 @@ void read_meta_object(od::object obj, Meta& m) {
   }
 }
 
+// Where the top-level "traceEvents" array lies, cut into runs of whole events of about kChunkBytes. Each run is
+// parsed as its own small document, so the parser's index and string buffers stay O(chunk) instead of O(file)
+// (about 2.5× the file for one whole-file parse) and no padded copy of the file is made. A layout this scan
+// does not recognise (escaped key, root not an object, unterminated string) falls back to one whole parse.
+constexpr std::size_t kChunkBytes = std::size_t{8} << 20;
+
+struct EventsLayout {
+  std::size_t open = std::string_view::npos, close = std::string_view::npos;  // the '[' and its ']'
+  std::vector<std::size_t> cuts;  // commas between events where one run ends and the next begins
+};
+
+bool find_events(std::string_view s, EventsLayout& out) {
+  const std::size_t n = s.size();
+  int depth = 0;
+  std::size_t key_begin = 0, key_end = 0;  // last string closed at depth 1
+  bool key_is_events = false, after_colon = false;
+  std::size_t run_start = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const char ch = s[i];
+    switch (ch) {
+      case '"': {
+        const std::size_t b = ++i;
+        while (i < n && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
+        if (i >= n) return false;
+        if (depth == 1) key_begin = b, key_end = i, after_colon = false;
+        break;
+      }
+      case ':':
+        if (depth == 1) {
+          key_is_events = s.substr(key_begin, key_end - key_begin) == "traceEvents";
+          after_colon = true;
+        }
+        break;
+      case '{':
+      case '[':
+        if (depth == 0 && ch != '{') return false;
+        if (depth == 1 && ch == '[' && after_colon && key_is_events && out.open == std::string_view::npos)
+          out.open = i, run_start = i + 1;
+        after_colon = false;
+        ++depth;
+        break;
+      case '}':
+      case ']':
+        --depth;
+        if (depth == 1 && ch == ']' && out.open != std::string_view::npos && out.close == std::string_view::npos) {
+          out.close = i;
+          return true;
+        }
+        if (depth <= 0) return false;
+        break;
+      case ',':
+        if (depth == 2 && out.open != std::string_view::npos && i - run_start >= kChunkBytes)
+          out.cuts.push_back(i), run_start = i + 1;
+        after_colon = false;
+        break;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::string& path, const Options& opt) {
@@ -457,9 +532,38 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   Meta meta;
   bool saw_events = false;
   {
-    simdjson::padded_string buf(bytes.data(), bytes.size());
+    EventsLayout layout;
+    const bool chunked = find_events(bytes, layout);
     od::parser parser;
+    // Chunked: the events first, run by run, then the rest of the file with an empty "traceEvents":[] in place.
+    std::string skeleton;
+    if (chunked) {
+      skeleton.reserve(bytes.size() - (layout.close - layout.open) + 1);
+      skeleton.append(bytes.data(), layout.open + 1).append(bytes.substr(layout.close));
+    }
+    const std::string_view top = chunked ? std::string_view(skeleton) : bytes;
     try {
+      if (chunked) {
+        c.host.reserve(bytes.size() / 1000);
+        c.device.reserve(bytes.size() / 4000);
+        c.launches.reserve(bytes.size() / 3000);
+        layout.cuts.push_back(layout.close);
+        std::size_t begin = layout.open + 1;
+        std::string run;
+        for (const std::size_t end : layout.cuts) {
+          run.assign(1, '[');
+          run.append(bytes.data() + begin, end - begin).push_back(']');
+          run.reserve(run.size() + simdjson::SIMDJSON_PADDING);
+          od::document events = parser.iterate(run.data(), run.size(), run.capacity());
+          od::array arr = events.get_array();
+          for (auto ev : arr) {
+            od::object o;
+            if (!ev.get_object().get(o)) read_event(o, c);
+          }
+          begin = end + 1;
+        }
+      }
+      simdjson::padded_string buf(top.data(), top.size());
       od::document doc = parser.iterate(buf);
       od::object root = doc.get_object();
       for (auto field : root) {
@@ -468,9 +572,11 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
         if (k == "traceEvents") {
           od::array arr = v.get_array();
           saw_events = true;
-          c.host.reserve(bytes.size() / 1000);
-          c.device.reserve(bytes.size() / 4000);
-          c.launches.reserve(bytes.size() / 3000);
+          if (!chunked) {
+            c.host.reserve(bytes.size() / 1000);
+            c.device.reserve(bytes.size() / 4000);
+            c.launches.reserve(bytes.size() / 3000);
+          }
           for (auto ev : arr) {
             od::object o;
             if (!ev.get_object().get(o)) read_event(o, c);
@@ -537,6 +643,19 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   in.meta.optimizer = !meta.optimizer.empty() ? meta.optimizer : c.optimizer;
   if (meta.rank >= 0) in.meta.extra["rank"] = std::to_string(meta.rank);
   in.steps = make_steps(c, pid, opt);
+  if (c.bad_durations > 0)
+    log(LogLevel::warn, "[ets.kineto.5] '{}': {} complete events have a negative, non-finite or non-numeric \"dur\"; "
+        "read as 0", path, c.bad_durations);
+  {
+    std::vector<std::int64_t> idx;
+    for (const StepSpan& s : in.steps)
+      if (s.index >= 0) idx.push_back(s.index);
+    std::sort(idx.begin(), idx.end());
+    const auto dup = std::adjacent_find(idx.begin(), idx.end());
+    if (dup != idx.end())
+      log(LogLevel::warn, "[ets.kineto.6] '{}': step #{} appears more than once; each is kept as an iteration", path,
+          *dup);
+  }
   for (std::size_t i = 0; i < c.host.size(); ++i)
     if (c.host_pid[i] == pid) in.host.push_back(std::move(c.host[i]));
   c.host.clear();
@@ -547,11 +666,13 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   bool need_flows = false;
   for (const auto& a : c.device) need_flows |= a.correlation < 0;
   if (need_flows && !c.flow_ends.empty()) {
-    std::unordered_map<std::int64_t, std::int64_t> by_ts;
-    for (const Flow& f : c.flow_ends) by_ts[f.ts_ns * 31 + f.tid] = f.id;
+    // Unsigned mixing: epoch ns × 31 does not fit an int64 (signed overflow is UB).
+    auto key = [](std::int64_t ts, std::int64_t tid) { return std::uint64_t(ts) * 31u + std::uint64_t(tid); };
+    std::unordered_map<std::uint64_t, std::int64_t> by_ts;
+    for (const Flow& f : c.flow_ends) by_ts[key(f.ts_ns, f.tid)] = f.id;
     for (std::size_t i = 0; i < c.device.size(); ++i)
       if (c.device[i].correlation < 0) {
-        auto it = by_ts.find(c.device_ts_ns[i] * 31 + c.device_tid[i]);
+        auto it = by_ts.find(key(c.device_ts_ns[i], c.device_tid[i]));
         if (it != by_ts.end()) c.device[i].correlation = it->second;
       }
   }
@@ -569,6 +690,9 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   const std::vector<StepSpan> steps = in.steps;
   const TraceMeta meta_copy = in.meta;
   std::vector<ExecutionTrace> out = gpu ? assemble_gpu(std::move(in), aopt) : assemble_cpu(std::move(in), aopt);
+  if (steps.empty() && !out.empty())
+    log(LogLevel::warn, "[ets.kineto.4] '{}': no complete iteration markers (ProfilerStep#, Optimizer.zero_grad#/step#); "
+        "the whole trace is read as one iteration without a measured time", path);
   // Steps whose training thread ran no operator (HTA's cpu_only fixture: only gloo annotations on other threads)
   // still carry a measured iteration time; they come back with zero ops rather than as an error.
   if (out.empty())

@@ -128,7 +128,9 @@ std::vector<std::int64_t> parse_ints(const std::string& s) {
   while (*p) {
     if (*p == '-' || std::isdigit(static_cast<unsigned char>(*p))) {
       char* end = nullptr;
-      out.push_back(std::strtoll(p, &end, 10));
+      const long long v = std::strtoll(p, &end, 10);
+      if (end == p) return {};  // a lone '-': not a number, and the loop would not advance
+      out.push_back(v);
       p = end;
       if (*p == '.' || *p == 'e' || *p == 'E') return {};  // a float, not an int list
     } else if (*p == '[' || *p == ']' || *p == ',' || *p == ' ') {
@@ -238,7 +240,8 @@ void fill_from_args(OpRecord& rec, const RawArgs& a) {
     const auto g = conc(generic ? 8 : 6);
     if (g.size() == 1 && g[0] > 0) h.set(Hyper::Groups, static_cast<double>(g[0]));
   } else if ((op == "linear" || op == "matmul" || op == "mm") && rec.inputs.size() >= 2 && !bwd) {
-    const bool addmm = rec.raw_name.find("addmm") != std::string::npos;
+    // addmm lists (bias, x, w); one without its three tensors is read like mm (as fill_analytic does).
+    const bool addmm = rec.raw_name.find("addmm") != std::string::npos && rec.inputs.size() >= 3;
     const auto& x = rec.inputs[addmm ? 1 : 0].dims;
     const auto& w = rec.inputs[addmm ? 2 : 1].dims;
     if (addmm && rec.inputs.size() >= 3 && w.size() == 2) {

@@ -1,3 +1,4 @@
+// ets-test-labels: unit;concurrency
 // BiLstmPredictor on the CPU: agreement with a plain double-precision transcription of PyTorch's nn.LSTM equations,
 // batch independence, concurrent predict() on one model, backend selection and error ids.
 #include <catch2/catch.hpp>

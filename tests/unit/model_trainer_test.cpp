@@ -1,4 +1,4 @@
-// ets-test-labels: unit
+// ets-test-labels: unit;concurrency
 // The `ets train` / `ets eval` pipeline end to end on learnable synthetic traces: dataset directory → FeatureSpec →
 // windows → trained BiLSTM → .etsm (self-test verified on load) → evaluation tables.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// ets-test-labels: unit;concurrency
 // Tests of the ets::Predictor facade: batch == individual == the raw encoder → BiLSTM → aggregator pipeline,
 // caching, observe() corrections (convergence, isolation, shrinkage), errors, and concurrent use from 8 threads.
 #include <atomic>

@@ -1,4 +1,4 @@
-// ets-test-labels: unit
+// ets-test-labels: unit;concurrency
 // Trainer behaviour: learns a context-dependent target, is reproducible, early-stops, resumes from checkpoints.
 #include <catch2/catch.hpp>
 

@@ -1,0 +1,184 @@
+// ets-test-labels: unit
+// docs/errors.md stays true: its id table lists exactly the ids thrown (ETS_THROW / ETS_CHECK) or warned ("[id]"
+// log messages) under src/, include/, cuda/ and apps/, and its Bad-input table matches tests/bad_inputs/cases.tsv.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kRoot(ETS_SOURCE_DIR);
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  REQUIRE(f.good());
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Source text with // and /* */ comments blanked out (string and char literals kept), so ids in comments and
+// documentation examples do not count as uses.
+std::string strip_comments(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    if (c == '"' || c == '\'') {
+      if (c == '"' && i > 0 && s[i - 1] == 'R') {  // raw string R"delim( ... )delim"
+        const auto open = s.find('(', i);
+        const std::string end = ")" + s.substr(i + 1, open - i - 1) + "\"";
+        const auto close = s.find(end, open);
+        const auto stop = close == std::string::npos ? s.size() : close + end.size();
+        out.append(s, i, stop - i);
+        i = stop;
+        continue;
+      }
+      std::size_t j = i + 1;
+      while (j < s.size() && s[j] != c && s[j] != '\n') j += s[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, s.size());
+      out.append(s, i, j - i);
+      i = j;
+    } else if (s.compare(i, 2, "//") == 0) {
+      while (i < s.size() && s[i] != '\n') ++i;
+    } else if (s.compare(i, 2, "/*") == 0) {
+      const auto e = s.find("*/", i + 2);
+      i = e == std::string::npos ? s.size() : e + 2;
+      out += ' ';
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+struct CodeIds {
+  std::map<std::string, std::string> thrown;  // id -> first file:use
+  std::map<std::string, std::string> warned;
+};
+
+CodeIds scan_code() {
+  CodeIds ids;
+  // Every "ets.<area>.<n>" literal outside comments: the id argument of ETS_THROW / ETS_CHECK, or of a helper
+  // that forwards it to them (ets_trace.cpp's fail(id, ...)). Warnings are log messages starting "[<id>]".
+  const std::regex id_lit(R"re("(ets\.[a-z_]+\.[0-9]+)")re");
+  const std::regex warn_lit(R"re("\[(ets\.[a-z_]+\.[0-9]+)\])re");
+  for (const char* dir : {"src", "include", "cuda", "apps"}) {
+    if (!fs::exists(kRoot / dir)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(kRoot / dir)) {
+      const auto ext = e.path().extension().string();
+      if (!e.is_regular_file() || !(ext == ".cpp" || ext == ".hpp" || ext == ".h" || ext == ".inc" || ext == ".cu"))
+        continue;
+      const std::string text = strip_comments(slurp(e.path()));
+      const std::string where = fs::relative(e.path(), kRoot).string();
+      for (std::sregex_iterator it(text.begin(), text.end(), id_lit), end; it != end; ++it)
+        ids.thrown.emplace((*it)[1], where);
+      for (std::sregex_iterator it(text.begin(), text.end(), warn_lit), end; it != end; ++it)
+        ids.warned.emplace((*it)[1], where);
+    }
+  }
+  return ids;
+}
+
+// Rows "| ets.area.n | code | when |" of docs/errors.md: id -> code.
+std::map<std::string, std::string> doc_ids() {
+  std::map<std::string, std::string> ids;
+  std::istringstream in(slurp(kRoot / "docs" / "errors.md"));
+  const std::regex row(R"(^\|\s*(ets\.[a-z_]+\.[0-9]+)\s*\|\s*([a-z_]+)\s*\|)");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) {
+      INFO("docs/errors.md lists " << m[1] << " twice");
+      CHECK(ids.emplace(m[1], m[2]).second);
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("docs/errors.md documents every error and warning id the code uses, and only those") {
+  const CodeIds code = scan_code();
+  const auto docs = doc_ids();
+  REQUIRE(code.thrown.size() > 50);  // the scan found the code at all
+  for (const auto& [id, where] : code.thrown) {
+    INFO(id << " is thrown in " << where << " but has no row in docs/errors.md");
+    CHECK(docs.count(id) == 1);
+    if (docs.count(id)) {
+      INFO(id << " is thrown, but docs/errors.md calls it a warning");
+      CHECK(docs.at(id) != "warning");
+    }
+  }
+  for (const auto& [id, where] : code.warned) {
+    INFO(id << " is logged as a warning in " << where << " but docs/errors.md has no 'warning' row for it");
+    CHECK((docs.count(id) == 1 && docs.at(id) == "warning"));
+  }
+  for (const auto& [id, errc] : docs) {
+    INFO("docs/errors.md documents " << id << " (" << errc << ") but no code under src/ include/ cuda/ apps/ uses it");
+    CHECK((code.thrown.count(id) + code.warned.count(id)) > 0);
+  }
+}
+
+TEST_CASE("docs/errors.md Bad-input table matches tests/bad_inputs/cases.tsv one to one") {
+  // cases.tsv: name \t input \t expected \t what
+  std::map<std::string, std::string> tsv;
+  {
+    std::istringstream in(slurp(kRoot / "tests" / "bad_inputs" / "cases.tsv"));
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      std::vector<std::string> c;
+      std::stringstream ss(line);
+      for (std::string f; std::getline(ss, f, '\t');) c.push_back(f);
+      REQUIRE(c.size() == 4);
+      tsv[c[0]] = c[1] + " | " + c[2];
+    }
+  }
+  // docs: the table after the "## Bad-input table" heading, rows "| `name` | `input` | `expected` | what |".
+  std::map<std::string, std::string> doc;
+  {
+    const std::string text = slurp(kRoot / "docs" / "errors.md");
+    const auto start = text.find("\n## Bad-input table");
+    REQUIRE(start != std::string::npos);
+    std::istringstream in(text.substr(start + 1));
+    std::string line;
+    std::getline(in, line);  // the heading
+    const std::regex row(R"(^\|\s*`([^`]+)`\s*\|\s*`([^`]+)`\s*\|\s*`([^`]+)`\s*\|)");
+    while (std::getline(in, line)) {
+      if (line.rfind("## ", 0) == 0) break;
+      std::smatch m;
+      if (std::regex_search(line, m, row)) {
+        INFO("docs/errors.md Bad-input table lists " << m[1] << " twice");
+        CHECK(doc.emplace(m[1], std::string(m[2]) + " | " + std::string(m[3])).second);
+      }
+    }
+  }
+  REQUIRE(tsv.size() >= 20);
+  for (const auto& [name, v] : tsv) {
+    INFO("cases.tsv row " << name << " (" << v << ") is not in the docs table, or differs");
+    CHECK((doc.count(name) && doc.at(name) == v));
+  }
+  for (const auto& [name, v] : doc) {
+    INFO("docs table row " << name << " (" << v << ") is not in cases.tsv");
+    CHECK(tsv.count(name) == 1);
+  }
+  // Every expected id is itself documented: an error row for errors, a warning row for warn:<id>.
+  const auto ids = doc_ids();
+  for (const auto& [name, v] : tsv) {
+    const std::string expect = v.substr(v.find(" | ") + 3);
+    if (expect == "ok") continue;
+    const bool warn = expect.rfind("warn:", 0) == 0;
+    const std::string id = warn ? expect.substr(5) : expect;
+    INFO("case " << name << " expects " << expect << ", which docs/errors.md does not list as such");
+    CHECK((ids.count(id) == 1 && (ids.at(id) == "warning") == warn));
+  }
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Bounded-memory benchmark (issue #10): synthesises a ~1 GB Kineto JSON in /tmp from a real trace's steps and
+# imports it with Tracer::load (`ets inspect --json`), reporting wall time, throughput and peak RSS (/usr/bin/time).
+# Usage: tools/bench_big_import.sh [ETS_BINARY=build/apps/ets/ets] [GB=1.0]
+# Env: ETS_BIG_SOURCE (a Kineto trace with ProfilerStep#s; default: the shared ResNet-50 V100 trace, else the
+# committed CPU fixture), ETS_BIG_KEEP=1 keeps the generated file. Not a test: it measures, never asserts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ets=${1:-build/apps/ets/ets}
+gb=${2:-1.0}
+src=${ETS_BIG_SOURCE:-../shared/data/kineto-gpu/kineto-resnet50-v100/resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz}
+[[ -f "$src" ]] || src=tests/data/cpu_small_mlp.json.gz
+[[ -x "$ets" ]] || { echo "no ets binary at $ets (build target ets_cli)" >&2; exit 2; }
+out=$(mktemp /tmp/ets_big_kineto.XXXXXX.json)
+trap '[[ "${ETS_BIG_KEEP:-0}" == 1 ]] || rm -f "$out"' EXIT
+
+python3 tools/make_big_kineto.py "$src" "$out" --gb "$gb"
+bytes=$(stat -c %s "$out")
+cat "$out" > /dev/null  # page cache warm: time the import, not the disk
+log=$(mktemp)
+/usr/bin/time -v "$ets" inspect --json "$out" > "$log.out" 2> "$log"
+rss_kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$log")
+wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$log")
+secs=$(echo "$wall" | awk -F: '{ s = 0; for (i = 1; i <= NF; ++i) s = s * 60 + $i; print s }')
+python3 - "$log.out" "$bytes" "$rss_kb" "$secs" <<'PY'
+import json, sys
+out, nbytes, rss_kb, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+line = open(out).read().strip().splitlines()[-1]
+info = json.loads(line)
+its = info.get("iterations", [])
+n_its = len(its) if isinstance(its, list) else its
+ops = sum(i.get("ops", 0) for i in its) if isinstance(its, list) else info.get("ops", "?")
+print(f"file        {nbytes / 1e9:.3f} GB ({nbytes} bytes)")
+print(f"iterations  {n_its}, ops {ops}")
+print(f"wall        {secs:.1f} s, {nbytes / 1e6 / secs:.0f} MB/s")
+print(f"peak RSS    {rss_kb / 1e6:.2f} GB = {rss_kb * 1e3 / nbytes:.2f} x file size")
+PY
+rm -f "$log" "$log.out"
