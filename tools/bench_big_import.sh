@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Bounded-memory benchmark (issue #10): synthesises a ~1 GB Kineto JSON in /tmp from a real trace's steps and
 # imports it with Tracer::load (`ets inspect --json`), reporting wall time, throughput and peak RSS (/usr/bin/time).
-# Usage: tools/bench_big_import.sh [ETS_BINARY=build/apps/ets/ets] [GB=1.0]
+# Usage: tools/bench_big_import.sh [ETS_BINARY=build/ets] [GB=1.0]
 # Env: ETS_BIG_SOURCE (a Kineto trace with ProfilerStep#s; default: the shared ResNet-50 V100 trace, else the
-# committed CPU fixture), ETS_BIG_KEEP=1 keeps the generated file. Not a test: it measures, never asserts.
+# committed CPU fixture), ETS_BIG_FILE=PATH reuses (or keeps) that file instead of a temporary one.
+# Not a test: it measures, never asserts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ets=${1:-build/apps/ets/ets}
+ets=${1:-build/ets}
 gb=${2:-1.0}
 src=${ETS_BIG_SOURCE:-../shared/data/kineto-gpu/kineto-resnet50-v100/resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz}
 [[ -f "$src" ]] || src=tests/data/cpu_small_mlp.json.gz
 [[ -x "$ets" ]] || { echo "no ets binary at $ets (build target ets_cli)" >&2; exit 2; }
-out=$(mktemp /tmp/ets_big_kineto.XXXXXX.json)
-trap '[[ "${ETS_BIG_KEEP:-0}" == 1 ]] || rm -f "$out"' EXIT
-
-python3 tools/make_big_kineto.py "$src" "$out" --gb "$gb"
+if [[ -n "${ETS_BIG_FILE:-}" ]]; then
+  out=$ETS_BIG_FILE
+  [[ -f "$out" ]] || python3 tools/make_big_kineto.py "$src" "$out" --gb "$gb"
+else
+  out=$(mktemp /tmp/ets_big_kineto.XXXXXX.json)
+  trap 'rm -f "$out"' EXIT
+  python3 tools/make_big_kineto.py "$src" "$out" --gb "$gb"
+fi
 bytes=$(stat -c %s "$out")
 cat "$out" > /dev/null  # page cache warm: time the import, not the disk
 log=$(mktemp)
