@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Optional benchmark peer for `ets bench`: ONNX Runtime from PyPI in a venv that also sees Debian's torch 1.13.
+# Idempotent; run as root. Without it `ets bench` still runs and reports the ORT columns as null.
+set -euo pipefail
+VENV=${ETS_BENCH_VENV:-/opt/ets-venv}
+if ! /usr/bin/python3 -c "import ensurepip" 2>/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv
+fi
+[[ -x $VENV/bin/python ]] || /usr/bin/python3 -m venv --system-site-packages "$VENV"
+"$VENV/bin/python" -c "import onnxruntime" 2>/dev/null || "$VENV/bin/pip" install -q onnxruntime
+"$VENV/bin/python" -c "import onnxruntime, torch; print('bench peers: torch', torch.__version__, 'onnxruntime', onnxruntime.__version__)"
