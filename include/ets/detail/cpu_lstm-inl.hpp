@@ -267,19 +267,29 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
   const std::ptrdiff_t gate_cols = static_cast<std::ptrdiff_t>(dirs) * 4 * hidden;
   const std::ptrdiff_t out_cols = static_cast<std::ptrdiff_t>(dirs) * hidden;
   const std::size_t rows = static_cast<std::size_t>(n) * static_cast<std::size_t>(w);
-  // Rows are window-major (row = window·W + t), exactly the caller's layout, so no transposes are needed:
-  // one time step of every window is a strided row set with leading dimension W × row width.
+  // Internally rows are time-major (row = t·N + window): one time step of every window is then a contiguous
+  // block, so the per-step GEMM and gate pass touch a few dense pages instead of N rows W·row-width apart
+  // (which thrashed the TLB at N = 256). The input is transposed once; the head writes back window-major.
+  const std::size_t features = static_cast<std::size_t>(config_.input_size);
   const std::size_t gates_size = rows * static_cast<std::size_t>(gate_cols);
   const std::size_t out_size = rows * static_cast<std::size_t>(out_cols);
   const std::size_t pad = 16;  // keeps each buffer 64-byte aligned
   const auto round = [&](std::size_t v) { return (v + pad - 1) / pad * pad; };
   const std::size_t cell_size = static_cast<std::size_t>(n) * static_cast<std::size_t>(hidden);
-  float* gates = cpu_kernel::thread_workspace(round(gates_size) + 2 * round(out_size) + round(cell_size));
+  float* gates = cpu_kernel::thread_workspace(round(gates_size) + 2 * round(out_size) + round(cell_size) +
+                                              round(rows * features));
   float* outs[2] = {gates + round(gates_size), gates + round(gates_size) + round(out_size)};
   float* cell = outs[1] + round(out_size);
+  float* xt = cell + round(cell_size);
+  for (int t = 0; t < w; ++t)
+    for (int b = 0; b < n; ++b)
+      std::copy_n(x + (static_cast<std::size_t>(b) * w + t) * features, features,
+                  xt + (static_cast<std::size_t>(t) * n + b) * features);
 
-  const float* in = x;
+  const float* in = xt;
   std::ptrdiff_t ld_in = config_.input_size;
+  const std::ptrdiff_t step_gates = static_cast<std::ptrdiff_t>(n) * gate_cols;
+  const std::ptrdiff_t step_out = static_cast<std::ptrdiff_t>(n) * out_cols;
   for (int l = 0; l < config_.layers; ++l) {
     float* out = outs[l % 2];
     gemm_packed(static_cast<int>(rows), in, ld_in, input_[static_cast<std::size_t>(l)], gates, gate_cols,
@@ -289,20 +299,23 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
       int prev = -1;
       for (int s = 0; s < w; ++s) {
         const int t = d == 0 ? s : w - 1 - s;  // the reverse direction reads each window backwards
-        float* g = gates + static_cast<std::ptrdiff_t>(t) * gate_cols + static_cast<std::ptrdiff_t>(d) * 4 * hidden;
-        float* h = out + static_cast<std::ptrdiff_t>(t) * out_cols + static_cast<std::ptrdiff_t>(d) * hidden;
+        float* g = gates + t * step_gates + static_cast<std::ptrdiff_t>(d) * 4 * hidden;
+        float* h = out + t * step_out + static_cast<std::ptrdiff_t>(d) * hidden;
         if (prev >= 0) {
-          const float* hp = out + static_cast<std::ptrdiff_t>(prev) * out_cols + static_cast<std::ptrdiff_t>(d) * hidden;
-          gemm_packed(n, hp, w * out_cols, rec, g, w * gate_cols, GemmInit::accumulate);
+          const float* hp = out + prev * step_out + static_cast<std::ptrdiff_t>(d) * hidden;
+          gemm_packed(n, hp, out_cols, rec, g, gate_cols, GemmInit::accumulate);
         }
-        cpu_kernel::lstm_cell_step(n, hidden, g, w * gate_cols, cell, h, w * out_cols, prev < 0);
+        cpu_kernel::lstm_cell_step(n, hidden, g, gate_cols, cell, h, out_cols, prev < 0);
         prev = t;
       }
     }
     in = out;
     ld_in = out_cols;
   }
-  gemm_packed(static_cast<int>(rows), in, ld_in, head_, y, config_.outputs, GemmInit::bias);
+  // Time step t of every window lands at y rows window·W + t: a stride of W output rows.
+  for (int t = 0; t < w; ++t)
+    gemm_packed(n, in + t * step_out, ld_in, head_, y + static_cast<std::ptrdiff_t>(t) * config_.outputs,
+                static_cast<std::ptrdiff_t>(w) * config_.outputs, GemmInit::bias);
 }
 
 }  // namespace ets::detail
