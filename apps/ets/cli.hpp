@@ -48,7 +48,9 @@ const std::map<std::string, Command>& commands();
 /// Parses argv for a spec; throws std::invalid_argument with a one-line message on unknown input.
 Args parse(const Spec& spec, const std::vector<std::string>& argv);
 
-/// The stock answer of a subcommand whose real implementation lands in a later release.
-int not_available(const std::string& name);
+/// JSON string body: escapes quotes, backslashes and control characters (the CLI's JSON is hand-formatted).
+std::string json_escape(const std::string& s);
+/// A number with 3 decimals, or null when not finite (unknown measurements print as null).
+std::string json_number(double v);
 
 }  // namespace ets::cli

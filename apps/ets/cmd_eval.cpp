@@ -18,19 +18,6 @@
 namespace ets::cli {
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      o += fmt::format("\\u{:04x}", static_cast<int>(c));
-      continue;
-    }
-    o += c;
-  }
-  return o;
-}
-
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 
 std::string metrics_json(const Evaluator::Metrics& m) {
@@ -67,11 +54,11 @@ int run_eval(const Args& a) {
     for (std::size_t i = 0; i < methods.size(); ++i)
       s += fmt::format("{}\"{}\":{}", i ? "," : "", methods[i].name, metrics_json(methods[i].all));
     s += fmt::format("}},\"noise_floor_mre\":{},\"noise_floor_n\":{},\"split\":\"{}\",\"traces\":{},\"model\":\"{}\"",
-                     noise >= 0 ? num(noise) : "null", noise_n, esc(split), test.traces.size(), esc(model_path));
+                     noise >= 0 ? num(noise) : "null", noise_n, json_escape(split), test.traces.size(), json_escape(model_path));
     s += ",\"by_family\":{";
     bool first = true;
     for (const auto& [fam, _] : methods[0].by_family) {
-      s += fmt::format("{}\"{}\":{{", first ? "" : ",", esc(fam));
+      s += fmt::format("{}\"{}\":{{", first ? "" : ",", json_escape(fam));
       for (std::size_t i = 0; i < methods.size(); ++i)
         s += fmt::format("{}\"{}\":{}", i ? "," : "", methods[i].name, metrics_json(methods[i].by_family.at(fam)));
       s += "}";

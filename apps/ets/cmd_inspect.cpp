@@ -15,21 +15,6 @@
 namespace ets::cli {
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      o += fmt::format("\\u{:04x}", static_cast<int>(c));
-      continue;
-    }
-    o += c;
-  }
-  return o;
-}
-
-std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; }
-
 double median(std::vector<double> v) {
   if (v.empty()) return std::nan("");
   std::sort(v.begin(), v.end());
@@ -58,15 +43,15 @@ int run_inspect(const Args& args) {
     const double med = median(measured);
     const std::string device = its.empty() ? "" : its.front().meta.device;
     if (json) {
-      std::string out = fmt::format("{{\"path\":\"{}\",\"format\":\"{}\",\"device\":\"{}\",\"iterations\":[", esc(path),
-                                    esc(format), esc(device));
+      std::string out = fmt::format("{{\"path\":\"{}\",\"format\":\"{}\",\"device\":\"{}\",\"iterations\":[", json_escape(path),
+                                    json_escape(format), json_escape(device));
       for (std::size_t i = 0; i < its.size(); ++i) {
         const auto& t = its[i];
         out += fmt::format("{}{{\"iteration\":{},\"ops\":{},\"measured_us\":{},\"sum_us\":{},\"gap_share\":{}}}",
-                           i ? "," : "", t.iteration, t.ops.size(), num(t.measured_us), num(t.sum_us()),
+                           i ? "," : "", t.iteration, t.ops.size(), json_number(t.measured_us), json_number(t.sum_us()),
                            fmt::format("{:.6f}", t.gap_share()));
       }
-      out += fmt::format("],\"median_measured_us\":{}}}\n", num(med));
+      out += fmt::format("],\"median_measured_us\":{}}}\n", json_number(med));
       std::fputs(out.c_str(), stdout);
     } else {
       std::fputs(fmt::format("{}\n  format {}, device '{}', {} iteration(s), median measured {} us\n", path, format,

@@ -15,19 +15,6 @@
 namespace ets::cli {
 namespace {
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      o += fmt::format("\\u{:04x}", static_cast<int>(c));
-      continue;
-    }
-    o += c;
-  }
-  return o;
-}
-
 double number(const Args& a, const std::string& name, double fallback) {
   if (!a.has(name)) return fallback;
   try {

@@ -19,21 +19,6 @@
 namespace ets::cli {
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      o += fmt::format("\\u{:04x}", static_cast<int>(c));
-      continue;
-    }
-    o += c;
-  }
-  return o;
-}
-
-std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; }
-
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string o = "\"";
@@ -121,12 +106,12 @@ int run_predict(const Args& a) {
     // throughputs[env][job_type]["null"] = steps/s alone on one worker (Gavel's simulation_throughputs.json shape)
     std::string s = "{";
     for (std::size_t e = 0; e < envs.size(); ++e) {
-      s += fmt::format("{}\n  \"{}\": {{", e ? "," : "", esc(envs[e]));
+      s += fmt::format("{}\n  \"{}\": {{", e ? "," : "", json_escape(envs[e]));
       std::map<std::string, int> seen;
       for (std::size_t j = 0; j < ids.size(); ++j) {
         std::string type = gavel_job_type(predictor.job_trace(ids[j]), ids[j]);
         if (int n = ++seen[type]; n > 1) type += fmt::format("#{}", n);
-        s += fmt::format("{}\n    \"{}\": {{\"null\": {:.6f}}}", j ? "," : "", esc(type), 1e6 / m.at(j, e).iteration_us);
+        s += fmt::format("{}\n    \"{}\": {{\"null\": {:.6f}}}", j ? "," : "", json_escape(type), 1e6 / m.at(j, e).iteration_us);
       }
       s += "\n  }";
     }
@@ -158,10 +143,10 @@ int run_predict(const Args& a) {
                                 "\"predicted_us\":{},\"measured_us\":{},\"interval_us\":[{},{}],\"rel_error\":{},"
                                 "\"time_us\":{},\"gap_us\":{},\"phase_us\":{{\"forward\":{},\"backward\":{},"
                                 "\"update\":{}}},\"unknown_ops\":{}}}",
-                                esc(ids[j]), t.iteration, esc(envs[e]), esc(env_path[envs[e]]), t.ops.size(),
-                                num(est.iteration_us), num(t.measured_us), num(est.lo_us), num(est.hi_us),
-                                std::isfinite(err) ? fmt::format("{:.6f}", err) : "null", num(d.time_us),
-                                num(d.gap_us), num(d.forward_us), num(d.backward_us), num(d.update_us), d.unknown_ops)
+                                json_escape(ids[j]), t.iteration, json_escape(envs[e]), json_escape(env_path[envs[e]]), t.ops.size(),
+                                json_number(est.iteration_us), json_number(t.measured_us), json_number(est.lo_us), json_number(est.hi_us),
+                                std::isfinite(err) ? fmt::format("{:.6f}", err) : "null", json_number(d.time_us),
+                                json_number(d.gap_us), json_number(d.forward_us), json_number(d.backward_us), json_number(d.update_us), d.unknown_ops)
                         .c_str());
       } else {
         std::printf("%s\n", fmt::format("{} [{}]: predicted {:.3f} ms (interval {:.3f} .. {:.3f} ms), measured {}, "

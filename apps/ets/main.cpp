@@ -1,5 +1,6 @@
 // Entry point of the `ets` tool: dispatches to registered subcommands, turns every error into one line + exit code.
 // Exit codes: 0 ok, 1 runtime failure (ets::Error), 2 usage error.
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -80,10 +81,21 @@ Args parse(const Spec& spec, const std::vector<std::string>& argv) {
   return args;
 }
 
-int not_available(const std::string& name) {
-  std::fprintf(stderr, "ets %s: not available in this build yet\n", name.c_str());
-  return 1;
+std::string json_escape(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      o += fmt::format("\\u{:04x}", static_cast<int>(c));
+      continue;
+    }
+    o += c;
+  }
+  return o;
 }
+
+std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; }
 
 static void print_help() {
   std::printf("ets %s — predict the iteration time of DL training jobs from execution traces\n\n",
