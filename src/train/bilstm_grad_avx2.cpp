@@ -45,32 +45,9 @@ namespace ets::train::avx2 {
 #include "train/bilstm_grad_defs.inc"
 template class BiLstmGrad<float>;
 
-class Engine final : public GradEngine {
- public:
-  explicit Engine(const ParamLayout& l) : g_(l), outputs_(l.config.outputs) {}
-  void forward(const float* p, const WindowBatch& b, const std::int32_t* idx, int n) override {
-    g_.forward(p, b, idx, n);
-    width_ = b.width;
-    n_ = n;
-  }
-  double backward(const float* p, const WindowBatch& b, const std::int32_t* idx, int n, float scale, float* grad) override {
-    return g_.backward(p, b, idx, n, scale, grad);
-  }
-  double loss_sum(const WindowBatch& b, const std::int32_t* idx, int n) override { return g_.loss_sum(b, idx, n); }
-  void predictions(float* out) const override {
-    const auto& pr = g_.predictions();
-    for (int j = 0; j < n_; ++j)
-      for (int t = 0; t < width_; ++t)
-        for (int k = 0; k < outputs_; ++k)
-          out[(static_cast<std::size_t>(j) * width_ + static_cast<std::size_t>(t)) * outputs_ + static_cast<std::size_t>(k)] =
-              pr(k, static_cast<ets_eigen_avx2::Index>(t) * n_ + j);
-  }
-  const char* isa() const noexcept override { return "avx2-fma"; }
-
- private:
-  BiLstmGrad<float> g_;
-  int outputs_, width_ = 0, n_ = 0;
-};
+#define ETS_GRAD_ISA_NAME "avx2-fma"
+#include "train/grad_engine_adapter.inc"
+#undef ETS_GRAD_ISA_NAME
 
 std::unique_ptr<GradEngine> make(const ParamLayout& layout) { return std::make_unique<Engine>(layout); }
 }  // namespace ets::train::avx2
