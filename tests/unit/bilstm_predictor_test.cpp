@@ -17,26 +17,12 @@
 
 #include "ets/bilstm_predictor.hpp"
 #include "ets/error.hpp"
+#include "lstm_reference.hpp"
 
 namespace {
 
-ets::LstmWeights random_weights(ets::LstmConfig c, unsigned seed, float scale = 0.3f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-scale, scale);
-  auto fill = [&](std::size_t n) {
-    std::vector<float> v(n);
-    for (auto& x : v) x = u(rng);
-    return v;
-  };
-  ets::LstmWeights w;
-  w.config = c;
-  const std::size_t h4 = 4 * static_cast<std::size_t>(c.hidden);
-  for (int l = 0; l < c.layers; ++l)
-    for (int d = 0; d < c.directions(); ++d)
-      w.cells.push_back({fill(h4 * c.layer_input(l)), fill(h4 * c.hidden), fill(h4), fill(h4)});
-  w.head_w = fill(static_cast<std::size_t>(c.outputs) * c.hidden * c.directions());
-  w.head_b = fill(c.outputs);
-  return w;
+ets::LstmWeights random_weights(const ets::LstmConfig& c, unsigned seed, float scale = 0.3f) {
+  return ets_test::random_lstm_weights(c, seed, scale);
 }
 
 std::vector<float> random_input(int n, int w, int f, unsigned seed, float scale = 2.0f) {

@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-#include "unit/cuda/lstm_reference.hpp"
+#include "lstm_reference.hpp"
 #include "ets/bilstm_predictor.hpp"
 #include "ets/cuda/cudnn_backend.hpp"
 #include "ets/cuda/device.hpp"

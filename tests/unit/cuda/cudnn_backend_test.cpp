@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "unit/cuda/lstm_reference.hpp"
+#include "lstm_reference.hpp"
 #include "ets/cuda/cudnn_backend.hpp"
 #include "ets/cuda/device.hpp"
 #include "ets/error.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "unit/cuda/lstm_reference.hpp"
+#include "lstm_reference.hpp"
 #include "ets/cuda/cudnn_backend.hpp"
 #include "ets/cuda/cupti_tracer.hpp"
 #include "ets/cuda/device.hpp"

@@ -11,10 +11,10 @@
 
 namespace ets_test {
 
-/// Random weights shaped like PyTorch's default init (uniform ±1/√H).
-inline ets::LstmWeights random_lstm_weights(const ets::LstmConfig& c, unsigned seed) {
+/// Random weights, uniform ±scale; scale ≤ 0 means PyTorch's default init (±1/√H).
+inline ets::LstmWeights random_lstm_weights(const ets::LstmConfig& c, unsigned seed, float scale = 0.0f) {
   std::mt19937 rng(seed);
-  const float k = 1.0f / std::sqrt(static_cast<float>(c.hidden));
+  const float k = scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(c.hidden));
   std::uniform_real_distribution<float> u(-k, k);
   auto fill = [&](std::size_t n) {
     std::vector<float> v(n);
