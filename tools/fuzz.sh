@@ -22,9 +22,11 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compilers[@
   -DETS_BUILD_BENCH=OFF -DETS_BUILD_EXAMPLES=OFF -DETS_INSTALL=OFF >/dev/null
 cmake --build "$build" -j "$jobs" --target $(printf 'fuzz_%s ' "${targets[@]}")
 
-# Seeds are regenerated every run (fixtures may change); the corpus each target grows persists in the build folder.
-rm -rf "$build/fuzz-seeds"
-python3 tools/fuzz_seeds.py . "$shared" "$build/fuzz-seeds"
+# Seeds are regenerated every run (fixtures may change), per invocation so parallel runs do not collide; the
+# corpus each target grows persists in the build folder.
+seeds="$build/fuzz-seeds.$$"
+trap 'rm -rf "$seeds"' EXIT
+python3 tools/fuzz_seeds.py . "$shared" "$seeds"
 
 fail=0
 summary=()
@@ -32,13 +34,13 @@ for t in "${targets[@]}"; do
   exe="$build/fuzz/fuzz_$t"
   corpus="$build/fuzz-corpus/fuzz_$t"
   art="$build/fuzz-artifacts/fuzz_$t/"
-  mkdir -p "$corpus" "$art" "$build/fuzz-seeds/fuzz_$t"
+  mkdir -p "$corpus" "$art" "$seeds/fuzz_$t"
   log="$build/fuzz-fuzz_$t.log"
   echo "=== fuzz_$t for ${secs}s (log: $log)"
   rc=0
   # shellcheck disable=SC2086
   "$exe" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2560 -print_final_stats=1 -artifact_prefix="$art" \
-    ${ETS_FUZZ_ARGS:-} "$corpus" "$build/fuzz-seeds/fuzz_$t" >"$log" 2>&1 || rc=$?
+    ${ETS_FUZZ_ARGS:-} "$corpus" "$seeds/fuzz_$t" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   corp=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -1 | sed 's/corp: //')
