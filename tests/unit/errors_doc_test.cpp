@@ -1,6 +1,6 @@
 // ets-test-labels: unit
 // docs/errors.md stays true: its id table lists exactly the ids thrown (ETS_THROW / ETS_CHECK) or warned ("[id]"
-// log messages) under src/, include/, cuda/ and apps/, and its Bad-input table matches tests/bad_inputs/cases.tsv.
+// log messages) under src/, include/, cuda/, apps/ and examples/, and its Bad-input table matches tests/bad_inputs/cases.tsv.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -73,7 +73,7 @@ CodeIds scan_code() {
   // that forwards it to them (ets_trace.cpp's fail(id, ...)). Warnings are log messages starting "[<id>]".
   const std::regex id_lit(R"re("(ets\.[a-z_]+\.[0-9]+)")re");
   const std::regex warn_lit(R"re("\[(ets\.[a-z_]+\.[0-9]+)\])re");
-  for (const char* dir : {"src", "include", "cuda", "apps"}) {
+  for (const char* dir : {"src", "include", "cuda", "apps", "examples"}) {
     if (!fs::exists(kRoot / dir)) continue;
     for (const auto& e : fs::recursive_directory_iterator(kRoot / dir)) {
       const auto ext = e.path().extension().string();
@@ -124,7 +124,7 @@ TEST_CASE("docs/errors.md documents every error and warning id the code uses, an
     CHECK((docs.count(id) == 1 && docs.at(id) == "warning"));
   }
   for (const auto& [id, errc] : docs) {
-    INFO("docs/errors.md documents " << id << " (" << errc << ") but no code under src/ include/ cuda/ apps/ uses it");
+    INFO("docs/errors.md documents " << id << " (" << errc << ") but no code under src/ include/ cuda/ apps/ examples/ uses it");
     CHECK((code.thrown.count(id) + code.warned.count(id)) > 0);
   }
 }
