@@ -9,6 +9,7 @@ function(ets_apply_project_options target)
   if(ETS_SANITIZE)
     string(REPLACE ";" "," _san "${ETS_SANITIZE}")
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${_san} -fno-omit-frame-pointer -fno-sanitize-recover=all>)
-    target_link_options(${target} PRIVATE -fsanitize=${_san})
+    # PUBLIC: whatever links a sanitized (static) libets also needs the sanitizer runtimes, C programs included.
+    target_link_options(${target} PUBLIC -fsanitize=${_san})
   endif()
 endfunction()
