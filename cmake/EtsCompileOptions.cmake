@@ -1,4 +1,4 @@
-# Warning, sanitizer and tuning flags for ETS's own targets (never pushed onto consumers).
+# Warning, sanitizer and tuning flags for ETS's own targets; only a sanitizer's runtime link flag reaches consumers.
 function(ets_apply_project_options target)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>)
