@@ -18,24 +18,9 @@ namespace {
 
 using ets_test::make_op;
 
-template <typename F>
-std::string error_id(F&& f) {
-  try {
-    f();
-  } catch (const ets::Error& e) {
-    return e.id();
-  }
-  return "no error";
-}
+using ets_test::error_id;
 
-const ets::FeatureSpec& spec() {
-  static const ets::FeatureSpec s = [] {
-    std::vector<ets::ExecutionTrace> train;
-    for (std::uint32_t i = 0; i < 3; ++i) train.push_back(ets_test::synthetic_trace(300, i));
-    return ets::FeatureSpec::fit(train);
-  }();
-  return s;
-}
+const ets::FeatureSpec& spec() { return ets_test::fitted_spec(); }
 
 void same_prediction(const ets::Prediction& a, const ets::Prediction& b) {
   CHECK(a.iteration_us == b.iteration_us);

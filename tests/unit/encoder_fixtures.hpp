@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ets/error.hpp"
+#include "ets/feature_spec.hpp"
 #include "ets/trace.hpp"
 
 namespace ets_test {
@@ -61,6 +63,27 @@ inline ets::ExecutionTrace synthetic_trace(std::size_t n, std::uint32_t seed, in
     t.ops.push_back(std::move(op));
   }
   return t;
+}
+
+/// Id of the ets::Error that f() throws, or "no error".
+template <typename F>
+std::string error_id(F&& f) {
+  try {
+    f();
+  } catch (const ets::Error& e) {
+    return e.id();
+  }
+  return "no error";
+}
+
+/// A FeatureSpec fitted once on three 300-op synthetic traces (seeds 0-2), shared by a test file's cases.
+inline const ets::FeatureSpec& fitted_spec() {
+  static const ets::FeatureSpec s = [] {
+    std::vector<ets::ExecutionTrace> train;
+    for (std::uint32_t i = 0; i < 3; ++i) train.push_back(synthetic_trace(300, i));
+    return ets::FeatureSpec::fit(train);
+  }();
+  return s;
 }
 
 }  // namespace ets_test

@@ -38,15 +38,7 @@ float at(const ets::FeatureSpec& s, const std::vector<float>& r, const std::stri
   return r[static_cast<std::size_t>(col(s, name))];
 }
 
-template <typename F>
-std::string error_id(F&& f) {
-  try {
-    f();
-  } catch (const ets::Error& e) {
-    return e.id();
-  }
-  return "no error";
-}
+using ets_test::error_id;
 
 // Independent mean / population standard deviation (two-pass) for the hand computations.
 struct MeanStd {

@@ -14,24 +14,9 @@
 
 namespace {
 
-template <typename F>
-std::string error_id(F&& f) {
-  try {
-    f();
-  } catch (const ets::Error& e) {
-    return e.id();
-  }
-  return "no error";
-}
+using ets_test::error_id;
 
-const ets::FeatureSpec& spec() {
-  static const ets::FeatureSpec s = [] {
-    std::vector<ets::ExecutionTrace> train;
-    for (std::uint32_t i = 0; i < 3; ++i) train.push_back(ets_test::synthetic_trace(300, i));
-    return ets::FeatureSpec::fit(train);
-  }();
-  return s;
-}
+const ets::FeatureSpec& spec() { return ets_test::fitted_spec(); }
 
 // Independent reference: windows start at 0, S, 2S, ... and the first window reaching the last op is the last.
 std::vector<int> reference_starts(int len, int width, int stride) {
