@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "ets/tracer.hpp"
+
 namespace ets::cli {
 
 /// Parsed arguments of one subcommand invocation.
@@ -47,6 +49,9 @@ const std::map<std::string, Command>& commands();
 
 /// Parses argv for a spec; throws std::invalid_argument with a one-line message on unknown input.
 Args parse(const Spec& spec, const std::vector<std::string>& argv);
+
+/// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete.
+Tracer::LoadOptions load_options(const Args& args);
 
 /// JSON string body: escapes quotes, backslashes and control characters (the CLI's JSON is hand-formatted).
 std::string json_escape(const std::string& s);

@@ -23,15 +23,7 @@ int run_convert(const Args& args) {
   if (out.empty()) throw std::invalid_argument("missing -o OUT.etst (or OUT.etst.gz)");
   if (!ends_with(out, ".etst") && !ends_with(out, ".etst.gz"))
     throw std::invalid_argument("output '" + out + "' must end in .etst or .etst.gz");
-  Tracer::LoadOptions opt;
-  if (args.has("--rank")) {
-    try {
-      opt.rank = std::stoi(args.value("--rank"));
-    } catch (const std::exception&) {
-      throw std::invalid_argument("--rank takes an integer, got '" + args.value("--rank") + "'");
-    }
-  }
-  opt.keep_incomplete = args.flag("--keep-incomplete");
+  const Tracer::LoadOptions opt = load_options(args);
 
   std::vector<ExecutionTrace> all;
   std::size_t ops = 0;

@@ -23,15 +23,7 @@ double median(std::vector<double> v) {
 }
 
 int run_inspect(const Args& args) {
-  Tracer::LoadOptions opt;
-  if (args.has("--rank")) {
-    try {
-      opt.rank = std::stoi(args.value("--rank"));
-    } catch (const std::exception&) {
-      throw std::invalid_argument("--rank takes an integer, got '" + args.value("--rank") + "'");
-    }
-  }
-  opt.keep_incomplete = args.flag("--keep-incomplete");
+  const Tracer::LoadOptions opt = load_options(args);
   const bool json = args.flag("--json");
   for (const std::string& path : args.positional) {
     const std::vector<ExecutionTrace> its = Tracer::load(path, opt);

@@ -81,6 +81,19 @@ Args parse(const Spec& spec, const std::vector<std::string>& argv) {
   return args;
 }
 
+Tracer::LoadOptions load_options(const Args& args) {
+  Tracer::LoadOptions opt;
+  if (args.has("--rank")) {
+    try {
+      opt.rank = std::stoi(args.value("--rank"));
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--rank takes an integer, got '" + args.value("--rank") + "'");
+    }
+  }
+  opt.keep_incomplete = args.flag("--keep-incomplete");
+  return opt;
+}
+
 std::string json_escape(const std::string& s) {
   std::string o;
   o.reserve(s.size());
