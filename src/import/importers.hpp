@@ -2,6 +2,7 @@
 // Every reader returns whole iterations in order, or throws ets::Error with a documented id (docs/errors.md).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,5 +37,17 @@ std::vector<ExecutionTrace> read_nsight_sqlite_bytes(std::string_view bytes, con
 /// PyTorch Execution Trace JSON (schema 1.0.x / chakra 1.1.x): one iteration per ProfilerStep# node (else one),
 /// ops without timings (time 0, measured_us unknown, meta.extra["timings"] = "absent").
 std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options& opt);
+
+namespace detail {
+/// Kineto reader internals, exposed for tests: the top-level "traceEvents" array's '[' and ']' and the commas that
+/// cut it into runs of at least `chunk` bytes.
+struct KinetoEventsLayout {
+  std::size_t open = std::string_view::npos, close = std::string_view::npos;
+  std::vector<std::size_t> cuts;
+};
+/// false: a layout the chunked reader does not handle (it then parses the file whole). `fast` = the block scan the
+/// reader uses; otherwise the byte-by-byte reference it must agree with.
+bool kineto_find_events(std::string_view bytes, std::size_t chunk, bool fast, KinetoEventsLayout& out);
+}  // namespace detail
 
 }  // namespace ets::import

@@ -1,9 +1,11 @@
 // PyTorch profiler / Kineto Chrome-trace reader (CPU-only and GPU; 2021 and current schemas) on simdjson ondemand.
 // One pass collects host spans, launches, device activities and step markers; gpu_assembly turns them into iterations.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -11,6 +13,9 @@
 #include <vector>
 
 #include <simdjson.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "ets/error.hpp"
 #include "ets/log.hpp"
@@ -465,16 +470,20 @@ void read_meta_object(od::object obj, Meta& m) {
 
 // Where the top-level "traceEvents" array lies, cut into runs of whole events of about kChunkBytes. Each run is
 // parsed as its own small document, so the parser's index and string buffers stay O(chunk) instead of O(file)
-// (about 2.5× the file for one whole-file parse) and no padded copy of the file is made. A layout this scan
-// does not recognise (escaped key, root not an object, unterminated string) falls back to one whole parse.
-constexpr std::size_t kChunkBytes = std::size_t{8} << 20;
+// (about 2.5× the file for one whole-file parse) and no padded copy of the file is made. Runs are small enough
+// that the parser's buffers (~5× the run) stay in cache and are reused: 8 MiB runs spent ~40% of the import in
+// page faults on fresh buffers (bench/import_throughput.cpp). A layout this scan does not recognise (escaped
+// key, root not an object, unterminated string) falls back to one whole parse.
+#ifndef ETS_KINETO_CHUNK_BYTES
+#define ETS_KINETO_CHUNK_BYTES (std::size_t{512} << 10)
+#endif
+constexpr std::size_t kChunkBytes = ETS_KINETO_CHUNK_BYTES;
 
-struct EventsLayout {
-  std::size_t open = std::string_view::npos, close = std::string_view::npos;  // the '[' and its ']'
-  std::vector<std::size_t> cuts;  // commas between events where one run ends and the next begins
-};
+using EventsLayout = detail::KinetoEventsLayout;
 
-bool find_events(std::string_view s, EventsLayout& out) {
+// Byte-by-byte reference scan. With stop_at_open it returns as soon as the events array's '[' is found (the block
+// scan below takes over from there).
+bool find_events_scalar(std::string_view s, std::size_t chunk, EventsLayout& out, bool stop_at_open) {
   const std::size_t n = s.size();
   int depth = 0;
   std::size_t key_begin = 0, key_end = 0;  // last string closed at depth 1
@@ -499,8 +508,10 @@ bool find_events(std::string_view s, EventsLayout& out) {
       case '{':
       case '[':
         if (depth == 0 && ch != '{') return false;
-        if (depth == 1 && ch == '[' && after_colon && key_is_events && out.open == std::string_view::npos)
+        if (depth == 1 && ch == '[' && after_colon && key_is_events && out.open == std::string_view::npos) {
           out.open = i, run_start = i + 1;
+          if (stop_at_open) return true;
+        }
         after_colon = false;
         ++depth;
         break;
@@ -514,7 +525,7 @@ bool find_events(std::string_view s, EventsLayout& out) {
         if (depth <= 0) return false;
         break;
       case ',':
-        if (depth == 2 && out.open != std::string_view::npos && i - run_start >= kChunkBytes)
+        if (depth == 2 && out.open != std::string_view::npos && i - run_start >= chunk)
           out.cuts.push_back(i), run_start = i + 1;
         after_colon = false;
         break;
@@ -525,7 +536,121 @@ bool find_events(std::string_view s, EventsLayout& out) {
   return false;
 }
 
+// Inside the events array only three things matter: string state, bracket depth, and depth-2 commas once a run is
+// long enough. 64-byte blocks get quote and bracket masks (SSE2: every x86-64), strings come from a prefix XOR of
+// the quote mask, and depth moves by popcounts; a block is walked bit by bit only where a cut or the closing ']'
+// may lie, and byte by byte only if it holds a backslash. The byte-by-byte scan cost as much as simdjson's parse.
+struct BodyScan {
+  std::string_view s;
+  std::size_t chunk;
+  EventsLayout& out;
+  int depth = 2;  // inside the root object and the events array
+  bool in_str = false, esc = false;
+  std::size_t run_start = 0;
+
+  enum Result { More, Closed, Bad };
+
+  Result structural(std::size_t i, char ch) {
+    switch (ch) {
+      case '{':
+      case '[':
+        ++depth;
+        break;
+      case '}':
+      case ']':
+        --depth;
+        if (depth == 1 && ch == ']') {
+          out.close = i;
+          return Closed;
+        }
+        if (depth <= 0) return Bad;
+        break;
+      case ',':
+        if (depth == 2 && i - run_start >= chunk) out.cuts.push_back(i), run_start = i + 1;
+        break;
+      default:
+        break;
+    }
+    return More;
+  }
+
+  Result bytes(std::size_t a, std::size_t b) {
+    for (std::size_t i = a; i < b; ++i) {
+      const char ch = s[i];
+      if (in_str) {
+        if (esc) esc = false;
+        else if (ch == '\\') esc = true;
+        else if (ch == '"') in_str = false;
+        continue;
+      }
+      if (ch == '"') in_str = true;
+      else if (const Result r = structural(i, ch); r != More) return r;
+    }
+    return More;
+  }
+
+  bool run(std::size_t from) {
+    run_start = from;
+    std::size_t i = from;
+    const std::size_t n = s.size();
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), open = _mm_set1_epi8('{'),
+                  close = _mm_set1_epi8('}'), comma = _mm_set1_epi8(','), lower = _mm_set1_epi8(0x20);
+    for (; i + 64 <= n; i += 64) {
+      std::uint64_t q = 0, bs = 0, op = 0, cl = 0, cm = 0;
+      for (int k = 0; k < 4; ++k) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i + 16 * k));
+        const __m128i folded = _mm_or_si128(v, lower);  // '[' -> '{', ']' -> '}'; nothing else maps there
+        const auto mask = [&](__m128i eq) {
+          return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(eq))) << (16 * k);
+        };
+        q |= mask(_mm_cmpeq_epi8(v, quote));
+        bs |= mask(_mm_cmpeq_epi8(v, bslash));
+        op |= mask(_mm_cmpeq_epi8(folded, open));
+        cl |= mask(_mm_cmpeq_epi8(folded, close));
+        cm |= mask(_mm_cmpeq_epi8(v, comma));
+      }
+      if (bs != 0 || esc) {
+        if (const Result r = bytes(i, i + 64); r != More) return r == Closed;
+        continue;
+      }
+      std::uint64_t inside = q;  // prefix XOR: bit j = inside a string after byte j
+      inside ^= inside << 1, inside ^= inside << 2, inside ^= inside << 4;
+      inside ^= inside << 8, inside ^= inside << 16, inside ^= inside << 32;
+      if (in_str) inside = ~inside;
+      in_str = (inside >> 63) != 0;
+      op &= ~inside, cl &= ~inside, cm &= ~inside;
+      const int closes = __builtin_popcountll(cl);
+      const bool may_cut = cm != 0 && i + 63 - run_start >= chunk;
+      if (depth - closes >= 2 && !may_cut) {
+        depth += __builtin_popcountll(op) - closes;
+        continue;
+      }
+      for (std::uint64_t m = op | cl | cm; m != 0; m &= m - 1) {
+        const std::size_t j = i + static_cast<std::size_t>(__builtin_ctzll(m));
+        if (const Result r = structural(j, s[j]); r != More) return r == Closed;
+      }
+    }
+#endif
+    return bytes(i, n) == Closed;
+  }
+};
+
+bool find_events(std::string_view s, std::size_t chunk, EventsLayout& out, bool fast) {
+  if (!fast) return find_events_scalar(s, chunk, out, false);
+  if (!find_events_scalar(s, chunk, out, true) || out.open == std::string_view::npos) return false;
+  BodyScan scan{s, chunk, out};
+  return scan.run(out.open + 1);
+}
+
 }  // namespace
+
+namespace detail {
+bool kineto_find_events(std::string_view bytes, std::size_t chunk, bool fast, KinetoEventsLayout& out) {
+  out = KinetoEventsLayout{};
+  return find_events(bytes, chunk, out, fast);
+}
+}  // namespace detail
 
 std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::string& path, const Options& opt) {
   Collected c;
@@ -533,7 +658,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   bool saw_events = false;
   {
     EventsLayout layout;
-    const bool chunked = find_events(bytes, layout);
+    const bool chunked = find_events(bytes, kChunkBytes, layout, true);
     od::parser parser;
     // Chunked: the events first, run by run, then the rest of the file with an empty "traceEvents":[] in place.
     std::string skeleton;
@@ -544,13 +669,11 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
     const std::string_view top = chunked ? std::string_view(skeleton) : bytes;
     try {
       if (chunked) {
-        c.host.reserve(bytes.size() / 1000);
-        c.device.reserve(bytes.size() / 4000);
-        c.launches.reserve(bytes.size() / 3000);
         layout.cuts.push_back(layout.close);
         std::size_t begin = layout.open + 1;
         std::string run;
-        for (const std::size_t end : layout.cuts) {
+        for (std::size_t r = 0; r < layout.cuts.size(); ++r) {
+          const std::size_t end = layout.cuts[r];
           run.assign(1, '[');
           run.append(bytes.data() + begin, end - begin).push_back(']');
           run.reserve(run.size() + simdjson::SIMDJSON_PADDING);
@@ -559,6 +682,18 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
           for (auto ev : arr) {
             od::object o;
             if (!ev.get_object().get(o)) read_event(o, c);
+          }
+          if (r == 0 && layout.cuts.size() > 1) {
+            // Size the event vectors once from the first run's mix (+10%) instead of regrowing (and copying)
+            // them as the file goes on.
+            const double scale = 1.1 * static_cast<double>(layout.close - layout.open) / static_cast<double>(end - begin);
+            c.host.reserve(static_cast<std::size_t>(static_cast<double>(c.host.size()) * scale));
+            c.host_pid.reserve(c.host.capacity());
+            c.device.reserve(static_cast<std::size_t>(static_cast<double>(c.device.size()) * scale));
+            c.device_ts_ns.reserve(c.device.capacity());
+            c.device_tid.reserve(c.device.capacity());
+            c.launches.reserve(static_cast<std::size_t>(static_cast<double>(c.launches.size()) * scale));
+            c.launch_pid.reserve(c.launches.capacity());
           }
           begin = end + 1;
         }
@@ -656,12 +791,22 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
       log(LogLevel::warn, "[ets.kineto.6] '{}': step #{} appears more than once; each is kept as an iteration", path,
           *dup);
   }
-  for (std::size_t i = 0; i < c.host.size(); ++i)
-    if (c.host_pid[i] == pid) in.host.push_back(std::move(c.host[i]));
-  c.host.clear();
-  c.host.shrink_to_fit();
-  for (std::size_t i = 0; i < c.launches.size(); ++i)
-    if (c.launch_pid[i] == pid) in.launches.push_back(c.launches[i]);
+  // Keep the host process's spans and launches in place (no second copy of the largest vectors).
+  {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < c.host.size(); ++i)
+      if (c.host_pid[i] == pid) {
+        if (kept != i) c.host[kept] = std::move(c.host[i]);
+        ++kept;
+      }
+    c.host.erase(c.host.begin() + static_cast<std::ptrdiff_t>(kept), c.host.end());
+    in.host = std::move(c.host);
+    kept = 0;
+    for (std::size_t i = 0; i < c.launches.size(); ++i)
+      if (c.launch_pid[i] == pid) c.launches[kept++] = c.launches[i];
+    c.launches.resize(kept);
+    in.launches = std::move(c.launches);
+  }
   // Kernels without a correlation arg: the ac2g flow ending on them carries the launch's correlation id.
   bool need_flows = false;
   for (const auto& a : c.device) need_flows |= a.correlation < 0;
