@@ -17,14 +17,14 @@ def main() -> None:
     torch.manual_seed(0)
     torch.set_num_threads(1)
     # Small op count (small file) but real compute, so per-step bookkeeping offsets stay far below 0.5% of a step.
-    model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.Flatten(), nn.Linear(16 * 30 * 30, 64), nn.ReLU(),
-                          nn.Linear(64, 10))
+    model = nn.Sequential(nn.Conv2d(3, 32, 3), nn.ReLU(), nn.Flatten(), nn.Linear(32 * 30 * 30, 128), nn.ReLU(),
+                          nn.Linear(128, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(32, 3, 32, 32)
-    y = torch.randint(0, 10, (32,))
+    x = torch.randn(128, 3, 32, 32)
+    y = torch.randint(0, 10, (128,))
 
     def ready(prof):
-        export_kineto_json(prof, out, {"model": "cpu_small_mlp", "batch_size": 32, "optimizer": "sgd"})
+        export_kineto_json(prof, out, {"model": "cpu_small_mlp", "batch_size": 128, "optimizer": "sgd"})
 
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_flops=True,
                  schedule=schedule(wait=0, warmup=1, active=4), on_trace_ready=ready) as prof:
