@@ -32,11 +32,13 @@ int run_label(const Args& a) {
   Labeler::Options opt;
   opt.disagreement_threshold = number(a, "--threshold", opt.disagreement_threshold);
   opt.sum_tolerance = number(a, "--tolerance", opt.sum_tolerance);
-  const std::string per_op = a.value("--per-op", "pooled");
+  const std::string per_op = a.value("--per-op", "bracket");
   if (per_op == "pass-median")
     opt.op_statistic = Labeler::OpStatistic::PassMedian;
-  else if (per_op != "pooled")
-    throw std::invalid_argument("--per-op takes 'pooled' or 'pass-median', got '" + per_op + "'");
+  else if (per_op == "pooled")
+    opt.op_statistic = Labeler::OpStatistic::Pooled;
+  else if (per_op != "bracket")
+    throw std::invalid_argument("--per-op takes 'bracket', 'pooled' or 'pass-median', got '" + per_op + "'");
   const Labeler labeler(opt);
 
   std::vector<std::vector<ExecutionTrace>> passes;
@@ -77,7 +79,7 @@ int run_label(const Args& a) {
 
 const Register label_cmd{Command{
     "label", "label one configuration from its timing passes (dataset collection)",
-    Spec{"label PASS... -o OUT [--threshold 0.10] [--tolerance 0.03] [--per-op pooled|pass-median] [--id ID] [--split S] [--family F] "
+    Spec{"label PASS... -o OUT [--threshold 0.10] [--tolerance 0.03] [--per-op bracket|pooled|pass-median] [--id ID] [--split S] [--family F] "
          "[--model M] [--batch-size N] [--optimizer O] [--environment E] [--device D] [--json]",
          {"--json"},
          {"-o", "--out", "--threshold", "--tolerance", "--per-op", "--id", "--split", "--family", "--model", "--batch-size",

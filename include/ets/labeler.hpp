@@ -1,5 +1,6 @@
 // ets::Labeler — turns several timing passes of one configuration into the one labelled iteration the dataset stores.
-// Per-op labels are medians over passes × iterations; the iteration label is the median of the per-pass median periods.
+// The iteration label is the median of the per-pass median periods; per-op labels (by default) average the
+// iterations that bracket that median, weighted so that they add up to it.
 #pragma once
 
 #include <cstddef>
@@ -14,28 +15,32 @@ namespace ets {
 ///
 /// Definitions (docs/dataset.md):
 ///  - period of an iteration = Σ(time + gap) = distance between its start and the next iteration's start;
-///  - per-op label = median over all passes × iterations of that op's time, and separately of its gap;
 ///  - measured_us = median over passes of each pass's median period;
+///  - per-op label (OpStatistic::Bracket, the default) = weighted mean of that op's time, and separately of its
+///    gap, over the m iterations (all passes pooled, m = ⌈samples / 6⌉) whose periods lie nearest below
+///    measured_us and the m nearest above it, the two groups weighted so that Σ(time + gap) = measured_us;
 ///  - disagreement = max/min − 1 of the per-pass median periods, flagged above Options::disagreement_threshold.
-/// A sum of medians is not a median of sums: Σ(time + gap) of the labels can differ from measured_us; the
-/// relative difference is recorded and must stay within Options::sum_tolerance (else ets.label.4).
+/// A sum of medians is not a median of sums: with per-op medians (OpStatistic::Pooled / PassMedian) Σ(time + gap)
+/// of the labels can differ from measured_us by several percent under timing noise. The relative difference is
+/// recorded and must stay within Options::sum_tolerance (else ets.label.4).
 class Labeler {
  public:
   /// How an op's label pools its samples.
   enum class OpStatistic {
-    Pooled,      ///< median over all passes × iterations (the dataset's definition)
+    Bracket,     ///< mean over the iterations bracketing the label, adding up to it (the dataset's definition)
+    Pooled,      ///< median over all passes × iterations
     PassMedian,  ///< median over passes of each pass's median: follows the middle pass when a pass drifts
   };
 
   struct Options {
     double disagreement_threshold = 0.10;  ///< flag passes whose median periods differ by more (max/min − 1)
     double sum_tolerance = 0.03;           ///< max |Σ(time + gap) of labels − measured_us| / measured_us
-    OpStatistic op_statistic = OpStatistic::Pooled;
+    OpStatistic op_statistic = OpStatistic::Bracket;
   };
 
   /// What label() found besides the labelled trace (all of it is also stored in trace.meta.extra).
   struct Result {
-    ExecutionTrace trace;                 ///< one iteration: per-op medians, measured_us = the label
+    ExecutionTrace trace;                 ///< one iteration: per-op labels, measured_us = the label
     std::vector<double> pass_median_us;   ///< each pass's median period, in pass order
     std::vector<std::size_t> iterations;  ///< iterations used per pass
     double disagreement = 0;              ///< max/min − 1 of pass_median_us

@@ -91,7 +91,32 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
     samples += passes[p].size();
   }
 
-  // Per-op medians over every (pass, iteration) sample, time and gap separately.
+  const double label_us = median(r.pass_median_us);
+
+  // Bracket: the m iterations nearest below the label and the m nearest above it (all passes pooled), mixed with
+  // weights that make their mean period the label itself. Iterations of slow spells and outliers fall outside.
+  std::vector<std::pair<const ExecutionTrace*, double>> bracket;  // iteration, weight
+  if (options_.op_statistic == OpStatistic::Bracket) {
+    std::vector<std::pair<double, const ExecutionTrace*>> below, above;
+    for (const auto& pass : passes)
+      for (const auto& it : pass) (it.sum_us() <= label_us ? below : above).emplace_back(it.sum_us(), &it);
+    std::sort(below.begin(), below.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::sort(above.begin(), above.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const std::size_t m = std::max<std::size_t>(1, (samples + 5) / 6);
+    below.resize(std::min(m, below.size()));
+    above.resize(std::min(m, above.size()));
+    auto mean_period = [](const auto& v) {
+      double s = 0;
+      for (const auto& e : v) s += e.first;
+      return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+    };
+    const double pb = mean_period(below), pa = mean_period(above);
+    // weight of the lower group: alpha·pb + (1 − alpha)·pa = label (pb ≤ label < pa); one-sided when the other is empty
+    const double alpha = above.empty() ? 1.0 : below.empty() ? 0.0 : (pa - label_us) / (pa - pb);
+    for (const auto& e : below) bracket.emplace_back(e.second, alpha / static_cast<double>(below.size()));
+    for (const auto& e : above) bracket.emplace_back(e.second, (1 - alpha) / static_cast<double>(above.size()));
+  }
+
   ExecutionTrace out;
   out.meta = ref.meta;
   out.iteration = 0;
@@ -101,8 +126,13 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
   std::vector<double> times(samples), gaps(samples), pass_t, pass_g, it_t, it_g;
   double cursor = 0;
   for (std::size_t j = 0; j < out.ops.size(); ++j) {
-    double t_label, g_label;
-    if (pooled) {
+    double t_label = 0, g_label = 0;
+    if (!bracket.empty()) {
+      for (const auto& [it, w] : bracket) {
+        t_label += w * it->ops[j].time_us;
+        g_label += w * it->ops[j].gap_us;
+      }
+    } else if (pooled) {
       std::size_t s = 0;
       for (const auto& pass : passes)
         for (const auto& it : pass) {
@@ -134,7 +164,7 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
     op.start_us = to_ns(cursor);
     cursor += op.time_us + op.gap_us;
   }
-  out.measured_us = to_ns(median(r.pass_median_us));
+  out.measured_us = to_ns(label_us);
 
   const auto [mn, mx] = std::minmax_element(r.pass_median_us.begin(), r.pass_median_us.end());
   r.disagreement = *mx / *mn - 1.0;
@@ -146,10 +176,15 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
 
   std::vector<double> iters(r.iterations.begin(), r.iterations.end());
   auto& x = out.meta.extra;
-  x["label.method"] = pooled ? "op: median over passes x iterations of time and of gap; measured: median of pass "
-                               "median periods"
-                             : "op: median over passes of pass medians of time and of gap; measured: median of pass "
-                               "median periods";
+  x["label.method"] = !bracket.empty()
+                         ? "op: weighted mean of time and of gap over the iterations bracketing the label (m nearest "
+                           "below, m nearest above, m = ceil(samples/6)), summing to it; measured: median of pass "
+                           "median periods"
+                     : pooled ? "op: median over passes x iterations of time and of gap; measured: median of pass "
+                                "median periods"
+                              : "op: median over passes of pass medians of time and of gap; measured: median of pass "
+                                "median periods";
+  if (!bracket.empty()) x["label.bracket_iterations"] = std::to_string(bracket.size());
   x["label.passes"] = std::to_string(passes.size());
   x["label.iterations"] = join(iters, 0);
   x["label.pass_median_us"] = join(r.pass_median_us, 3);
@@ -160,7 +195,7 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
   x["label.single_pass_deviation"] = fmt::format("{:.5f}", r.single_pass_deviation);
 
   ETS_CHECK(std::abs(r.sum_discrepancy) <= options_.sum_tolerance, Errc::invalid_trace, "ets.label.4",
-            "sum of per-op median labels {:.1f} us is {:+.2f}% off the iteration label {:.1f} us (tolerance {:.1f}%)",
+            "sum of per-op labels {:.1f} us is {:+.2f}% off the iteration label {:.1f} us (tolerance {:.1f}%)",
             out.sum_us(), 100 * r.sum_discrepancy, out.measured_us, 100 * options_.sum_tolerance);
   r.trace = std::move(out);
   return r;

@@ -1,6 +1,7 @@
 // Tests of ets::Labeler (dataset labels from several timing passes) on hand-built traces and on synthetic
 // Kineto JSON passes written here and imported through Tracer::load, as `ets label` does.
 #include <algorithm>
+#include <random>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -64,6 +65,13 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+Labeler::Options pooled_options(double tolerance = 0.03) {
+  Labeler::Options o;
+  o.op_statistic = Labeler::OpStatistic::Pooled;
+  o.sum_tolerance = tolerance;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("Labeler: per-op medians over passes x iterations, label = median of pass medians") {
@@ -76,7 +84,7 @@ TEST_CASE("Labeler: per-op medians over passes x iterations, label = median of p
                                      {"relu", Phase::Forward, 20 * f[p][i], 5},
                                      {"conv2d", Phase::Backward, 200 * f[p][i], 15},
                                      {"add_", Phase::Update, 30 * f[p][i], 20}}));
-  const Labeler::Result r = Labeler().label(passes);
+  const Labeler::Result r = Labeler(pooled_options()).label(passes);
 
   // Independent expectation: the median factor over the 9 samples is 1.01 (sorted: .98 .99 1 1 1.01 1.02 ...).
   std::vector<double> all;
@@ -109,9 +117,8 @@ TEST_CASE("Labeler: disagreement flag and even-count medians") {
   std::vector<std::vector<ExecutionTrace>> passes(2);
   passes[0] = {iteration({{"mm", Phase::Forward, 100, 0}}), iteration({{"mm", Phase::Forward, 110, 0}})};
   passes[1] = {iteration({{"mm", Phase::Forward, 120, 0}}), iteration({{"mm", Phase::Forward, 130, 0}})};
-  Labeler::Options o;
+  Labeler::Options o = pooled_options(0.2);
   o.disagreement_threshold = 0.10;
-  o.sum_tolerance = 0.2;
   const auto r = Labeler(o).label(passes);
   CHECK(r.pass_median_us[0] == Approx(105));
   CHECK(r.pass_median_us[1] == Approx(125));
@@ -129,13 +136,69 @@ TEST_CASE("Labeler: a sum of medians far from the median of sums is rejected (et
   passes[0] = {iteration({{"a", Phase::Forward, 190, 0}, {"b", Phase::Forward, 100, 0}, {"c", Phase::Forward, 100, 0}}),
                iteration({{"a", Phase::Forward, 100, 0}, {"b", Phase::Forward, 190, 0}, {"c", Phase::Forward, 100, 0}}),
                iteration({{"a", Phase::Forward, 100, 0}, {"b", Phase::Forward, 100, 0}, {"c", Phase::Forward, 190, 0}})};
-  CHECK(error_id([&] { Labeler().label(passes); }) == "ets.label.4");
-  Labeler::Options loose;
-  loose.sum_tolerance = 0.5;
-  const auto r = Labeler(loose).label(passes);
+  CHECK(error_id([&] { Labeler(pooled_options()).label(passes); }) == "ets.label.4");
+  const auto r = Labeler(pooled_options(0.5)).label(passes);
   CHECK(r.trace.sum_us() == Approx(300));
   CHECK(r.trace.measured_us == Approx(390));
   CHECK(r.sum_discrepancy == Approx(300.0 / 390 - 1));
+  // The default (bracket) statistic takes whole iterations (here m = ceil(3/6) = 1 of the three, all at the
+  // label): the ops keep the slow spell that iteration had, and the labels add up.
+  const auto b = Labeler().label(passes);
+  for (const auto& op : b.trace.ops) CHECK((op.time_us == Approx(100) || op.time_us == Approx(190)));
+  CHECK(b.trace.sum_us() == Approx(390));
+  CHECK(b.sum_discrepancy == Approx(0).margin(1e-9));
+}
+
+TEST_CASE("Labeler: bracket statistic = weighted mean of the iterations nearest the label on both sides") {
+  // 3 passes x 6 iterations of 3 ops with random times; one pass has a 5x outlier iteration. Expectations are
+  // computed here from the definition, independently of the labeller.
+  std::mt19937 rng(99);
+  std::uniform_real_distribution<double> u(0.7, 1.3);
+  std::vector<std::vector<ExecutionTrace>> passes(3);
+  for (int p = 0; p < 3; ++p)
+    for (int i = 0; i < 6; ++i) {
+      const double slow = (p == 1 && i == 2) ? 5.0 : 1.0;
+      passes[p].push_back(iteration({{"conv2d", Phase::Forward, 100 * u(rng) * slow, 10 * u(rng)},
+                                     {"relu", Phase::Forward, 20 * u(rng), 5 * u(rng)},
+                                     {"add_", Phase::Update, 30 * u(rng), 20 * u(rng)}}));
+    }
+  const auto r = Labeler().label(passes);
+  std::vector<double> pass_medians;
+  std::vector<std::pair<double, const ExecutionTrace*>> all;
+  for (const auto& pass : passes) {
+    std::vector<double> periods;
+    for (const auto& it : pass) periods.push_back(it.sum_us()), all.emplace_back(it.sum_us(), &it);
+    pass_medians.push_back(median_of(periods));
+  }
+  const double label = median_of(pass_medians);
+  // stored values are rounded to whole ns (0.001 us)
+  CHECK(r.trace.measured_us == Approx(label).margin(5e-4));
+  std::vector<std::pair<double, const ExecutionTrace*>> below, above;  // m = ceil(18 / 6) = 3 each side
+  for (const auto& e : all) (e.first <= label ? below : above).push_back(e);
+  std::sort(below.begin(), below.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::sort(above.begin(), above.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  REQUIRE(below.size() >= 3);
+  REQUIRE(above.size() >= 3);
+  below.resize(3), above.resize(3);
+  const double pb = (below[0].first + below[1].first + below[2].first) / 3;
+  const double pa = (above[0].first + above[1].first + above[2].first) / 3;
+  const double alpha = (pa - label) / (pa - pb);
+  REQUIRE(alpha >= 0);
+  REQUIRE(alpha <= 1);
+  for (std::size_t j = 0; j < 3; ++j) {
+    double t = 0, g = 0;
+    for (int k = 0; k < 3; ++k) {
+      t += alpha / 3 * below[k].second->ops[j].time_us + (1 - alpha) / 3 * above[k].second->ops[j].time_us;
+      g += alpha / 3 * below[k].second->ops[j].gap_us + (1 - alpha) / 3 * above[k].second->ops[j].gap_us;
+    }
+    CHECK(r.trace.ops[j].time_us == Approx(t).margin(5e-4));
+    CHECK(r.trace.ops[j].gap_us == Approx(g).margin(5e-4));
+    CHECK(r.trace.ops[j].time_us < 200);  // the 5x outlier iteration is not among the bracketing ones
+  }
+  CHECK(r.trace.sum_us() == Approx(label).margin(4e-3));  // adds up to the label by construction
+  CHECK(std::abs(r.sum_discrepancy) < 2e-5);
+  CHECK(r.trace.meta.extra.at("label.bracket_iterations") == "6");
+  CHECK(r.trace.meta.extra.at("label.method").find("bracketing") != std::string::npos);
 }
 
 TEST_CASE("Labeler: pass-median op statistic follows the label when every pass has one slow iteration") {
@@ -144,8 +207,7 @@ TEST_CASE("Labeler: pass-median op statistic follows the label when every pass h
   auto it = [](double t) { return iteration({{"mm", Phase::Forward, t, 0}}); };
   const std::vector<std::vector<ExecutionTrace>> passes = {
       {it(50), it(50), it(200)}, {it(60), it(200), it(60)}, {it(200), it(70), it(70)}};
-  Labeler::Options o;
-  o.sum_tolerance = 0.5;
+  Labeler::Options o = pooled_options(0.5);
   const auto pooled = Labeler(o).label(passes);
   CHECK(pooled.trace.measured_us == Approx(60));
   CHECK(pooled.trace.ops[0].time_us == Approx(70));
@@ -245,7 +307,7 @@ TEST_CASE("Labeler on synthetic Kineto JSON passes imported through Tracer::load
   fs::remove_all(dir);
 
   for (const auto& p : passes) REQUIRE(p.size() == 5);
-  const auto r = Labeler().label(passes);
+  const auto r = Labeler(pooled_options()).label(passes);
   REQUIRE(r.trace.ops.size() == 3);
   CHECK(r.trace.ops[0].name == passes[0][0].ops[0].name);
   // Expectations are medians of what the generator wrote, independent of the labeller's own bookkeeping.

@@ -303,8 +303,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-iter-s", type=float, default=2.0, help="skip configs whose warm-up iteration is slower")
     ap.add_argument("--disagree", type=float, default=0.10, help="pass-disagreement flag threshold (max/min-1)")
     ap.add_argument("--tolerance", type=float, default=0.03, help="max |Σ labels - measured| / measured")
-    ap.add_argument("--per-op", default="pooled", choices=["pooled", "pass-median"],
-                    help="per-op label statistic (ets label --per-op); pooled = median over passes × iterations")
+    ap.add_argument("--per-op", default="bracket", choices=["bracket", "pooled", "pass-median"],
+                    help="per-op label statistic (ets label --per-op); bracket = mean over the iterations bracketing "
+                         "the label, summing to it (docs/dataset.md)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ets", default="", help="path of the ets tool (default: build-dataset/ets or build/ets)")
     ap.add_argument("--rt", action="store_true",
