@@ -2,6 +2,7 @@
 // baselines, trained on DIR's train split and tuned on its val split), per family, per op count, per phase.
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "ets/aggregator.hpp"
 #include "ets/baseline.hpp"
 #include "ets/dataset_split.hpp"
 #include "ets/evaluator.hpp"
@@ -24,6 +26,29 @@ std::string metrics_json(const Evaluator::Metrics& m) {
   return fmt::format("{{\"mre\":{},\"rmse_ms\":{},\"n\":{}}}", num(m.mre), num(m.rmse_ms), m.n);
 }
 
+// One row per trace: what tools/plot_eval.py draws (predicted vs measured per method).
+void write_predictions(const std::string& path, const std::vector<ExecutionTrace>& traces,
+                       const std::vector<Evaluator::Method>& methods) {
+  std::string csv = "trace,family,ops,measured_us";
+  for (const auto& m : methods) csv += "," + m.name + "_us";
+  csv += "\n";
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const auto& t = traces[i];
+    std::string name = t.meta.model.empty() ? t.meta.source_path : t.meta.model;
+    for (char& c : name)
+      if (c == ',' || c == '\n' || c == '"') c = '_';
+    std::string fam = t.meta.family;
+    for (char& c : fam)
+      if (c == ',' || c == '\n' || c == '"') c = '_';
+    csv += fmt::format("{},{},{},{}", name, fam, t.ops.size(), num(Evaluator::truth_us(t)));
+    for (const auto& m : methods) csv += "," + num(m.predicted_us[i]);
+    csv += "\n";
+  }
+  std::ofstream f(path, std::ios::binary);
+  f << csv;
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
 int run_eval(const Args& a) {
   const std::string model_path = a.value("--model"), data = a.value("--data"), split = a.value("--split", "test");
   if (model_path.empty() || data.empty()) throw std::invalid_argument("needs --model M and --data DIR");
@@ -32,8 +57,12 @@ int run_eval(const Args& a) {
   const ModelFile model = load_model(model_path);
   const auto test = DatasetSplit::load(data, split, threads);
 
+  Aggregator::Options aggregation;
+  const std::string agg = a.value("--aggregate", "mean");
+  if (agg == "nearest") aggregation.overlap_average = false;
+  else if (agg != "mean") throw std::invalid_argument("--aggregate takes mean or nearest, not '" + agg + "'");
   std::vector<Evaluator::Method> methods;
-  methods.push_back(Evaluator::method("ets", test.traces, Evaluator::predict(model, test.traces, threads)));
+  methods.push_back(Evaluator::method("ets", test.traces, Evaluator::predict(model, test.traces, threads, aggregation)));
   if (a.flag("--baselines")) {
     const auto train = DatasetSplit::load(data, a.value("--train-split", "train"), threads);
     const auto val = DatasetSplit::load(data, a.value("--val-split", "val"), threads);
@@ -48,6 +77,7 @@ int run_eval(const Args& a) {
   }
   std::size_t noise_n = 0;
   const double noise = Evaluator::noise_floor(test.traces, &noise_n);
+  if (a.has("--predictions")) write_predictions(a.value("--predictions"), test.traces, methods);
 
   if (json) {
     std::string s = "{\"methods\":{";
@@ -115,9 +145,10 @@ int run_eval(const Args& a) {
 
 const Register eval_cmd{Command{
     "eval", "evaluate a model and baselines on a dataset split",
-    Spec{"eval --model M --data DIR [--split test] [--baselines] [--json] [--train-split S] [--val-split S] [--threads T]",
+    Spec{"eval --model M --data DIR [--split test] [--baselines] [--json] [--train-split S] [--val-split S] [--threads T] "
+         "[--aggregate mean|nearest] [--predictions OUT.csv]",
          {"--baselines", "--json"},
-         {"--model", "--data", "--split", "--train-split", "--val-split", "--threads"},
+         {"--model", "--data", "--split", "--train-split", "--val-split", "--threads", "--aggregate", "--predictions"},
          0},
     run_eval}};
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "ets/aggregator.hpp"
 #include "ets/lstm_weights.hpp"
 #include "ets/model_file.hpp"
 #include "ets/prediction.hpp"
@@ -44,10 +45,12 @@ class Evaluator {
   static Metrics metrics(const std::vector<double>& predicted_us, const std::vector<double>& truth_us);
 
   /// ETS predictions (encoder → CPU BiLSTM → aggregator), traces split into chunks over `threads` threads.
+  /// `aggregation` selects overlap averaging (default) or the nearest-centre window (the ablation).
   static std::vector<Prediction> predict(const LstmWeights& weights, const WindowEncoder& encoder,
-                                         const std::vector<ExecutionTrace>& traces, int threads = 0);
+                                         const std::vector<ExecutionTrace>& traces, int threads = 0,
+                                         const Aggregator::Options& aggregation = {});
   static std::vector<Prediction> predict(const ModelFile& model, const std::vector<ExecutionTrace>& traces,
-                                         int threads = 0);
+                                         int threads = 0, const Aggregator::Options& aggregation = {});
 
   /// Tables for one method. With `breakdown` (one Prediction per trace) the phase split is filled too.
   static Method method(std::string name, const std::vector<ExecutionTrace>& traces,

@@ -42,9 +42,10 @@ Evaluator::Metrics Evaluator::metrics(const std::vector<double>& pred, const std
 }
 
 std::vector<Prediction> Evaluator::predict(const LstmWeights& weights, const WindowEncoder& encoder,
-                                           const std::vector<ExecutionTrace>& traces, int threads) {
+                                           const std::vector<ExecutionTrace>& traces, int threads,
+                                           const Aggregator::Options& aggregation) {
   const BiLstmPredictor predictor(weights, Backend::Cpu);
-  const Aggregator aggregator(encoder.spec());
+  const Aggregator aggregator(encoder.spec(), aggregation);
   std::vector<Prediction> out(traces.size());
   const int t = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
                                           static_cast<int>(traces.size())));
@@ -75,9 +76,9 @@ std::vector<Prediction> Evaluator::predict(const LstmWeights& weights, const Win
 }
 
 std::vector<Prediction> Evaluator::predict(const ModelFile& model, const std::vector<ExecutionTrace>& traces,
-                                           int threads) {
+                                           int threads, const Aggregator::Options& aggregation) {
   const WindowEncoder encoder(FeatureSpec::deserialize(model.encoder_state), model.window_width, model.window_stride);
-  return predict(model.weights, encoder, traces, threads);
+  return predict(model.weights, encoder, traces, threads, aggregation);
 }
 
 Evaluator::Method Evaluator::method(std::string name, const std::vector<ExecutionTrace>& traces,

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+# `ets eval` output contract on the committed pilot dataset: --json keys, --predictions CSV (one row per test trace,
+# consistent with the JSON metrics), --aggregate nearest (the overlap ablation) changes predictions but not truths,
+# and a bad --aggregate value is refused. Values are checked against each other, never hard-coded.
+# Usage: eval_cli_test.py ETS MODEL DATA_DIR WORK_DIR
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+
+ets, model, data, work = sys.argv[1:5]
+os.makedirs(work, exist_ok=True)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def run_eval(*extra):
+    p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "test", "--json", "--threads", "1",
+                        *extra], capture_output=True, text=True)
+    check(p.returncode == 0, f"ets eval {' '.join(extra)}: rc {p.returncode}; stderr {p.stderr}")
+    return json.loads(p.stdout) if p.returncode == 0 else {}
+
+
+mean_csv, near_csv = os.path.join(work, "mean.csv"), os.path.join(work, "nearest.csv")
+j_mean = run_eval("--predictions", mean_csv)
+j_near = run_eval("--predictions", near_csv, "--aggregate", "nearest")
+for j in (j_mean, j_near):
+    for k in ("methods", "noise_floor_mre", "by_family", "by_ops", "ets_phase_split"):
+        check(k in j, f"key {k} in eval --json")
+rows_mean = list(csv.DictReader(open(mean_csv))) if os.path.exists(mean_csv) else []
+rows_near = list(csv.DictReader(open(near_csv))) if os.path.exists(near_csv) else []
+n = j_mean.get("traces", -1)
+check(n > 0 and len(rows_mean) == n and len(rows_near) == n, f"{n} traces -> {len(rows_mean)}/{len(rows_near)} rows")
+for rows, j in ((rows_mean, j_mean), (rows_near, j_near)):
+    if not rows or not j:
+        continue
+    errs = [abs(float(r["ets_us"]) - float(r["measured_us"])) / float(r["measured_us"]) for r in rows]
+    mre = sum(errs) / len(errs)
+    got = j["methods"]["ets"]["mre"]
+    check(math.isclose(mre, got, rel_tol=1e-4), f"MRE from the CSV {mre} vs eval --json {got}")
+    check(all(int(r["ops"]) > 0 and float(r["measured_us"]) > 0 for r in rows), "ops and measured_us per row")
+if rows_mean and rows_near:
+    check([r["measured_us"] for r in rows_mean] == [r["measured_us"] for r in rows_near], "same truths, same order")
+    diff = sum(r1["ets_us"] != r2["ets_us"] for r1, r2 in zip(rows_mean, rows_near))
+    check(diff > 0, "nearest-window aggregation changes some prediction")
+p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--aggregate", "median"], capture_output=True, text=True)
+check(p.returncode != 0 and "--aggregate" in p.stderr, f"bad --aggregate refused: rc {p.returncode} {p.stderr}")
+
+if failures:
+    print("\n".join("FAIL: " + f for f in failures))
+    sys.exit(1)
+print(f"eval CLI: {n} traces, ets MRE mean {j_mean['methods']['ets']['mre']:.4f} / nearest "
+      f"{j_near['methods']['ets']['mre']:.4f}")
