@@ -37,10 +37,30 @@ def _sync(torch, device):
         torch.cuda.synchronize()
 
 
+def speed_probe(torch) -> dict:
+    """A fixed ~30 ms workload timed right before and after a config's iterations: a 192³ GEMM loop (compute
+    speed) and 2,000 tiny tensor ops (dispatcher / framework speed). Slow spells of the machine show in it, so the
+    card can relate pass-to-pass label spread to machine speed (docs/dataset.md, timing hygiene)."""
+    a, b, x = torch.randn(192, 192), torch.randn(192, 192), torch.zeros(8)
+    for _ in range(3):
+        a @ b
+        x.add_(1.0)
+    t = time.perf_counter()
+    for _ in range(40):
+        a @ b
+    gemm = time.perf_counter() - t
+    t = time.perf_counter()
+    for _ in range(2000):
+        x.add_(1.0)
+    small = time.perf_counter() - t
+    return {"gemm_ms": round(1e3 * gemm, 3), "small_ops_ms": round(1e3 * small, 3)}
+
+
 def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict) -> dict:
     from tools.collect.zoo import FAMILIES, make_optimizer
 
     t0 = time.perf_counter()
+    probe_before = speed_probe(torch)
     torch.manual_seed(cfg["seed"])
     fam = FAMILIES[cfg["family"]]
     w = fam.build(torch, cfg["knobs"])
@@ -113,8 +133,10 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
         gc.enable()
     if not exported:
         raise RuntimeError("profiler produced no trace (on_trace_ready never ran)")
+    probe_after = speed_probe(torch)
     os.replace(tmp, path)
     return {"ok": True, "config": cfg["id"], "pass": pass_no, "pid": os.getpid(),
+            "probe": {"before": probe_before, "after": probe_after},
             "finished_unix": time.time(), "wall_s": round(time.perf_counter() - t0, 3),
             "profile_s": round(time.perf_counter() - tp, 3),
             "warmup_ms": [round(1e3 * x, 3) for x in warm], "trace": os.path.basename(path),
