@@ -130,6 +130,24 @@ def compute(data: str, retest: str = "") -> dict:
         "single_pass_mrd": statistics.fmean([r["single_pass_deviation"] for r in vals]) if vals else math.nan,
         "pass_disagreement_median": statistics.median([r["disagreement"] for r in vals]) if vals else math.nan,
     }
+    # Profiler overhead: the label is a profiled iteration; the warm-up iterations before it ran unprofiled.
+    # Unprofiled period per pass = the faster of warm-up iterations 2 and 3 (the first pays one-off costs).
+    ratios = []
+    for cid, r in labels.items():
+        unprof = []
+        for st_path in sorted(glob.glob(os.path.join(data, "raw", cid, "pass[0-9].status.json"))):
+            try:
+                with open(st_path) as fh:
+                    w = json.load(fh).get("warmup_ms") or []
+            except (OSError, ValueError):
+                continue
+            if len(w) >= 3:
+                unprof.append(min(w[1:]) * 1e3)
+        if unprof and r["measured_us"] > 0:
+            ratios.append(r["measured_us"] / statistics.median(unprof))
+    if ratios:
+        card["profiled_over_unprofiled_q"] = quantiles(ratios)
+        card["profiled_over_unprofiled_n"] = len(ratios)
     env_path = sorted(glob.glob(os.path.join(data, "collect", "env-pass*.json")))
     if env_path:
         with open(env_path[0]) as fh:
@@ -182,6 +200,11 @@ def tables(card: dict) -> dict:
         f"{_fmt(100 * card['mean_abs_sum_discrepancy'], '.2f')}% / "
         f"{_fmt(100 * card['max_abs_sum_discrepancy'], '.2f')}% |",
     ])
+    pq = card.get("profiled_over_unprofiled_q")
+    if pq:
+        t["summary"] += ("\n" + f"| profiled / unprofiled iteration time (10% / median / 90% / max; "
+                         f"{card['profiled_over_unprofiled_n']} configs) | {_fmt(pq.get(0.1), '.2f')} / "
+                         f"{_fmt(pq.get(0.5), '.2f')} / {_fmt(pq.get(0.9), '.2f')} / {_fmt(pq.get(1.0), '.2f')} |")
     rt = card.get("retest")
     t["noise"] = "\n".join([
         "| noise figure | value |", "|---|---|",
