@@ -43,26 +43,33 @@ ETS_INLINE const char* dtype_name(DType d) noexcept {
 }
 
 ETS_INLINE DType parse_dtype(std::string_view s) noexcept {
-  std::string t;
-  t.reserve(s.size());
-  for (char c : s) t.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  auto strip = [&](std::string_view prefix) {
-    if (t.compare(0, prefix.size(), prefix) == 0) t.erase(0, prefix.size());
+  // Called for every tensor argument of every event of an import: no allocation, and string_view compares (size
+  // first) instead of a chain of C-string compares.
+  char buf[24];
+  if (s.size() > sizeof(buf)) return DType::Unknown;  // longer than any spelling below, even with a prefix
+  for (std::size_t i = 0; i < s.size(); ++i) buf[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+  std::string_view t(buf, s.size());
+  for (std::string_view prefix : {std::string_view("torch."), std::string_view("c10::")})
+    if (t.substr(0, prefix.size()) == prefix) t.remove_prefix(prefix.size());
+  struct Spelling {
+    std::string_view name;
+    DType type;
   };
-  strip("torch.");
-  strip("c10::");
-  if (t == "float" || t == "float32" || t == "f32") return DType::Float32;
-  if (t == "half" || t == "float16" || t == "f16") return DType::Float16;
-  if (t == "bfloat16" || t == "bf16") return DType::BFloat16;
-  if (t == "double" || t == "float64" || t == "f64") return DType::Float64;
-  if (t == "long" || t == "long int" || t == "int64" || t == "long long" || t == "i64") return DType::Int64;
-  if (t == "int" || t == "int32" || t == "i32") return DType::Int32;
-  if (t == "short" || t == "int16" || t == "short int") return DType::Int16;
-  if (t == "signed char" || t == "int8" || t == "char") return DType::Int8;
-  if (t == "unsigned char" || t == "uint8" || t == "byte") return DType::UInt8;
-  if (t == "bool") return DType::Bool;
-  if (t == "complex<float>" || t == "complexfloat" || t == "complex64") return DType::Complex64;
-  if (t == "unknown") return DType::Unknown;
+  static constexpr Spelling kSpellings[] = {
+      {"float", DType::Float32},          {"float32", DType::Float32},      {"f32", DType::Float32},
+      {"half", DType::Float16},           {"float16", DType::Float16},      {"f16", DType::Float16},
+      {"bfloat16", DType::BFloat16},      {"bf16", DType::BFloat16},        {"double", DType::Float64},
+      {"float64", DType::Float64},        {"f64", DType::Float64},          {"long", DType::Int64},
+      {"long int", DType::Int64},         {"int64", DType::Int64},          {"long long", DType::Int64},
+      {"i64", DType::Int64},              {"int", DType::Int32},            {"int32", DType::Int32},
+      {"i32", DType::Int32},              {"short", DType::Int16},          {"int16", DType::Int16},
+      {"short int", DType::Int16},        {"signed char", DType::Int8},     {"int8", DType::Int8},
+      {"char", DType::Int8},              {"unsigned char", DType::UInt8},  {"uint8", DType::UInt8},
+      {"byte", DType::UInt8},             {"bool", DType::Bool},            {"complex<float>", DType::Complex64},
+      {"complexfloat", DType::Complex64}, {"complex64", DType::Complex64},
+  };
+  for (const Spelling& sp : kSpellings)
+    if (t == sp.name) return sp.type;
   return DType::Unknown;
 }
 
