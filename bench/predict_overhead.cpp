@@ -1,6 +1,7 @@
 // predict_overhead: where the time of `ets predict` on one trace goes — import (Tracer::load of the file), encoding
 // (WindowEncoder), the BiLSTM forward (CPU) and aggregation — with the model loaded once, as a long-lived scheduler
 // or one `ets predict` call over many traces would. Stages run back to back in each round; medians over rounds.
+// (The CPU forward flushes denormals itself for its duration; see cpu_kernel::DenormalGuard.)
 // Usage: predict_overhead MODEL.etsm TRACE [ROUNDS=21] [--json]
 #include <algorithm>
 #include <chrono>
@@ -9,10 +10,6 @@
 #include <cstring>
 #include <string>
 #include <vector>
-
-#if defined(__SSE2__)
-#include <xmmintrin.h>
-#endif
 
 #include "ets/aggregator.hpp"
 #include "ets/bilstm_predictor.hpp"
@@ -37,9 +34,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: predict_overhead MODEL.etsm TRACE [ROUNDS=21] [--json]\n");
     return 2;
   }
-#if defined(__SSE2__)
-  _mm_setcsr(_mm_getcsr() | 0x8040);  // flush denormals to zero (FTZ | DAZ): timings must not depend on them
-#endif
   const std::string model_path = argv[1], trace_path = argv[2];
   int rounds = 21;
   bool json = false;

@@ -57,5 +57,7 @@ Tracer::LoadOptions load_options(const Args& args);
 std::string json_escape(const std::string& s);
 /// A number with 3 decimals, or null when not finite (unknown measurements print as null).
 std::string json_number(double v);
+/// One CSV field: quoted (with doubled quotes) when it holds a comma, quote or newline.
+std::string csv_field(const std::string& s);
 
 }  // namespace ets::cli

@@ -25,6 +25,7 @@
 #include "cli.hpp"
 #include "ets/bilstm_predictor.hpp"
 #include "ets/model_file.hpp"
+#include "ets/trainer.hpp"
 
 namespace ets::cli {
 namespace {
@@ -60,26 +61,6 @@ double forward_flops(const LstmConfig& c, int windows, int width) {
   for (int l = 0; l < c.layers; ++l) per_position += 2.0 * c.directions() * 4.0 * c.hidden * (c.layer_input(l) + c.hidden);
   per_position += 2.0 * c.outputs * c.hidden * c.directions();
   return per_position * windows * width;
-}
-
-LstmWeights random_weights(const LstmConfig& c, unsigned seed) {
-  std::mt19937 rng(seed);
-  const float bound = 1.0f / std::sqrt(static_cast<float>(c.hidden));  // PyTorch's default init range
-  std::uniform_real_distribution<float> u(-bound, bound);
-  auto fill = [&](std::size_t n) {
-    std::vector<float> v(n);
-    for (auto& x : v) x = u(rng);
-    return v;
-  };
-  LstmWeights w;
-  w.config = c;
-  const std::size_t h4 = 4 * static_cast<std::size_t>(c.hidden);
-  for (int l = 0; l < c.layers; ++l)
-    for (int d = 0; d < c.directions(); ++d)
-      w.cells.push_back({fill(h4 * c.layer_input(l)), fill(h4 * c.hidden), fill(h4), fill(h4)});
-  w.head_w = fill(static_cast<std::size_t>(c.outputs) * c.hidden * c.directions());
-  w.head_b = fill(c.outputs);
-  return w;
 }
 
 void write_floats(const std::string& path, const std::vector<float>& v) {
@@ -200,7 +181,7 @@ int run_bench(const Args& args) {
     const int h = hiddens[hi];
     LstmConfig c{h, h, layers, 2, true};  // F = H, as in the paper's default
     ModelFile mf;
-    mf.weights = random_weights(c, 1000u + static_cast<unsigned>(h));
+    mf.weights = Trainer::init(c, 1000u + static_cast<unsigned>(h));  // PyTorch's default init ranges
     mf.window_width = width;
     mf.window_stride = std::max(1, width / 3);
     mf.provenance["init"] = "ets bench random weights";

@@ -34,13 +34,8 @@ void write_predictions(const std::string& path, const std::vector<ExecutionTrace
   csv += "\n";
   for (std::size_t i = 0; i < traces.size(); ++i) {
     const auto& t = traces[i];
-    std::string name = t.meta.model.empty() ? t.meta.source_path : t.meta.model;
-    for (char& c : name)
-      if (c == ',' || c == '\n' || c == '"') c = '_';
-    std::string fam = t.meta.family;
-    for (char& c : fam)
-      if (c == ',' || c == '\n' || c == '"') c = '_';
-    csv += fmt::format("{},{},{},{}", name, fam, t.ops.size(), num(Evaluator::truth_us(t)));
+    csv += fmt::format("{},{},{},{}", csv_field(t.meta.model.empty() ? t.meta.source_path : t.meta.model),
+                       csv_field(t.meta.family), t.ops.size(), num(Evaluator::truth_us(t)));
     for (const auto& m : methods) csv += "," + num(m.predicted_us[i]);
     csv += "\n";
   }

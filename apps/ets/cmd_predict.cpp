@@ -19,13 +19,6 @@
 namespace ets::cli {
 namespace {
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
-}
-
 // Gavel keys job types as "(name, scale_factor)" tuples printed by Python; a single-worker job has scale factor 1.
 std::string gavel_job_type(const ExecutionTrace& t, const std::string& path) {
   std::string name = t.meta.model.empty() ? std::filesystem::path(path).filename().string() : t.meta.model;

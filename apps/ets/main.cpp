@@ -110,6 +110,13 @@ std::string json_escape(const std::string& s) {
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; }
 
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
 static void print_help() {
   std::printf("ets %s — predict the iteration time of DL training jobs from execution traces\n\n",
               ets::version_string());
