@@ -248,6 +248,39 @@ class Collector:
             sys.stderr.write(f"collect: {n} unlabelled configs get fresh passes (--redo-unlabelled)\n")
             self.log(ev="redo", configs=n)
 
+    def invalidate(self, cfgs, windows) -> int:
+        """Passes that ran (even partly) inside a disturbed time window — a build or benchmark on the same
+        machine — are moved aside as pass<N>.disturbed-<time>.*, and the configuration's label with them
+        (to raw/<id>/label.disturbed-<time>.etst.gz), so that the next run collects them again. Nothing is deleted."""
+        stamp = time.strftime("%Y%m%d%H%M%S")
+        n_pass = n_cfg = 0
+        for c in cfgs:
+            hit = []
+            for p in range(1, self.a.passes + 1):
+                st = self.status(c["id"], p)
+                if not st or "finished_unix" not in st:
+                    continue
+                end = float(st["finished_unix"])
+                start = end - float(st.get("wall_s", 0.0))
+                if any(start < w1 and end > w0 for w0, w1 in windows):
+                    hit.append(p)
+            if not hit:
+                continue
+            d = os.path.join(self.raw, c["id"])
+            for p in hit:
+                for ext in (".status.json", ".json.gz"):
+                    src = os.path.join(d, f"pass{p}{ext}")
+                    if os.path.exists(src):
+                        os.replace(src, os.path.join(d, f"pass{p}.disturbed-{stamp}{ext}"))
+            lab = self.label_path(c)
+            if os.path.exists(lab):
+                os.replace(lab, os.path.join(d, f"label.disturbed-{stamp}.etst.gz"))
+            n_pass += len(hit)
+            n_cfg += 1
+            self.log(ev="invalidate", config=c["id"], passes=hit, windows=windows)
+        sys.stderr.write(f"collect: {n_pass} passes of {n_cfg} configs ran in a disturbed window; moved aside\n")
+        return n_cfg
+
     def _failures(self, cfgs) -> dict:
         out = {}
         for c in cfgs:
@@ -261,6 +294,16 @@ class Collector:
 def _keep_raw_sample(cid: str) -> bool:
     # raw Kineto JSON is kept for a deterministic ~5% sample (the card's "raw sample")
     return C.seed_of(cid) % 20 == 0
+
+
+def _when(text: str) -> float:
+    """Unix seconds from unix seconds or a local ISO date-time."""
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        import datetime
+        return datetime.datetime.fromisoformat(text).timestamp()
 
 
 def _find_ets() -> str:
@@ -314,6 +357,9 @@ def main(argv=None) -> int:
     ap.add_argument("--retry-failed", action="store_true", help="re-run passes that failed before")
     ap.add_argument("--redo-unlabelled", action="store_true",
                     help="re-collect all passes of configs whose labelling failed (old passes kept aside)")
+    ap.add_argument("--invalidate", action="append", default=[], metavar="START,END",
+                    help="move aside the passes (and labels) that ran inside this time window, local ISO times "
+                         "like 2026-11-29T15:02,2026-11-29T15:09 or unix seconds; repeatable; then exit")
     ap.add_argument("--no-label", action="store_true", help="collect raw passes only")
     ap.add_argument("--prune-raw", action="store_true", help="delete raw JSON of labelled configs (keeps a 5%% sample)")
     ap.add_argument("--quick", action="store_true", help="CI / dry run: 1 warm-up, 5 iterations, 2 passes, small block")
@@ -342,6 +388,15 @@ def main(argv=None) -> int:
         C.write_manifest(mpath)  # the full manifest, whatever this run selects: splits and card need it
     if args.print_ids:
         print("\n".join(c["id"] for c in cfgs))
+        return 0
+    if args.invalidate:
+        try:
+            windows = [tuple(_when(x) for x in w.split(",")) for w in args.invalidate]
+        except ValueError as e:
+            ap.error(f"--invalidate: {e}")
+        if any(len(w) != 2 or w[0] >= w[1] for w in windows):
+            ap.error("--invalidate takes START,END with START before END")
+        Collector(args).invalidate(cfgs, windows)
         return 0
     if not args.no_label and not os.path.exists(args.ets or _find_ets()):
         ap.error("the ets tool was not found; build it (cmake --build build-dataset --target ets_cli) or pass --ets")
