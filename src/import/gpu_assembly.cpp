@@ -83,8 +83,10 @@ struct TopOp {
   bool bookkeeping = false;
 };
 
-std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
-                                std::vector<std::int64_t>& top_slot) {
+using ArgsLoader = std::function<void(const HostSpan&, OpRecord&)>;
+
+std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f, std::vector<std::int64_t>& top_slot,
+                                const ArgsLoader& load_args) {
   std::vector<TopOp> ops;
   top_slot.assign(h.size(), -1);
   for (std::size_t i : f.order) {
@@ -93,6 +95,7 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
     TopOp t;
     t.span = i;
     t.rec = h[i].rec;
+    if (h[i].args_size) load_args(h[i], t.rec);
     const std::int64_t p = f.parent[i];
     t.bookkeeping = is_bookkeeping(h[i].rec.raw_name) && h[i].kind == SpanKind::Auto &&
                     (p < 0 || !is_candidate(h[static_cast<std::size_t>(p)]));
@@ -106,7 +109,15 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
     if (f.top[i] < 0) continue;
     const auto slot = static_cast<std::size_t>(top_slot[static_cast<std::size_t>(f.top[i])]);
     TopOp& t = ops[slot];
-    const OpRecord& r = h[i].rec;
+    // The op itself was loaded above; a descendant's deferred args are read only while the op still lacks inputs.
+    OpRecord loaded;
+    const OpRecord* rp = i == t.span ? &t.rec : &h[i].rec;
+    if (i != t.span && !has_inputs[slot] && h[i].args_size) {
+      loaded = h[i].rec;
+      load_args(h[i], loaded);
+      rp = &loaded;
+    }
+    const OpRecord& r = *rp;
     if (!std::isnan(r.flops)) {
       flops[slot] += r.flops;
       has_flops[slot] = 1;
@@ -192,7 +203,7 @@ std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions
   sort_steps(in.steps);
   const Forest f = build_forest(in.host);
   std::vector<std::int64_t> top_slot;
-  std::vector<TopOp> ops = make_top_ops(in.host, f, top_slot);
+  std::vector<TopOp> ops = make_top_ops(in.host, f, top_slot, in.load_args);
   std::int64_t tid = opt.training_tid;
   if (tid < 0) {
     std::unordered_map<std::int64_t, std::size_t> count;
@@ -257,7 +268,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   const std::vector<HostSpan>& h = in.host;
   const Forest f = build_forest(h);
   std::vector<std::int64_t> top_slot;
-  std::vector<TopOp> ops = make_top_ops(h, f, top_slot);
+  std::vector<TopOp> ops = make_top_ops(h, f, top_slot, in.load_args);
 
   std::unordered_map<std::int64_t, std::size_t> by_id;
   by_id.reserve(h.size());

@@ -2,7 +2,9 @@
 // Shared by the Kineto JSON reader and the CUPTI live tracer (cuda/), so its inputs are plain records, not JSON.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +33,11 @@ struct HostSpan {
   std::int64_t id = -1;             ///< id launches refer to (Kineto "External id"); -1 if none
   SpanKind kind = SpanKind::Auto;
   bool phase_known = false;         ///< rec.phase is authoritative; else derived from enclosing spans
+  /// Arguments not read yet (shapes, dtypes, scalars): [args_offset, args_offset + args_size) of the source text,
+  /// read through AssemblyInput::load_args only for the spans that become ops or lend an op its inputs. Most
+  /// spans of a CPU trace are nested ops that never do. args_size 0: nothing deferred.
+  std::size_t args_offset = 0;
+  std::size_t args_size = 0;
 };
 
 /// One runtime API call that queued device work (cudaLaunchKernel, cudaMemcpyAsync, ...).
@@ -68,6 +75,9 @@ struct AssemblyInput {
   std::vector<Launch> launches;         ///< any order (GPU only)
   std::vector<DeviceActivity> device;   ///< any order (GPU only)
   std::vector<StepSpan> steps;          ///< sorted by start; empty = the whole capture is one iteration
+  /// Reads a span's deferred arguments into rec (name, inputs, hyper-parameters), as the source would have done
+  /// eagerly; required when any span has args_size > 0.
+  std::function<void(const HostSpan&, OpRecord&)> load_args;
 };
 
 struct AssemblyOptions {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -270,8 +271,27 @@ struct Collected {
   std::size_t bad_durations = 0;  // "dur" negative, non-finite or not a number: clamped to 0, reported once
   bool origin_set = false;
   std::int64_t origin_ns = 0;
+  // Where the text being parsed sits in the source: a pointer p into it is source offset p - text_base +
+  // text_offset. Host ops' shape arguments are deferred by that offset (HostSpan::args_offset); null: not deferred.
+  const char* text_base = nullptr;
+  std::size_t text_offset = 0;
   double rel(std::int64_t ns) const { return static_cast<double>(ns - origin_ns) / 1000.0; }
 };
+
+// The host op's name, inputs and hyper-parameters from its shape arguments ("Input Dims", "Input type",
+// "Concrete Inputs"); rec.raw_name must be set.
+void apply_raw_args(OpRecord& rec, const RawArgs& raw) {
+  bool bwd = false;
+  const int weight_rank = raw.dims.size() >= 2 ? static_cast<int>(raw.dims[1].size()) : 0;
+  rec.name = normalize_op_name(rec.raw_name, &bwd, weight_rank);
+  if (bwd) {
+    rec.phase = Phase::Backward;
+    // Backward convolutions list (grad_out, input, weight): the weight's rank decides 1d/2d/3d.
+    if (raw.dims.size() >= 3) rec.name = normalize_op_name(rec.raw_name, &bwd, static_cast<int>(raw.dims[2].size()));
+  }
+  fill_from_args(rec, raw);
+  rec.phase = bwd ? Phase::Backward : Phase::Forward;  // the assembly decides the phase from the enclosing spans
+}
 
 std::int64_t step_index(std::string_view name) {
   const auto pos = name.find('#');
@@ -292,6 +312,7 @@ void read_event(od::object obj, Collected& c) {
   double dur = 0;
   Args args;
   bool args_seen = false;
+  std::size_t args_offset = 0, args_size = 0;
   // Field order differs between writers; args may precede cat, so args are read before we know the category.
   for (auto field : obj) {
     std::string_view k;
@@ -319,10 +340,21 @@ void read_event(od::object obj, Collected& c) {
       if (!ph.empty() && ph != "X") continue;
       const Cat known = cat.empty() ? Cat::Host : classify(cat);
       if (known == Cat::Other || known == Cat::Flow) continue;
+      // Host ops' shape arguments are only needed for the few spans that become ops: keep where they are and read
+      // them in the assembly (most spans of a CPU trace are nested ops).
+      const bool defer = known == Cat::Host && c.text_base != nullptr;
+      const char* from = defer ? v.raw_json_token().data() : nullptr;
       od::object a;
       if (!v.get_object().get(a)) {
-        read_args(a, args, known == Cat::Host);
+        read_args(a, args, known == Cat::Host && !defer);
         args_seen = true;
+        if (defer) {
+          const char* to = nullptr;
+          if (v.current_location().get(to) || to <= from)
+            ETS_THROW(Errc::parse, "ets.kineto.1", "a Kineto event's \"args\" object has no end");
+          args_offset = c.text_offset + static_cast<std::size_t>(from - c.text_base);
+          args_size = static_cast<std::size_t>(to - from);
+        }
       }
     }
   }
@@ -360,18 +392,9 @@ void read_event(od::object obj, Collected& c) {
       s.rec.sequence = args.sequence;
       s.rec.flops = args.flops > 0 ? args.flops : kUnknown;
       if (cat != "user_annotation") ++c.cpu_ops_per_pid[pid];
-      if (args_seen && args.has_raw) {
-        bool bwd = false;
-        const int wr = args.raw.dims.size() >= 2 ? static_cast<int>(args.raw.dims[1].size()) : 0;
-        s.rec.name = normalize_op_name(name, &bwd, bwd ? 0 : wr);
-        if (bwd) {
-          s.rec.phase = Phase::Backward;
-          if (args.raw.dims.size() >= 3) s.rec.name = normalize_op_name(name, &bwd, int(args.raw.dims[2].size()));
-        }
-        fill_from_args(s.rec, args.raw);
-        s.rec.phase = Phase::Forward;  // the assembly decides the phase from the enclosing spans
-        if (bwd) s.rec.phase = Phase::Backward;
-      }
+      if (args_seen && args.has_raw) apply_raw_args(s.rec, args.raw);
+      s.args_offset = args_offset;
+      s.args_size = args_size;
       c.host.push_back(std::move(s));
       c.host_pid.push_back(pid);
       break;
@@ -677,6 +700,8 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
           run.assign(1, '[');
           run.append(bytes.data() + begin, end - begin).push_back(']');
           run.reserve(run.size() + simdjson::SIMDJSON_PADDING);
+          c.text_base = run.data() + 1;  // run = '[' + bytes[begin, end) + ']'
+          c.text_offset = begin;
           od::document events = parser.iterate(run.data(), run.size(), run.capacity());
           od::array arr = events.get_array();
           for (auto ev : arr) {
@@ -699,6 +724,8 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
         }
       }
       simdjson::padded_string buf(top.data(), top.size());
+      c.text_base = chunked ? nullptr : buf.data();  // chunked: the skeleton's "traceEvents" is empty
+      c.text_offset = 0;
       od::document doc = parser.iterate(buf);
       od::object root = doc.get_object();
       for (auto field : root) {
@@ -829,6 +856,23 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   } else if (in.meta.device.empty()) {
     in.meta.device = "cpu";
   }
+  // Deferred shape arguments are read from the source text, which outlives the assembly.
+  in.load_args = [bytes, path, parser = std::make_shared<od::parser>(), buf = std::make_shared<std::string>()](
+                     const HostSpan& span, OpRecord& rec) {
+    if (span.args_offset > bytes.size() || span.args_size > bytes.size() - span.args_offset)
+      ETS_THROW(Errc::parse, "ets.kineto.1", "'{}': deferred arguments outside the trace text", path);
+    buf->assign(bytes.data() + span.args_offset, span.args_size);
+    buf->reserve(buf->size() + simdjson::SIMDJSON_PADDING);
+    Args args;
+    try {
+      od::document d = parser->iterate(buf->data(), buf->size(), buf->capacity());
+      od::object o = d.get_object();
+      read_args(o, args, true);
+    } catch (const simdjson::simdjson_error& e) {
+      ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: {}", path, e.what());
+    }
+    if (args.has_raw) apply_raw_args(rec, args.raw);
+  };
   AssemblyOptions aopt;
   aopt.keep_incomplete = opt.keep_incomplete;
   if (!gpu && !c.profiler_steps.empty()) aopt.training_tid = outer_only(c.profiler_steps, pid).front().tid;

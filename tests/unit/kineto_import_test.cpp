@@ -5,6 +5,9 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
@@ -97,6 +100,54 @@ TEST_CASE("Kineto 2021 schema: string tids, lower-case external id, fractional Â
   CHECK(t.ops[1].time_us == Approx(5));
   CHECK(t.sum_us() == Approx(1087 - 1040.5));
   CHECK(t.measured_us == 100);
+}
+
+namespace {
+// CPU steps whose first op (aten::linear) carries no shapes itself, so its inputs come from its child aten::addmm;
+// aten::conv2d carries its own shapes and scalars and has a child that must not override them.
+std::string cpu_steps(int steps) {
+  std::string s = R"({"schemaVersion": 1, "traceEvents": [)";
+  for (int k = 0; k < steps; ++k) {
+    const long b = 1000L + 200L * k;
+    s += fmt::format(
+        R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{0}", "pid": 7, "tid": 7, "ts": {1}, "dur": 200, "args": {{"External id": {2}}}}},)"
+        R"({{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 7, "tid": 7, "ts": {3}, "dur": 20, "args": {{"External id": {4}, "Sequence number": {0}}}}},)"
+        R"({{"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 7, "tid": 7, "ts": {5}, "dur": 15, "args": {{"External id": {6}, "Input Dims": [[4], [8, 16], [16, 4]], "Input type": ["float", "float", "float", "Scalar", "Scalar"], "Concrete Inputs": ["", "", "", "1", "1"], "flops": 1024}}}},)"
+        R"({{"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 7, "tid": 7, "ts": {7}, "dur": 30, "args": {{"External id": {8}, "Input Dims": [[8, 3, 32, 32], [16, 3, 3, 3], [16], [], [], [], []], "Input type": ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"], "Concrete Inputs": ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"]}}}},)"
+        R"({{"ph": "X", "cat": "cpu_op", "name": "aten::convolution", "pid": 7, "tid": 7, "ts": {9}, "dur": 25, "args": {{"External id": {10}, "Input Dims": [[1, 1, 5, 5], [2, 1, 5, 5]], "Input type": ["float", "float"]}}}},)"
+        R"({{"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 7, "tid": 7, "ts": {11}, "dur": 5, "args": {{"External id": {12}, "Input Dims": [[8, 16, 15, 15]], "Input type": ["float"]}}}})",
+        k, b, 10 * k, b + 10, 10 * k + 1, b + 12, 10 * k + 2, b + 40, 10 * k + 3, b + 42, 10 * k + 4, b + 80, 10 * k + 5);
+    s += k + 1 < steps ? ",\n" : "\n";
+  }
+  return s + "]}";
+}
+}  // namespace
+
+TEST_CASE("Kineto CPU ops read their shapes when they become ops, from themselves or their first child") {
+  const std::string small = cpu_steps(3), large = cpu_steps(2600);
+  REQUIRE(large.size() > (std::size_t{1} << 20));  // read in several runs: offsets must map across them
+  for (const std::string* doc : {&small, &large}) {
+    const auto its = ets::import::read_kineto_json(*doc, "steps.json", {});
+    REQUIRE(its.size() >= 2);
+    for (const auto& t : its) {
+      REQUIRE(t.ops.size() == 3);
+      const auto& lin = t.ops[0];
+      CHECK(lin.name == "linear");
+      REQUIRE(lin.inputs.size() == 3);  // the child's tensors
+      CHECK(lin.inputs[2].dims == std::vector<std::int64_t>{16, 4});
+      CHECK(lin.flops == Approx(1024));
+      CHECK(lin.sequence == t.iteration);
+      const auto& conv = t.ops[1];
+      CHECK(conv.name == "conv2d");
+      REQUIRE(conv.inputs.size() == 3);
+      CHECK(conv.inputs[0].dims == std::vector<std::int64_t>{8, 3, 32, 32});  // its own, not the child's
+      CHECK(conv.hyper.get(Hyper::StrideH) == 2);
+      CHECK(conv.hyper.get(Hyper::OutChannels) == 16);
+      CHECK(conv.hyper.get(Hyper::KernelW) == 3);
+      CHECK(t.ops[2].name == "relu");
+      CHECK(t.ops[2].inputs.size() == 1);
+    }
+  }
 }
 
 TEST_CASE("Kineto reader errors") {
