@@ -62,6 +62,14 @@ class Evaluator {
   /// written by ets label); −1 when no trace carries it. n receives how many traces did.
   static double noise_floor(const std::vector<ExecutionTrace>& traces, std::size_t* n = nullptr);
 
+  /// Test–retest noise floor, the one no predictor can beat: mean over the traces re-collected in another run of
+  /// |retest label − label| / label. `retest_json` is the dataset's retest.json (written by
+  /// tools/collect/card.py --retest: {"labels": {config id: {"measured_us": …}}}); traces match by their
+  /// `config_id` extra. −1 when the file does not exist or shares no configuration with traces; throws
+  /// ets.eval.3 when it exists but cannot be read.
+  static double retest_floor(const std::string& retest_json, const std::vector<ExecutionTrace>& traces,
+                             std::size_t* n = nullptr);
+
   /// Iteration-level MRE of ETS weights on traces: the early-stopping metric of `ets train`.
   static double mre(const LstmWeights& weights, const WindowEncoder& encoder, const std::vector<ExecutionTrace>& traces,
                     int threads = 0);

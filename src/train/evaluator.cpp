@@ -6,7 +6,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
+
+#include <simdjson.h>
 
 #include "ets/aggregator.hpp"
 #include "ets/bilstm_predictor.hpp"
@@ -141,6 +146,40 @@ double Evaluator::noise_floor(const std::vector<ExecutionTrace>& traces, std::si
     const double v = std::strtod(it->second.c_str(), &end);
     if (end == it->second.c_str() || !std::isfinite(v)) continue;
     s += v;
+    ++k;
+  }
+  if (n) *n = k;
+  return k ? s / static_cast<double>(k) : -1.0;
+}
+
+double Evaluator::retest_floor(const std::string& retest_json, const std::vector<ExecutionTrace>& traces,
+                               std::size_t* n) {
+  if (n) *n = 0;
+  std::ifstream probe(retest_json, std::ios::binary);
+  if (!probe) return -1.0;
+  probe.close();
+  std::unordered_map<std::string, double> again;  // config id -> re-collected iteration label
+  try {
+    const simdjson::padded_string json = simdjson::padded_string::load(retest_json);
+    simdjson::ondemand::parser parser;
+    simdjson::ondemand::document doc = parser.iterate(json);
+    for (auto entry : doc["labels"].get_object()) {
+      const std::string id(std::string_view(entry.unescaped_key()));
+      const double us = entry.value()["measured_us"].get_double();
+      if (std::isfinite(us) && us > 0) again[id] = us;
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    ETS_THROW(Errc::parse, "ets.eval.3", "'{}' is not a readable retest file ({})", retest_json, e.what());
+  }
+  double s = 0;
+  std::size_t k = 0;
+  for (const auto& t : traces) {
+    const auto id = t.meta.extra.find("config_id");
+    if (id == t.meta.extra.end()) continue;
+    const auto hit = again.find(id->second);
+    const double truth = truth_us(t);
+    if (hit == again.end() || !(truth > 0)) continue;
+    s += std::abs(hit->second - truth) / truth;
     ++k;
   }
   if (n) *n = k;

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 # `ets eval` output contract on the committed pilot dataset: --json keys, --predictions CSV (one row per test trace,
 # consistent with the JSON metrics), --aggregate nearest (the overlap ablation) changes predictions but not truths,
-# and a bad --aggregate value is refused. Values are checked against each other, never hard-coded.
+# the test-retest floor from a retest.json, and a bad --aggregate value or a damaged retest.json is refused.
+# Values are checked against each other, never hard-coded.
 # Usage: eval_cli_test.py ETS MODEL DATA_DIR WORK_DIR
 import csv
+import glob
+import gzip
 import json
 import math
 import os
@@ -20,9 +23,9 @@ def check(cond, what):
         failures.append(what)
 
 
-def run_eval(*extra):
-    p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "test", "--json", "--threads", "1",
-                        *extra], capture_output=True, text=True)
+def run_eval(*extra, data_dir=data):
+    p = subprocess.run([ets, "eval", "--model", model, "--data", data_dir, "--split", "test", "--json", "--threads",
+                        "1", *extra], capture_output=True, text=True)
     check(p.returncode == 0, f"ets eval {' '.join(extra)}: rc {p.returncode}; stderr {p.stderr}")
     return json.loads(p.stdout) if p.returncode == 0 else {}
 
@@ -49,6 +52,32 @@ if rows_mean and rows_near:
     check([r["measured_us"] for r in rows_mean] == [r["measured_us"] for r in rows_near], "same truths, same order")
     diff = sum(r1["ets_us"] != r2["ets_us"] for r1, r2 in zip(rows_mean, rows_near))
     check(diff > 0, "nearest-window aggregation changes some prediction")
+# The test-retest floor: the same traces beside a retest.json that re-collected every test label 10% higher.
+check(j_mean.get("noise_floor_retest_mre", 0) is None and j_mean.get("noise_floor_retest_n") == 0,
+      "no retest.json: noise_floor_retest_mre null, n 0")
+rt_data = os.path.join(work, "retest-data")
+os.makedirs(rt_data, exist_ok=True)
+if not os.path.lexists(os.path.join(rt_data, "traces")):
+    os.symlink(os.path.abspath(os.path.join(data, "traces")), os.path.join(rt_data, "traces"))
+again = {}
+for path in sorted(glob.glob(os.path.join(data, "traces", "test", "*.etst.gz"))):
+    with gzip.open(path, "rt") as fh:
+        meta = next(o["trace"] for o in map(json.loads, fh) if "trace" in o)
+    cid = meta.get("extra", {}).get("config_id")
+    if cid:
+        again[cid] = {"measured_us": 1.1 * meta["measured_us"]}
+with open(os.path.join(rt_data, "retest.json"), "w") as fh:
+    json.dump({"collected": "test", "labels": again}, fh)
+j_rt = run_eval(data_dir=rt_data)
+check(len(again) > 0 and j_rt.get("noise_floor_retest_n") == len(again),
+      f"retest n {j_rt.get('noise_floor_retest_n')} vs {len(again)} re-collected test configs")
+check(math.isclose(j_rt.get("noise_floor_retest_mre") or 0, 0.1, rel_tol=1e-6),
+      f"retest floor {j_rt.get('noise_floor_retest_mre')} for labels re-collected 10% higher")
+with open(os.path.join(rt_data, "retest.json"), "w") as fh:
+    fh.write('{"labels": [')
+p = subprocess.run([ets, "eval", "--model", model, "--data", rt_data, "--split", "test"], capture_output=True, text=True)
+check(p.returncode != 0 and "ets.eval.3" in p.stderr, f"damaged retest.json refused: rc {p.returncode} {p.stderr}")
+
 p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--aggregate", "median"], capture_output=True, text=True)
 check(p.returncode != 0 and "--aggregate" in p.stderr, f"bad --aggregate refused: rc {p.returncode} {p.stderr}")
 

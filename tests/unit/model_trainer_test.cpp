@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "ets/baseline.hpp"
 #include "ets/dataset_split.hpp"
@@ -88,6 +90,40 @@ TEST_CASE("train → save → load → evaluate on a synthetic dataset", "[train
   CHECK(ets_m.by_family.count("famC") == 1);
   CHECK(ets_m.by_ops.size() >= 1);
   CHECK(ets::Evaluator::noise_floor(test.traces) == Approx(0.01));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the test-retest floor compares re-collected labels with the traces' labels by config id", "[train][eval]") {
+  auto traces = ets_test::learnable_set(4, 3, "famR");
+  traces[0].meta.extra["config_id"] = "famR-0000";
+  traces[1].meta.extra["config_id"] = "famR-0001";  // traces[2] has no config id: never matched
+  const double t0 = ets::Evaluator::truth_us(traces[0]), t1 = ets::Evaluator::truth_us(traces[1]);
+  REQUIRE(t0 > 0);
+  REQUIRE(t1 > 0);
+  const fs::path dir = fs::temp_directory_path() / "ets_retest_floor_test";
+  fs::create_directories(dir);
+  const std::string path = (dir / "retest.json").string();
+  {
+    std::ofstream f(path);
+    f << "{\"collected\":\"2026-11-29\",\"labels\":{\"famR-0000\":{\"measured_us\":" << 1.1 * t0
+      << ",\"pass_median_us\":[]},\"famR-0001\":{\"measured_us\":" << 0.8 * t1
+      << "},\"other-0009\":{\"measured_us\":5}}}";
+  }
+  std::size_t n = 99;
+  CHECK(ets::Evaluator::retest_floor(path, traces, &n) == Approx((0.1 + 0.2) / 2));
+  CHECK(n == 2);
+  CHECK(ets::Evaluator::retest_floor((dir / "absent.json").string(), traces, &n) == -1.0);
+  CHECK(n == 0);
+  {
+    std::ofstream f(path);
+    f << "{\"labels\": [1, 2";
+  }
+  try {
+    ets::Evaluator::retest_floor(path, traces);
+    FAIL("a damaged retest.json must throw");
+  } catch (const ets::Error& e) {
+    CHECK(std::string(e.what()).find("[ets.eval.3]") != std::string::npos);
+  }
   fs::remove_all(dir);
 }
 

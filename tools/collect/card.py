@@ -4,7 +4,8 @@
 """Dataset card figures.
 
     /usr/bin/python3 tools/collect/card.py                          # data/ -> data/card.json + docs/dataset.md tables
-    /usr/bin/python3 tools/collect/card.py --retest data/retest     # adds the test–retest noise floor
+    /usr/bin/python3 tools/collect/card.py --retest data-retest     # adds the test–retest noise floor (kept in
+                                                                    # data/retest.json for later runs)
     /usr/bin/python3 tools/collect/card.py --retest-ids 120 > ids   # which configs to re-collect for the retest
 
 Reads the canonical .etst.gz files directly (JSON lines, docs/trace-format.md); no torch needed.
@@ -152,15 +153,44 @@ def compute(data: str, retest: str = "") -> dict:
     if env_path:
         with open(env_path[0]) as fh:
             card["env_record"] = json.load(fh)
-    if retest:
-        again = load_dir(retest)
-        common = sorted(set(again) & set(labels))
-        rel = [abs(again[c]["measured_us"] - labels[c]["measured_us"]) / labels[c]["measured_us"] for c in common]
-        card["retest"] = {"dir": os.path.relpath(retest, ROOT), "n": len(common),
+    again = retest_labels(data, retest)
+    if again:
+        common = sorted(set(again["labels"]) & set(labels))
+        rel = [abs(again["labels"][c]["measured_us"] - labels[c]["measured_us"]) / labels[c]["measured_us"]
+               for c in common]
+        card["retest"] = {"source": again["source"], "collected": again["collected"], "n": len(common),
                           "mre": statistics.fmean(rel) if rel else math.nan,
                           "median_re": statistics.median(rel) if rel else math.nan,
                           "p90_re": quantiles(rel, (0.9,)).get(0.9, math.nan) if rel else math.nan}
     return card
+
+
+RETEST_FILE = "retest.json"
+
+
+def retest_labels(data: str, retest_dir: str = "") -> dict:
+    """The test–retest re-collection's iteration labels. From `retest_dir` when given (then kept in
+    DATA/retest.json, a few KB, so later card runs keep the figure without the re-collected traces), else from
+    DATA/retest.json; {} when neither exists."""
+    path = os.path.join(data, RETEST_FILE)
+    if retest_dir:
+        again = load_dir(retest_dir)
+        stamps = [os.path.getmtime(p) for p in glob.glob(os.path.join(retest_dir, "traces", "**", "*.etst.gz"),
+                                                          recursive=True)]
+        import time
+        doc = {"source": os.path.relpath(os.path.abspath(retest_dir), ROOT),
+               "collected": time.strftime("%Y-%m-%d", time.gmtime(max(stamps))) if stamps else "",
+               "labels": {cid: {"measured_us": r["measured_us"], "pass_median_us": r["pass_median_us"]}
+                          for cid, r in sorted(again.items())}}
+        with open(path, "w") as fh:
+            json.dump(doc, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+        return doc
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {}
 
 
 def _fmt(x, spec=".1f"):
@@ -213,7 +243,8 @@ def tables(card: dict) -> dict:
         f"| configs flagged (disagreement > threshold) | {card['flagged']} of {card['labelled']} |",
         f"| (b) test–retest MRE of the label | " + (f"{_fmt(100 * rt['mre'], '.2f')}% over {rt['n']} configs "
                                                    f"(median {_fmt(100 * rt['median_re'], '.2f')}%, "
-                                                   f"p90 {_fmt(100 * rt['p90_re'], '.2f')}%)" if rt else
+                                                   f"p90 {_fmt(100 * rt['p90_re'], '.2f')}%; re-collected "
+                                                   f"{rt.get('collected') or '?'})" if rt else
                                                    "not measured yet") + " |",
     ])
     env = card.get("env_record")
