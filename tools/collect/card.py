@@ -130,6 +130,9 @@ def compute(data: str, retest: str = "") -> dict:
         "flagged": sum(1 for r in vals if r["disagrees"]),
         "single_pass_mrd": statistics.fmean([r["single_pass_deviation"] for r in vals]) if vals else math.nan,
         "pass_disagreement_median": statistics.median([r["disagreement"] for r in vals]) if vals else math.nan,
+        "pass_disagreement_q": quantiles([r["disagreement"] for r in vals if not math.isnan(r["disagreement"])]),
+        # the collector flags at --disagree (10%); on this machine most configs exceed it, so wider cuts too
+        "disagreement_over": {t: sum(1 for r in vals if r["disagreement"] > t) for t in (0.10, 0.25, 0.50, 1.00)},
     }
     # Profiler overhead: the label is a profiled iteration; the warm-up iterations before it ran unprofiled.
     # Unprofiled period per pass = the faster of warm-up iterations 2 and 3 (the first pays one-off costs).
@@ -241,6 +244,11 @@ def tables(card: dict) -> dict:
         f"| (a) single pass vs label: mean relative deviation | {_fmt(100 * card['single_pass_mrd'], '.2f')}% |",
         f"| pass disagreement max/min−1 (median over configs) | {_fmt(100 * card['pass_disagreement_median'], '.2f')}% |",
         f"| configs flagged (disagreement > threshold) | {card['flagged']} of {card['labelled']} |",
+        f"| pass disagreement 10% / 90% / max | " + " / ".join(
+            _fmt(100 * card.get("pass_disagreement_q", {}).get(q, math.nan), ".1f") + "%" for q in (0.1, 0.9, 1.0))
+        + " |",
+        f"| configs whose passes disagree by more than 10% / 25% / 50% / 100% | " + " / ".join(
+            str(card.get("disagreement_over", {}).get(t, "n/a")) for t in (0.10, 0.25, 0.50, 1.00)) + " |",
         f"| (b) test–retest MRE of the label | " + (f"{_fmt(100 * rt['mre'], '.2f')}% over {rt['n']} configs "
                                                    f"(median {_fmt(100 * rt['median_re'], '.2f')}%, "
                                                    f"p90 {_fmt(100 * rt['p90_re'], '.2f')}%; re-collected "
