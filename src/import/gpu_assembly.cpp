@@ -105,12 +105,12 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
   std::vector<double> flops(ops.size(), 0.0);
   std::vector<char> has_flops(ops.size(), 0);
   std::vector<char> has_inputs(ops.size(), 0);
+  OpRecord loaded;  // a descendant's deferred args, read into one reused record
   for (std::size_t i : f.order) {
     if (f.top[i] < 0) continue;
     const auto slot = static_cast<std::size_t>(top_slot[static_cast<std::size_t>(f.top[i])]);
     TopOp& t = ops[slot];
     // The op itself was loaded above; a descendant's deferred args are read only while the op still lacks inputs.
-    OpRecord loaded;
     const OpRecord* rp = i == t.span ? &t.rec : &h[i].rec;
     if (i != t.span && !has_inputs[slot] && h[i].args_size) {
       loaded = h[i].rec;

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
+#include <filesystem>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -155,9 +155,8 @@ double Evaluator::noise_floor(const std::vector<ExecutionTrace>& traces, std::si
 double Evaluator::retest_floor(const std::string& retest_json, const std::vector<ExecutionTrace>& traces,
                                std::size_t* n) {
   if (n) *n = 0;
-  std::ifstream probe(retest_json, std::ios::binary);
-  if (!probe) return -1.0;
-  probe.close();
+  std::error_code ec;
+  if (!std::filesystem::exists(retest_json, ec)) return -1.0;
   std::unordered_map<std::string, double> again;  // config id -> re-collected iteration label
   try {
     const simdjson::padded_string json = simdjson::padded_string::load(retest_json);

@@ -21,6 +21,7 @@ import os
 import re
 import statistics
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -180,7 +181,6 @@ def retest_labels(data: str, retest_dir: str = "") -> dict:
         again = load_dir(retest_dir)
         stamps = [os.path.getmtime(p) for p in glob.glob(os.path.join(retest_dir, "traces", "**", "*.etst.gz"),
                                                           recursive=True)]
-        import time
         doc = {"source": os.path.relpath(os.path.abspath(retest_dir), ROOT),
                "collected": time.strftime("%Y-%m-%d", time.gmtime(max(stamps))) if stamps else "",
                "labels": {cid: {"measured_us": r["measured_us"], "pass_median_us": r["pass_median_us"]}
