@@ -34,8 +34,13 @@ void write_predictions(const std::string& path, const std::vector<ExecutionTrace
   csv += "\n";
   for (std::size_t i = 0; i < traces.size(); ++i) {
     const auto& t = traces[i];
-    csv += fmt::format("{},{},{},{}", csv_field(t.meta.model.empty() ? t.meta.source_path : t.meta.model),
-                       csv_field(t.meta.family), t.ops.size(), num(Evaluator::truth_us(t)));
+    // The configuration id names one trace; the model name is shared by a whole family.
+    const auto id = t.meta.extra.find("config_id");
+    const std::string& name = id != t.meta.extra.end() && !id->second.empty() ? id->second
+                              : t.meta.model.empty()                        ? t.meta.source_path
+                                                                            : t.meta.model;
+    csv += fmt::format("{},{},{},{}", csv_field(name), csv_field(t.meta.family), t.ops.size(),
+                       num(Evaluator::truth_us(t)));
     for (const auto& m : methods) csv += "," + num(m.predicted_us[i]);
     csv += "\n";
   }

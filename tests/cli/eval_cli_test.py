@@ -48,6 +48,7 @@ for rows, j in ((rows_mean, j_mean), (rows_near, j_near)):
     got = j["methods"]["ets"]["mre"]
     check(math.isclose(mre, got, rel_tol=1e-4), f"MRE from the CSV {mre} vs eval --json {got}")
     check(all(int(r["ops"]) > 0 and float(r["measured_us"]) > 0 for r in rows), "ops and measured_us per row")
+    check(len({r["trace"] for r in rows}) == len(rows), "one distinct trace name (the config id) per row")
 if rows_mean and rows_near:
     check([r["measured_us"] for r in rows_mean] == [r["measured_us"] for r in rows_near], "same truths, same order")
     diff = sum(r1["ets_us"] != r2["ets_us"] for r1, r2 in zip(rows_mean, rows_near))
