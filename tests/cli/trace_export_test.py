@@ -4,6 +4,7 @@
 # skipped there and restored after, and the exported JSON imports through `ets inspect`. The collector relies on
 # all of it; a torch upgrade that broke the patch would otherwise lose FLOPs silently.
 # Usage: trace_export_test.py ETS WORK_DIR   (exit 77 = skipped: no torch)
+import contextlib
 import os
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def profile(skip: bool, path: str):
         got["function_events"] = len(prof.profiler.function_events)
         trace_export.export_kineto_json(prof, path, {"model": "tiny_cnn", "batch_size": 4, "optimizer": "sgd"})
 
-    ctx = trace_export.skip_function_events() if skip else _Null()
+    ctx = trace_export.skip_function_events() if skip else contextlib.nullcontext()
     with ctx, torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
                                      with_flops=True, on_trace_ready=ready,
                                      schedule=torch.profiler.schedule(wait=0, warmup=1, active=3)) as prof:
@@ -61,14 +62,6 @@ def profile(skip: bool, path: str):
             step()
             prof.step()
     return got
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 step()
