@@ -2,6 +2,8 @@
 // iteration-level MRE and writes the .etsm; a progress bar with ETA goes to stderr. All logic is ModelTrainer's.
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -32,6 +34,7 @@ std::string hms(double s) {
 }
 
 int run_train(const Args& a) {
+  const auto t_command = std::chrono::steady_clock::now();
   const std::string data = a.value("--data"), out = a.value("--out");
   if (data.empty() || out.empty()) throw std::invalid_argument("needs --data DIR and --out MODEL.etsm");
   ModelTrainer::Options o;
@@ -49,7 +52,10 @@ int run_train(const Args& a) {
   t.patience = static_cast<int>(num(a, "--patience", t.patience));
   t.weight_decay = num(a, "--weight-decay", t.weight_decay);
   t.clip_norm = num(a, "--clip", t.clip_norm);
-  t.max_seconds = 60.0 * num(a, "--max-minutes", 14.0);
+  // the budget covers the whole command (loading, encoding, training, final validation), not just the optimiser
+  const double budget_s = 60.0 * num(a, "--max-minutes", 15.0);
+  if (budget_s < 0) throw std::invalid_argument("--max-minutes must be >= 0 (0 = no time budget)");
+  t.anneal_within_budget = a.flag("--anneal-to-budget");
   t.max_windows_per_epoch = static_cast<std::int64_t>(num(a, "--max-windows", 0));
   t.checkpoint_path = a.value("--checkpoint");
   t.resume = a.flag("--resume");
@@ -62,6 +68,11 @@ int run_train(const Args& a) {
   const auto train = DatasetSplit::load(data, a.value("--train-split", "train"), o.threads);
   const auto val = DatasetSplit::load(data, a.value("--val-split", "val"), o.threads);
   if (!quiet) std::fprintf(stderr, "ets train: %zu train traces, %zu val traces\n", train.traces.size(), val.traces.size());
+  if (budget_s > 0) {
+    constexpr double kSaveReserve = 2.0;  // writing the model: a few MB, well under a second
+    const double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_command).count();
+    o.max_seconds = std::max(1e-3, budget_s - used - kSaveReserve);
+  }
 
   t.progress = [&](const Trainer::Progress& p) {
     if (quiet) return true;
@@ -82,18 +93,24 @@ int run_train(const Args& a) {
   const auto r = ModelTrainer::train(train.traces, val.traces, o);
   save_model(r.model, out);
   const auto& tr = r.training;
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_command).count();
   if (a.flag("--json")) {
+    std::string history;
+    for (const auto& e : tr.history)
+      history += fmt::format("{}{{\"epoch\":{},\"train_loss\":{:.6f},\"val_mre\":{:.6f},\"lr\":{:.3g},\"seconds\":{:.1f}}}",
+                             history.empty() ? "" : ",", e.epoch, e.train_loss, e.val_metric, e.lr, e.seconds);
     std::printf("{\"model\":\"%s\",\"train_traces\":%zu,\"val_traces\":%zu,\"train_windows\":%lld,\"epochs\":%d,"
-                "\"best_epoch\":%d,\"val_mre\":%.6f,\"seconds\":%.1f,\"windows_per_s\":%.0f,\"early_stopped\":%s,"
-                "\"out_of_time\":%s}\n",
+                "\"best_epoch\":%d,\"steps\":%lld,\"batch\":%d,\"val_mre\":%.6f,\"seconds\":%.1f,\"wall_seconds\":%.1f,"
+                "\"windows_per_s\":%.0f,\"early_stopped\":%s,\"out_of_time\":%s,\"history\":[%s]}\n",
                 out.c_str(), r.train_traces, r.val_traces, static_cast<long long>(r.train_windows), tr.epochs_run,
-                tr.best_epoch, r.val_mre, tr.seconds, tr.windows_per_s, tr.early_stopped ? "true" : "false",
-                tr.out_of_time ? "true" : "false");
+                tr.best_epoch, static_cast<long long>(tr.steps), t.batch, r.val_mre, tr.seconds, wall_s, tr.windows_per_s,
+                tr.early_stopped ? "true" : "false", tr.out_of_time ? "true" : "false", history.c_str());
   } else {
-    std::printf("wrote %s: %zu train traces (%lld windows), %d epochs (best %d%s), val MRE %.2f%%, %s, %.0f windows/s\n",
+    std::printf("wrote %s: %zu train traces (%lld windows), %d epochs (best %d%s), val MRE %.2f%%, trained in %s "
+                "(%s in all), %.0f windows/s\n",
                 out.c_str(), r.train_traces, static_cast<long long>(r.train_windows), tr.epochs_run, tr.best_epoch + 1,
                 tr.early_stopped ? ", early stop" : tr.out_of_time ? ", time budget" : "", 100 * r.val_mre,
-                hms(tr.seconds).c_str(), tr.windows_per_s);
+                hms(tr.seconds).c_str(), hms(wall_s).c_str(), tr.windows_per_s);
   }
   return 0;
 }
@@ -102,9 +119,9 @@ const Register train_cmd{Command{
     "train", "train a predictor on a dataset",
     Spec{"train --data DIR --out M.etsm [--epochs N] [--batch B] [--lr X] [--hidden H] [--layers L] [--width W] "
          "[--stride S] [--seed N] [--threads T] [--patience P] [--max-minutes M] [--max-windows N] [--weight-decay X] "
-         "[--clip X] [--checkpoint PATH [--resume]] [--train-split S] [--val-split S] [--environment E] [--commit C] "
-         "[--quiet] [--json]",
-         {"--resume", "--quiet", "--json"},
+         "[--clip X] [--anneal-to-budget] [--checkpoint PATH [--resume]] [--train-split S] [--val-split S] "
+         "[--environment E] [--commit C] [--quiet] [--json]",
+         {"--resume", "--quiet", "--json", "--anneal-to-budget"},
          {"--data", "--out", "--epochs", "--batch", "--lr", "--hidden", "--layers", "--width", "--stride", "--seed",
           "--threads", "--patience", "--max-minutes", "--max-windows", "--weight-decay", "--clip", "--checkpoint",
           "--train-split", "--val-split", "--environment", "--commit"},

@@ -51,7 +51,14 @@ class Trainer {
     double min_delta = 0.0;         ///< improvement below this does not reset patience
     int eval_every_epochs = 1;
     std::int64_t max_windows_per_epoch = 0;  ///< > 0: each epoch trains on this many of the shuffled windows
-    double max_seconds = 0;         ///< > 0: stop after the first evaluation past this wall-clock budget
+    /// > 0: wall-clock budget of fit(), final validation included: training stops once the time left is shorter
+    /// than the last validation took plus 10% and one step (before the first validation, the run can overshoot
+    /// by one validation).
+    double max_seconds = 0;
+    /// Cosine schedule with max_seconds: the decay follows the budget's elapsed fraction when that is ahead of the
+    /// step count, so the learning rate reaches its floor as the budget runs out. The weights then depend on the
+    /// machine's speed, not only on the seed and thread count.
+    bool anneal_within_budget = false;
     int progress_every = 20;        ///< steps between progress reports
     std::string checkpoint_path;    ///< written (atomically) after every evaluation when not empty
     bool resume = false;            ///< continue from checkpoint_path if it exists

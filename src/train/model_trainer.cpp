@@ -2,6 +2,7 @@
 // only for the early-stopping metric; the resulting ModelFile embeds a self-test computed by the CPU predictor.
 #include "ets/model_trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -36,6 +37,7 @@ void label_norm(const FeatureSpec& spec, int ch, double& mean, double& scale) {
 
 ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& train_in,
                                          const std::vector<ExecutionTrace>& val_in, const Options& opt) {
+  const auto t_call = std::chrono::steady_clock::now();
   std::vector<ExecutionTrace> train;
   for (const auto& t : train_in)
     if (FeatureSpec::has_labels(t)) train.push_back(t);
@@ -61,11 +63,22 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   cfg.bidirectional = true;
 
   Trainer::Options topt = opt.train;
-  if (!topt.validate && !val.empty())
+  const bool own_validation = !topt.validate && !val.empty();
+  if (own_validation)
     topt.validate = [&](const LstmWeights& w) { return Evaluator::mre(w, encoder, val, opt.threads); };
+  if (opt.max_seconds > 0) {
+    // at least a moment, so one step is trained and validated even when encoding used the whole budget
+    const double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_call).count();
+    const double left = std::max(1e-3, opt.max_seconds - used);
+    topt.max_seconds = topt.max_seconds > 0 ? std::min(topt.max_seconds, left) : left;
+  }
   Trainer trainer(Trainer::init(cfg, topt.seed), topt);
   res.training = trainer.fit(batch);
-  res.val_mre = val.empty() ? -1.0 : Evaluator::mre(res.training.weights, encoder, val, opt.threads);
+  // the trainer already scored the weights it returns on exactly this metric; a second pass would cost a validation
+  if (own_validation && res.training.best_val_metric >= 0)
+    res.val_mre = res.training.best_val_metric;
+  else
+    res.val_mre = val.empty() ? -1.0 : Evaluator::mre(res.training.weights, encoder, val, opt.threads);
 
   ModelFile& m = res.model;
   m.weights = res.training.weights;

@@ -107,10 +107,13 @@ struct Trainer::Impl {
               opt.epochs, opt.lr, opt.eval_every_epochs);
   }
 
-  double lr_at(std::int64_t step, std::int64_t total, int epoch) const {
+  /// time_progress: fraction of the time budget used (0 without one); the cosine follows whichever of step and
+  /// time progress is further along when anneal_within_budget is set.
+  double lr_at(std::int64_t step, std::int64_t total, int epoch, double time_progress) const {
     double lr = opt.lr;
     if (opt.schedule == Schedule::Cosine && total > opt.warmup_steps) {
-      const double p = std::clamp(static_cast<double>(step - opt.warmup_steps) / static_cast<double>(total - opt.warmup_steps), 0.0, 1.0);
+      double p = std::clamp(static_cast<double>(step - opt.warmup_steps) / static_cast<double>(total - opt.warmup_steps), 0.0, 1.0);
+      if (opt.anneal_within_budget) p = std::max(p, std::clamp(time_progress, 0.0, 1.0));
       const double floor = opt.lr * opt.min_lr_ratio;
       lr = floor + (opt.lr - floor) * 0.5 * (1.0 + std::cos(M_PI * p));
     } else if (opt.schedule == Schedule::Step) {
@@ -305,6 +308,12 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   };
 
   double train_seconds = 0;
+  double last_eval_s = 0, last_step_s = 0;
+  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t_start).count(); };
+  // kept free for the final validation: the latest one's duration with 10% to spare (on the full dataset two
+  // validations of the same split differed by 7%), plus one step, since the clock is read after each step
+  auto reserve = [&] { return last_eval_s * 1.1 + last_step_s; };
+  auto out_of_budget = [&] { return opt.max_seconds > 0 && elapsed() + reserve() > opt.max_seconds; };
   std::int64_t windows_trained = 0;
   const std::int64_t step0 = step;
   bool stop = false;
@@ -344,14 +353,16 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
             Eigen::Map<const Eigen::ArrayXf>(grads[static_cast<std::size_t>(s)].data(), static_cast<Eigen::Index>(g0.size()));
       }
       train::clip_global_norm(g0.data(), g0.size(), opt.clip_norm);
-      lr = im.lr_at(step, total_steps, epoch);
+      const double train_budget = opt.max_seconds > 0 ? std::max(1e-3, opt.max_seconds - reserve()) : 0.0;
+      lr = im.lr_at(step, total_steps, epoch, train_budget > 0 ? elapsed() / train_budget : 0.0);
       adam.step(im.params.data(), g0.data(), lr);
       ++step;
       epoch_loss += loss_sum;
       epoch_weight += static_cast<double>(count * O);
       windows_trained += n;
-      train_seconds += std::chrono::duration<double>(clock::now() - s_start).count();
-      if (opt.max_seconds > 0 && std::chrono::duration<double>(clock::now() - t_start).count() > opt.max_seconds) {
+      last_step_s = std::chrono::duration<double>(clock::now() - s_start).count();
+      train_seconds += last_step_s;
+      if (out_of_budget()) {
         stop = true;  // the epoch ends here and is still evaluated below
         res.out_of_time = true;
       }
@@ -376,14 +387,15 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     res.final_train_loss = epoch_weight > 0 ? epoch_loss / epoch_weight : 0;
     res.epochs_run = epoch + 1;
     EpochRecord rec{epoch, res.final_train_loss, -1, lr, std::chrono::duration<double>(clock::now() - e_start).count()};
-    const bool last = epoch + 1 == opt.epochs || stop ||
-                      (opt.max_seconds > 0 && std::chrono::duration<double>(clock::now() - t_start).count() > opt.max_seconds);
+    const bool last = epoch + 1 == opt.epochs || stop || out_of_budget();
     if ((epoch + 1) % opt.eval_every_epochs == 0 || last) {
       double metric = -1;
+      const auto v_start = clock::now();
       if (opt.validate)
         metric = opt.validate(train::unflatten(im.params.data(), im.layout));
       else if (val)
         metric = im.masked_mae(im.params, *val);
+      if (opt.validate || val) last_eval_s = std::chrono::duration<double>(clock::now() - v_start).count();
       if (metric >= 0 && std::isfinite(metric)) {
         if (best_metric < 0 || metric < best_metric - opt.min_delta) {
           best_metric = metric;
@@ -403,7 +415,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         stop = true;
         res.early_stopped = true;
       }
-      if (opt.max_seconds > 0 && std::chrono::duration<double>(clock::now() - t_start).count() > opt.max_seconds) {
+      if (out_of_budget()) {  // no time left for another epoch and its validation
         stop = true;
         res.out_of_time = true;
       }

@@ -2,10 +2,12 @@
 // Trainer behaviour: learns a context-dependent target, is reproducible, early-stops, resumes from checkpoints.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "ets/error.hpp"
 #include "ets/trainer.hpp"
@@ -119,6 +121,44 @@ TEST_CASE("early stopping keeps the best evaluation", "[train]") {
   CHECK(res.best_epoch == 2);
   CHECK(res.best_val_metric == Approx(1.0 / 3));
   CHECK(res.epochs_run == 6);
+}
+
+TEST_CASE("a time budget leaves room for the final validation", "[train]") {
+  const auto train = synthetic(64, 6);
+  auto opt = small_options();
+  opt.epochs = 100000;
+  opt.warmup_steps = 0;
+  opt.max_seconds = 1.0;
+  int calls = 0;
+  // epochs take about a millisecond and each validation 0.3 s: validations end near 0.3, 0.6 and 0.9 s, and a trainer
+  // that only checked the clock before validating would start a fourth one and end near 1.2 s
+  opt.validate = [&](const ets::LstmWeights&) {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return 1.0;
+  };
+  auto res = ets::Trainer(ets::Trainer::init(small_config(), 1), opt).fit(train);
+  CHECK(res.out_of_time);
+  CHECK(calls >= 2);
+  CHECK(res.seconds <= opt.max_seconds + 0.1);  // sleep overshoot and scheduling slack
+  // without anneal_within_budget the cosine spans 100000 epochs: the learning rate is still at its peak
+  CHECK(res.history.back().lr > 0.9 * opt.lr);
+}
+
+TEST_CASE("anneal_within_budget brings the learning rate to its floor as the budget ends", "[train]") {
+  const auto train = synthetic(64, 6);
+  auto opt = small_options();
+  opt.epochs = 100000;
+  opt.warmup_steps = 0;
+  opt.max_seconds = 0.5;
+  opt.anneal_within_budget = true;
+  auto res = ets::Trainer(ets::Trainer::init(small_config(), 1), opt).fit(train);
+  CHECK(res.out_of_time);
+  REQUIRE(res.history.size() >= 3);
+  const double floor = opt.lr * opt.min_lr_ratio;
+  CHECK(res.history.back().lr < floor + 0.1 * (opt.lr - floor));
+  CHECK(res.history.back().lr >= floor * 0.999);
+  CHECK(res.history.front().lr > res.history.back().lr);
 }
 
 TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterrupted one does", "[train]") {

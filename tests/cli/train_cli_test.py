@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+# `ets train` output contract on the committed pilot dataset with a tiny network: the --json summary (epochs,
+# steps, history, wall time), the reported val MRE equals what `ets eval` computes for the written model, a time
+# budget ends the run early but still writes a usable model, and a negative budget is refused.
+# Values are checked against each other, never hard-coded.
+# Usage: train_cli_test.py ETS DATA_DIR WORK_DIR
+import json
+import math
+import os
+import subprocess
+import sys
+
+ets, data, work = sys.argv[1:4]
+os.makedirs(work, exist_ok=True)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+TINY = ["--hidden", "8", "--layers", "1", "--batch", "64", "--max-windows", "256", "--threads", "1", "--quiet", "--json"]
+
+
+def run_train(out, *extra):
+    p = subprocess.run([ets, "train", "--data", data, "--out", out, *TINY, *extra], capture_output=True, text=True)
+    check(p.returncode == 0, f"ets train {' '.join(extra)}: rc {p.returncode}; stderr {p.stderr}")
+    return json.loads(p.stdout) if p.returncode == 0 else {}
+
+
+# ---- a full short run: three epochs of 256 windows in steps of 64
+model = os.path.join(work, "tiny.etsm")
+j = run_train(model, "--epochs", "3", "--max-minutes", "0")
+if j:
+    check(j["epochs"] == 3 and not j["out_of_time"] and not j["early_stopped"], f"ran 3 epochs: {j}")
+    check(j["steps"] == 3 * math.ceil(256 / 64) and j["batch"] == 64, f"steps {j['steps']} batch {j['batch']}")
+    check(len(j["history"]) == 3 and [h["epoch"] for h in j["history"]] == [0, 1, 2], f"history {j['history']}")
+    best = j["history"][j["best_epoch"]]["val_mre"]
+    check(best == min(h["val_mre"] for h in j["history"]), "the kept epoch has the lowest val MRE")
+    check(abs(j["val_mre"] - best) < 1e-6, f"val_mre {j['val_mre']} is the kept epoch's {best}")
+    check(j["wall_seconds"] >= j["seconds"] > 0, f"wall {j['wall_seconds']} >= trainer {j['seconds']}")
+    # the trainer's own figure must be what evaluation of the written file gives (no second validation pass)
+    p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "val", "--json", "--threads", "1"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"ets eval of the trained model: rc {p.returncode}; {p.stderr}")
+    if p.returncode == 0:
+        ev = json.loads(p.stdout)["methods"]["ets"]["mre"]
+        check(abs(ev - j["val_mre"]) <= 1e-5 * max(1.0, ev), f"eval val MRE {ev} vs train's {j['val_mre']}")
+
+# ---- a budget far shorter than one epoch: one step, validated, and the model is still written and loads
+short = os.path.join(work, "short.etsm")
+j = run_train(short, "--epochs", "50", "--max-minutes", "0.00001")
+if j:
+    check(j["out_of_time"] and j["epochs"] == 1 and j["steps"] >= 1, f"budget run: {j}")
+    check(j["val_mre"] > 0, "the budget run was still validated")
+    p = subprocess.run([ets, "eval", "--model", short, "--data", data, "--split", "val", "--json", "--threads", "1"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"the budget run's model loads and predicts: rc {p.returncode}; {p.stderr}")
+
+# ---- a negative budget is a usage error with a message naming the option
+p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), "--max-minutes", "-1"],
+                   capture_output=True, text=True)
+check(p.returncode != 0 and "--max-minutes" in p.stderr, f"negative budget: rc {p.returncode}; {p.stderr}")
+check(not os.path.exists(os.path.join(work, "never.etsm")), "nothing written for a refused command")
+
+if failures:
+    print("\n".join("FAIL: " + f for f in failures))
+    sys.exit(1)
+print("ets train: summary, budget and refusal hold")
