@@ -59,9 +59,15 @@ def main() -> None:
         model = os.path.join(models, key + ".etsm")
         print(f"ablate: training {key} ({a.minutes} min) ...", file=sys.stderr, flush=True)
         t0 = time.time()
-        tr = run_json([a.ets, "train", "--data", a.data, "--out", model, "--width", str(w), "--stride", str(s),
-                       "--max-minutes", str(a.minutes), "--anneal-to-budget", "--threads", str(a.threads),
-                       "--quiet", "--json"])
+        try:
+            tr = run_json([a.ets, "train", "--data", a.data, "--out", model, "--width", str(w), "--stride", str(s),
+                           "--max-minutes", str(a.minutes), "--anneal-to-budget", "--threads", str(a.threads),
+                           "--quiet", "--json"])
+        except RuntimeError as e:  # e.g. killed for memory: keep the reason, go on with the other cells
+            print(f"ablate: {key} failed: {str(e)[:300]}", file=sys.stderr, flush=True)
+            done[key] = {"width": w, "stride": s, "failed": str(e)[-500:], "train_wall_s": time.time() - t0}
+            json.dump(done, open(a.out, "w"), indent=1)
+            continue
         cell = {"width": w, "stride": s, "train": tr, "train_wall_s": time.time() - t0}
         if a.split == "val":
             cell["mean"] = {"mre": tr["val_mre"]}
@@ -81,8 +87,9 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for w, s in cells:
         c = done.get(f"w{w}_s{s}")
-        if not c or "skipped" in c:
-            print(f"| {w} | {s} | – | – | – | – | – |")
+        if not c or "skipped" in c or "failed" in c:
+            why = "not run" if not c else c.get("skipped") or "failed: " + c["failed"].strip().splitlines()[0][-80:]
+            print(f"| {w} | {s} | – | – | – ({why}) | – | – |")
             continue
         t = c["train"]
         epochs = t.get("steps", 0) * t.get("batch", 0) / max(1, t["train_windows"])
