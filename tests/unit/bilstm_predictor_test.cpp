@@ -132,6 +132,22 @@ TEST_CASE("each window is independent of the others in its batch") {
   }
 }
 
+TEST_CASE("a batch larger than one scratch slice gives what its parts give") {
+  // the CPU backend runs more than 64 Ki rows (windows × width) in slices to bound its per-thread scratch memory
+  ets::LstmConfig c{3, 4, 1, 2, true};
+  ets::BiLstmPredictor p(random_weights(c, 7));
+  const int w = 4, n = (1 << 16) / w * 2 + 5;  // two full slices and a short third
+  const auto x = random_input(n, w, c.input_size, 13);
+  const auto all = p.predict(batch_of(x, n, w, c.input_size));
+  const std::size_t in_stride = static_cast<std::size_t>(w) * c.input_size, out_stride = static_cast<std::size_t>(w) * 2;
+  for (int i : {0, (1 << 14) - 1, 1 << 14, n - 1}) {  // first, last of the first slice, first of the second, last
+    std::vector<float> one(x.begin() + i * in_stride, x.begin() + (i + 1) * in_stride);
+    const auto y1 = p.predict(batch_of(one, 1, w, c.input_size));
+    const std::vector<float> part(all.begin() + i * out_stride, all.begin() + (i + 1) * out_stride);
+    CHECK(max_abs_diff(y1, part) <= 1e-6f);
+  }
+}
+
 TEST_CASE("8 threads predicting on one shared model give bitwise the single-threaded results") {
   ets::LstmConfig c{16, 32, 4, 2, true};
   const ets::BiLstmPredictor p(random_weights(c, 21));

@@ -93,6 +93,39 @@ TEST_CASE("train → save → load → evaluate on a synthetic dataset", "[train
   fs::remove_all(dir);
 }
 
+TEST_CASE("ModelTrainer leaves out unlabelled traces and honours its time budget", "[train][pipeline]") {
+  auto train = ets_test::learnable_set(4, 20, "famA");
+  auto val = ets_test::learnable_set(5, 6, "famB");
+  auto unlabelled = train.front();
+  for (auto& op : unlabelled.ops) op.time_us = std::nan("");
+  train.push_back(unlabelled);
+  val.push_back(ets::ExecutionTrace{});  // no ops: nothing to validate on
+
+  ets::ModelTrainer::Options o;
+  o.hidden = 8;
+  o.layers = 1;
+  o.train.epochs = 2;
+  o.train.batch = 16;
+  o.train.threads = 2;
+  auto res = ets::ModelTrainer::train(train, val, o);
+  CHECK(res.train_traces == 20);
+  CHECK(res.val_traces == 6);
+  CHECK(res.training.epochs_run == 2);
+  CHECK_FALSE(res.training.out_of_time);
+
+  // a budget far shorter than one epoch still trains a step, validates it and builds a model
+  o.train.epochs = 1000;
+  o.max_seconds = 1e-6;
+  res = ets::ModelTrainer::train(train, val, o);
+  CHECK(res.training.out_of_time);
+  CHECK(res.training.epochs_run == 1);
+  CHECK(res.val_mre > 0);
+  CHECK(res.model.weights.config.hidden == 8);
+
+  const std::vector<ets::ExecutionTrace> none{unlabelled};
+  CHECK_THROWS_WITH(ets::ModelTrainer::train(none, val, o), Catch::Contains("ets.train.18"));
+}
+
 TEST_CASE("the test-retest floor compares re-collected labels with the traces' labels by config id", "[train][eval]") {
   auto traces = ets_test::learnable_set(4, 3, "famR");
   traces[0].meta.extra["config_id"] = "famR-0000";

@@ -262,6 +262,18 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
   if (windows == 0) return;
   ETS_CHECK(x != nullptr && y != nullptr, Errc::invalid_argument, "ets.predictor.5",
             "null input or output buffer for {} windows", windows);
+  // Scratch grows with rows = windows × width (~5 KB per row at F = H = 102, and a thread keeps its largest), so
+  // big batches run in slices: windows are independent, and 64 Ki rows keep the GEMMs long enough to stay efficient.
+  constexpr std::int64_t kMaxRows = std::int64_t{1} << 16;
+  const int max_windows = static_cast<int>(std::max<std::int64_t>(1, kMaxRows / width));
+  if (windows > max_windows) {
+    const std::size_t in_step = static_cast<std::size_t>(max_windows) * width * static_cast<std::size_t>(config_.input_size);
+    const std::size_t out_step = static_cast<std::size_t>(max_windows) * width * static_cast<std::size_t>(config_.outputs);
+    for (int b = 0; b < windows; b += max_windows)
+      forward(x + static_cast<std::size_t>(b / max_windows) * in_step, std::min(max_windows, windows - b), width,
+              y + static_cast<std::size_t>(b / max_windows) * out_step);
+    return;
+  }
   cpu_kernel::DenormalGuard denormals;
   const int n = windows, w = width, hidden = config_.hidden, dirs = config_.directions();
   const std::ptrdiff_t gate_cols = static_cast<std::ptrdiff_t>(dirs) * 4 * hidden;
