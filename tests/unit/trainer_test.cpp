@@ -65,6 +65,15 @@ ets::Trainer::Options small_options() {
   return o;
 }
 
+/// Only the time budget can end these runs; no warm-up, so the learning rate starts at its peak.
+ets::Trainer::Options budget_options(double seconds) {
+  auto o = small_options();
+  o.epochs = 100000;
+  o.warmup_steps = 0;
+  o.max_seconds = seconds;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("trainer fits a target that needs context from both directions", "[train]") {
@@ -125,10 +134,7 @@ TEST_CASE("early stopping keeps the best evaluation", "[train]") {
 
 TEST_CASE("a time budget leaves room for the final validation", "[train]") {
   const auto train = synthetic(64, 6);
-  auto opt = small_options();
-  opt.epochs = 100000;
-  opt.warmup_steps = 0;
-  opt.max_seconds = 1.0;
+  auto opt = budget_options(1.0);
   int calls = 0;
   // epochs take about a millisecond and each validation 0.3 s: validations end near 0.3, 0.6 and 0.9 s, and a trainer
   // that only checked the clock before validating would start a fourth one and end near 1.2 s
@@ -147,10 +153,7 @@ TEST_CASE("a time budget leaves room for the final validation", "[train]") {
 
 TEST_CASE("anneal_within_budget brings the learning rate to its floor as the budget ends", "[train]") {
   const auto train = synthetic(64, 6);
-  auto opt = small_options();
-  opt.epochs = 100000;
-  opt.warmup_steps = 0;
-  opt.max_seconds = 0.5;
+  auto opt = budget_options(0.5);
   opt.anneal_within_budget = true;
   auto res = ets::Trainer(ets::Trainer::init(small_config(), 1), opt).fit(train);
   CHECK(res.out_of_time);
