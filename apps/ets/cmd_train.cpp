@@ -35,6 +35,9 @@ std::string hms(double s) {
 
 int run_train(const Args& a) {
   const auto t_command = std::chrono::steady_clock::now();
+  const auto seconds_so_far = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_command).count();
+  };
   const std::string data = a.value("--data"), out = a.value("--out");
   if (data.empty() || out.empty()) throw std::invalid_argument("needs --data DIR and --out MODEL.etsm");
   ModelTrainer::Options o;
@@ -70,8 +73,7 @@ int run_train(const Args& a) {
   if (!quiet) std::fprintf(stderr, "ets train: %zu train traces, %zu val traces\n", train.traces.size(), val.traces.size());
   if (budget_s > 0) {
     constexpr double kSaveReserve = 2.0;  // writing the model: a few MB, well under a second
-    const double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_command).count();
-    o.max_seconds = std::max(1e-3, budget_s - used - kSaveReserve);
+    o.max_seconds = std::max(1e-3, budget_s - seconds_so_far() - kSaveReserve);
   }
 
   t.progress = [&](const Trainer::Progress& p) {
@@ -93,7 +95,7 @@ int run_train(const Args& a) {
   const auto r = ModelTrainer::train(train.traces, val.traces, o);
   save_model(r.model, out);
   const auto& tr = r.training;
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_command).count();
+  const double wall_s = seconds_so_far();
   if (a.flag("--json")) {
     std::string history;
     for (const auto& e : tr.history)

@@ -374,7 +374,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         pr.train_loss = epoch_loss / epoch_weight;
         pr.lr = lr;
         pr.evaluated = false;
-        pr.elapsed_s = std::chrono::duration<double>(clock::now() - t_start).count();
+        pr.elapsed_s = elapsed();
         pr.windows_per_s = train_seconds > 0 ? windows_trained / train_seconds : 0;
         const double per_step = pr.elapsed_s / static_cast<double>(std::max<std::int64_t>(1, step - step0));
         pr.eta_s = per_step * static_cast<double>(total_steps - step);
@@ -428,7 +428,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         pr.best_val_metric = best_metric;
         pr.lr = lr;
         pr.evaluated = true;
-        pr.elapsed_s = std::chrono::duration<double>(clock::now() - t_start).count();
+        pr.elapsed_s = elapsed();
         pr.windows_per_s = train_seconds > 0 ? windows_trained / train_seconds : 0;
         pr.eta_s = pr.elapsed_s / std::max(1, epoch + 1 - start_epoch) * (opt.epochs - epoch - 1);
         if (!opt.progress(pr)) {
@@ -445,7 +445,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   im.params = best;
   res.best_val_metric = best_metric;
   res.steps = step;
-  res.seconds = std::chrono::duration<double>(clock::now() - t_start).count();
+  res.seconds = elapsed();
   res.windows_per_s = train_seconds > 0 ? windows_trained / train_seconds : 0;
   return res;
 }

@@ -267,11 +267,11 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
   constexpr std::int64_t kMaxRows = std::int64_t{1} << 16;
   const int max_windows = static_cast<int>(std::max<std::int64_t>(1, kMaxRows / width));
   if (windows > max_windows) {
-    const std::size_t in_step = static_cast<std::size_t>(max_windows) * width * static_cast<std::size_t>(config_.input_size);
-    const std::size_t out_step = static_cast<std::size_t>(max_windows) * width * static_cast<std::size_t>(config_.outputs);
-    for (int b = 0; b < windows; b += max_windows)
-      forward(x + static_cast<std::size_t>(b / max_windows) * in_step, std::min(max_windows, windows - b), width,
-              y + static_cast<std::size_t>(b / max_windows) * out_step);
+    for (int b = 0; b < windows; b += max_windows) {
+      const std::size_t first_row = static_cast<std::size_t>(b) * static_cast<std::size_t>(width);
+      forward(x + first_row * static_cast<std::size_t>(config_.input_size), std::min(max_windows, windows - b), width,
+              y + first_row * static_cast<std::size_t>(config_.outputs));
+    }
     return;
   }
   cpu_kernel::DenormalGuard denormals;
