@@ -2,7 +2,9 @@
 # Builds the libFuzzer targets (fuzz/, clang) and runs each for SECONDS, printing execs/s and corpus size per target.
 # Usage: tools/fuzz.sh [SECONDS=60] [target...]   (targets: kineto_json nsight_sqlite ets_csv ets_trace model_file)
 # Env: ETS_FUZZ_BUILD_DIR (default build-fuzz), ETS_FUZZ_JOBS (build parallelism, default nproc),
-#      ETS_FUZZ_ARGS (extra libFuzzer flags), ETS_SHARED_DATA (default ../shared/data). Exit 1 if any target fails.
+#      ETS_FUZZ_ARGS (extra libFuzzer flags), ETS_SHARED_DATA (default ../shared/data),
+#      ETS_FUZZ_PARALLEL (targets fuzzed at once, default nproc: each target still gets SECONDS of its own core).
+#      Exit 1 if any target fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -28,33 +30,49 @@ seeds="$build/fuzz-seeds.$$"
 trap 'rm -rf "$seeds"' EXIT
 python3 tools/fuzz_seeds.py . "$shared" "$seeds"
 
-fail=0
-summary=()
-for t in "${targets[@]}"; do
-  exe="$build/fuzz/fuzz_$t"
-  corpus="$build/fuzz-corpus/fuzz_$t"
-  art="$build/fuzz-artifacts/fuzz_$t/"
+parallel=${ETS_FUZZ_PARALLEL:-$(nproc)}
+results="$seeds/results"
+mkdir -p "$results"
+
+# One target: fuzz it, then write its one-line summary to $results/<target> (printed in target order at the end).
+fuzz_one() {
+  local t=$1 exe="$build/fuzz/fuzz_$1" corpus="$build/fuzz-corpus/fuzz_$1" art="$build/fuzz-artifacts/fuzz_$1/"
+  local log="$build/fuzz-fuzz_$1.log" rc=0
   mkdir -p "$corpus" "$art" "$seeds/fuzz_$t"
-  log="$build/fuzz-fuzz_$t.log"
   echo "=== fuzz_$t for ${secs}s (log: $log)"
-  rc=0
   # shellcheck disable=SC2086
   "$exe" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2560 -print_final_stats=1 -artifact_prefix="$art" \
     ${ETS_FUZZ_ARGS:-} "$corpus" "$seeds/fuzz_$t" >"$log" 2>&1 || rc=$?
+  local execs rate corp files line
+  # A run that dies at start-up has none of these lines: the summary says "?" instead of the script stopping.
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  corp=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -1 | sed 's/corp: //')
+  corp=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -1 | sed 's/corp: //' || true)
   files=$(find "$corpus" -type f | wc -l)
   line="fuzz_$t: rc=$rc execs=${execs:-?} execs/s=${rate:-?} corpus=${corp:-?} (${files} files in $corpus)"
   if [[ $rc -ne 0 ]]; then
-    fail=1
     line+=" FAILED: $(grep -m1 -E 'ERROR: |runtime error|deadly signal|out-of-memory|timeout' "$log" || echo 'see log')"
     line+=" artifacts: $(ls "$art" 2>/dev/null | tr '\n' ' ')"
   fi
-  echo "$line"
+  echo "$line" | tee "$results/$t"
+}
+
+running=0
+for t in "${targets[@]}"; do
+  if (( running >= parallel )); then wait -n || true; running=$((running - 1)); fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait || true
+
+fail=0
+summary=()
+for t in "${targets[@]}"; do
+  line=$(cat "$results/$t" 2>/dev/null || echo "fuzz_$t: no result (the runner died)")
+  [[ $line == *"rc=0 "* ]] || fail=1
   summary+=("$line")
 done
 echo
-echo "=== fuzz summary (${secs}s each)"
+echo "=== fuzz summary (${secs}s each, ${parallel} at once)"
 printf '%s\n' "${summary[@]}"
 exit $fail
