@@ -55,6 +55,8 @@ int run_train(const Args& a) {
   t.patience = static_cast<int>(num(a, "--patience", t.patience));
   t.weight_decay = num(a, "--weight-decay", t.weight_decay);
   t.clip_norm = num(a, "--clip", t.clip_norm);
+  t.ema_decay = num(a, "--ema", t.ema_decay);
+  if (!(t.ema_decay >= 0 && t.ema_decay < 1)) throw std::invalid_argument("--ema must be in [0, 1) (0 = off)");
   // the budget covers the whole command (loading, encoding, training, final validation), not just the optimiser
   const double budget_s = 60.0 * num(a, "--max-minutes", 15.0);
   if (budget_s < 0) throw std::invalid_argument("--max-minutes must be >= 0 (0 = no time budget)");
@@ -121,12 +123,12 @@ const Register train_cmd{Command{
     "train", "train a predictor on a dataset",
     Spec{"train --data DIR --out M.etsm [--epochs N] [--batch B] [--lr X] [--hidden H] [--layers L] [--width W] "
          "[--stride S] [--seed N] [--threads T] [--patience P] [--max-minutes M] [--max-windows N] [--weight-decay X] "
-         "[--clip X] [--anneal-to-budget] [--checkpoint PATH [--resume]] [--train-split S] [--val-split S] "
+         "[--clip X] [--ema D] [--anneal-to-budget] [--checkpoint PATH [--resume]] [--train-split S] [--val-split S] "
          "[--environment E] [--commit C] [--quiet] [--json]",
          {"--resume", "--quiet", "--json", "--anneal-to-budget"},
          {"--data", "--out", "--epochs", "--batch", "--lr", "--hidden", "--layers", "--width", "--stride", "--seed",
-          "--threads", "--patience", "--max-minutes", "--max-windows", "--weight-decay", "--clip", "--checkpoint",
-          "--train-split", "--val-split", "--environment", "--commit"},
+          "--threads", "--patience", "--max-minutes", "--max-windows", "--weight-decay", "--clip", "--ema",
+          "--checkpoint", "--train-split", "--val-split", "--environment", "--commit"},
          0},
     run_train}};
 

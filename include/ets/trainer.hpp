@@ -59,6 +59,10 @@ class Trainer {
     /// step count, so the learning rate reaches its floor as the budget runs out. The weights then depend on the
     /// machine's speed, not only on the seed and thread count.
     bool anneal_within_budget = false;
+    /// > 0: Polyak averaging. An exponential moving average of the weights, updated after every step with decay
+    /// min(ema_decay, (1 + step) / (10 + step)), is what gets validated, kept as best and returned; the raw weights
+    /// keep training. Smooths the step-to-step noise of a learning rate still near its peak (short budgets).
+    double ema_decay = 0.0;
     int progress_every = 20;        ///< steps between progress reports
     std::string checkpoint_path;    ///< written (atomically) after every evaluation when not empty
     bool resume = false;            ///< continue from checkpoint_path if it exists

@@ -130,11 +130,12 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   p["train_kernels"] = res.training.kernels;
   p["early_stopped"] = res.training.early_stopped ? "1" : "0";
   p["hyper"] = fmt::format("hidden={} layers={} width={} stride={} batch={} lr={} schedule={} warmup={} clip={} wd={} seed={} "
-                           "max_windows_per_epoch={}",
+                           "max_windows_per_epoch={} ema={}",
                            cfg.hidden, cfg.layers, opt.width, opt.stride, topt.batch, topt.lr,
                            topt.schedule == Trainer::Schedule::Cosine ? "cosine"
                            : topt.schedule == Trainer::Schedule::Step ? "step" : "constant",
-                           topt.warmup_steps, topt.clip_norm, topt.weight_decay, topt.seed, topt.max_windows_per_epoch);
+                           topt.warmup_steps, topt.clip_norm, topt.weight_decay, topt.seed, topt.max_windows_per_epoch,
+                           topt.ema_decay);
   for (const auto& [k, v] : opt.provenance) p[k] = v;
   return res;
 }

@@ -30,7 +30,9 @@ using train::ParamLayout;
 
 namespace {
 
-constexpr char kCkptMagic[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '1'};
+// Version 2 appends the weight average (empty without ema_decay); version 1 files, which lack it, still resume.
+constexpr char kCkptMagic[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '2'};
+constexpr char kCkptMagicV1[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '1'};
 
 void check_batch(const WindowBatch& b, const LstmConfig& c, bool labelled, const char* what) {
   ETS_CHECK(b.features == c.input_size, Errc::shape, "ets.train.3",
@@ -101,10 +103,11 @@ struct Trainer::Impl {
   Impl(const LstmWeights& w, Options o) : opt(std::move(o)), layout(w.config), params(train::flatten(w, layout)) {
     threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     ETS_CHECK(opt.batch > 0 && opt.epochs >= 0 && opt.lr > 0 && opt.eval_every_epochs > 0 && opt.warmup_steps >= 0 &&
-                  opt.clip_norm >= 0 && opt.patience >= 0 && opt.min_lr_ratio >= 0 && opt.step_every_epochs > 0,
+                  opt.clip_norm >= 0 && opt.patience >= 0 && opt.min_lr_ratio >= 0 && opt.step_every_epochs > 0 &&
+                  opt.ema_decay >= 0 && opt.ema_decay < 1,
               Errc::invalid_argument, "ets.train.8",
-              "training options out of range (batch {}, epochs {}, lr {}, eval_every_epochs {})", opt.batch,
-              opt.epochs, opt.lr, opt.eval_every_epochs);
+              "training options out of range (batch {}, epochs {}, lr {}, eval_every_epochs {}, ema_decay {})",
+              opt.batch, opt.epochs, opt.lr, opt.eval_every_epochs, opt.ema_decay);
   }
 
   /// time_progress: fraction of the time budget used (0 without one); the cosine follows whichever of step and
@@ -226,6 +229,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
 
   Result res;
   std::vector<float> best = im.params;
+  std::vector<float> ema;  // the weight average (ema_decay > 0): what is validated, kept and returned
+  if (opt.ema_decay > 0) ema = im.params;
   double best_metric = -1;
   int bad_evals = 0, start_epoch = 0;
   std::int64_t step = 0;
@@ -235,7 +240,9 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     std::ifstream in(ck, std::ios::binary);
     char magic[8] = {};
     in.read(magic, 8);
-    ETS_CHECK(in && std::memcmp(magic, kCkptMagic, 8) == 0, Errc::parse, "ets.train.9", "{} is not an ETS checkpoint", ck);
+    const bool v1 = in && std::memcmp(magic, kCkptMagicV1, 8) == 0;
+    ETS_CHECK(in && (v1 || std::memcmp(magic, kCkptMagic, 8) == 0), Errc::parse, "ets.train.9",
+              "{} is not an ETS checkpoint", ck);
     const auto cfg_words = std::array<std::int32_t, 5>{read_pod<std::int32_t>(in), read_pod<std::int32_t>(in),
                                                         read_pod<std::int32_t>(in), read_pod<std::int32_t>(in),
                                                         read_pod<std::int32_t>(in)};
@@ -268,6 +275,16 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       res.history.push_back(r);
     }
     ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+    std::vector<float> saved;  // empty when the interrupted run had no average (or predates version 2)
+    if (!v1) {
+      const auto n = read_pod<std::uint64_t>(in);
+      ETS_CHECK(in && (n == 0 || n == im.layout.size), Errc::parse, "ets.train.9",
+                "checkpoint {} holds a weight average of {} parameters, expected {}", ck, n, im.layout.size);
+      saved.resize(static_cast<std::size_t>(n));
+      in.read(reinterpret_cast<char*>(saved.data()), static_cast<std::streamsize>(saved.size() * sizeof(float)));
+      ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+    }
+    if (opt.ema_decay > 0) ema = saved.empty() ? im.params : std::move(saved);
     log(LogLevel::info, "resuming from {} at epoch {}", ck, start_epoch);
   }
 
@@ -300,6 +317,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         write_pod<double>(o, r.lr);
         write_pod<double>(o, r.seconds);
       }
+      write_floats(o, ema);
       ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", tmp);
     }
     std::error_code ec;
@@ -357,6 +375,12 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       lr = im.lr_at(step, total_steps, epoch, train_budget > 0 ? elapsed() / train_budget : 0.0);
       adam.step(im.params.data(), g0.data(), lr);
       ++step;
+      if (!ema.empty()) {
+        // the warm-up form of the decay keeps the first steps' average from clinging to the initial weights
+        const float d = static_cast<float>(std::min(opt.ema_decay, (1.0 + step) / (10.0 + step)));
+        Eigen::Map<Eigen::ArrayXf> avg(ema.data(), static_cast<Eigen::Index>(ema.size()));
+        avg = d * avg + (1.0f - d) * Eigen::Map<const Eigen::ArrayXf>(im.params.data(), static_cast<Eigen::Index>(ema.size()));
+      }
       epoch_loss += loss_sum;
       epoch_weight += static_cast<double>(count * O);
       windows_trained += n;
@@ -391,22 +415,23 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     if ((epoch + 1) % opt.eval_every_epochs == 0 || last) {
       double metric = -1;
       const auto v_start = clock::now();
+      const std::vector<float>& candidate = ema.empty() ? im.params : ema;
       if (opt.validate)
-        metric = opt.validate(train::unflatten(im.params.data(), im.layout));
+        metric = opt.validate(train::unflatten(candidate.data(), im.layout));
       else if (val)
-        metric = im.masked_mae(im.params, *val);
+        metric = im.masked_mae(candidate, *val);
       if (opt.validate || val) last_eval_s = std::chrono::duration<double>(clock::now() - v_start).count();
       if (metric >= 0 && std::isfinite(metric)) {
         if (best_metric < 0 || metric < best_metric - opt.min_delta) {
           best_metric = metric;
-          best = im.params;
+          best = candidate;
           res.best_epoch = epoch;
           bad_evals = 0;
         } else {
           ++bad_evals;
         }
       } else if (metric < 0) {
-        best = im.params;  // no validation: keep the latest
+        best = candidate;  // no validation: keep the latest
         res.best_epoch = epoch;
       }
       rec.val_metric = metric;

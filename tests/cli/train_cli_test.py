@@ -58,13 +58,28 @@ if j:
                        capture_output=True, text=True)
     check(p.returncode == 0, f"the budget run's model loads and predicts: rc {p.returncode}; {p.stderr}")
 
-# ---- a negative budget is a usage error with a message naming the option
-p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), "--max-minutes", "-1"],
-                   capture_output=True, text=True)
-check(p.returncode != 0 and "--max-minutes" in p.stderr, f"negative budget: rc {p.returncode}; {p.stderr}")
+# ---- with the weight average the kept weights are the average: its score is still what eval of the file gives,
+# and the provenance records the decay
+avg = os.path.join(work, "ema.etsm")
+j = run_train(avg, "--epochs", "2", "--max-minutes", "0", "--ema", "0.9")
+if j:
+    p = subprocess.run([ets, "eval", "--model", avg, "--data", data, "--split", "val", "--json", "--threads", "1"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"ets eval of the averaged model: rc {p.returncode}; {p.stderr}")
+    if p.returncode == 0:
+        ev = json.loads(p.stdout)["methods"]["ets"]["mre"]
+        check(abs(ev - j["val_mre"]) <= 1e-5 * max(1.0, ev), f"eval val MRE {ev} vs train's {j['val_mre']}")
+    with open(avg, "rb") as f:
+        check(b"ema=0.9" in f.read(), "provenance hyper records ema=0.9")
+
+# ---- bad budgets and decays are usage errors (rc 2) with a message naming the option
+for option, value in (("--max-minutes", "-1"), ("--ema", "1"), ("--ema", "-0.5")):
+    p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), option, value],
+                       capture_output=True, text=True)
+    check(p.returncode == 2 and option in p.stderr, f"{option} {value}: rc {p.returncode}; {p.stderr}")
 check(not os.path.exists(os.path.join(work, "never.etsm")), "nothing written for a refused command")
 
 if failures:
     print("\n".join("FAIL: " + f for f in failures))
     sys.exit(1)
-print("ets train: summary, budget and refusal hold")
+print("ets train: summary, budget, weight average and refusal hold")

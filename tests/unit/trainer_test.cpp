@@ -164,12 +164,36 @@ TEST_CASE("anneal_within_budget brings the learning rate to its floor as the bud
   CHECK(res.history.front().lr > res.history.back().lr);
 }
 
+TEST_CASE("weight averaging returns the moving average of the weights the optimizer reached", "[train]") {
+  const auto train = synthetic(64, 7);
+  auto opt = small_options();
+  opt.batch = 64;  // one step per epoch, and without validation each epoch's candidate is kept
+  opt.schedule = ets::Trainer::Schedule::Constant;
+  opt.warmup_steps = 0;
+  const auto init = ets::Trainer::init(small_config(), 3);
+  opt.epochs = 1;
+  const auto p1 = ets::Trainer(init, opt).fit(train).weights.head_w;
+  opt.epochs = 2;
+  const auto p2 = ets::Trainer(init, opt).fit(train).weights.head_w;
+  opt.ema_decay = 0.5;  // capped by the warm-up form: 2/11 after step 1, 3/12 after step 2
+  const auto avg = ets::Trainer(init, opt).fit(train).weights.head_w;
+  REQUIRE(avg.size() == p2.size());
+  const double d1 = 2.0 / 11, d2 = 3.0 / 12;
+  for (std::size_t i = 0; i < avg.size(); ++i) {
+    const double a1 = d1 * init.head_w[i] + (1 - d1) * p1[i];
+    CHECK(avg[i] == Approx(d2 * a1 + (1 - d2) * p2[i]).margin(1e-6));
+  }
+  CHECK(avg != p2);
+}
+
 TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterrupted one does", "[train]") {
   const auto train = synthetic(96, 5);
   const auto path = (std::filesystem::temp_directory_path() / "ets_trainer_test.ckpt").string();
   std::filesystem::remove(path);
   auto opt = small_options();
   opt.epochs = 4;
+  // with and without the weight average, which the checkpoint must carry
+  opt.ema_decay = GENERATE(0.0, 0.9);
   auto init = ets::Trainer::init(small_config(), 2);
   auto full = ets::Trainer(init, opt).fit(train);
 
@@ -201,5 +225,8 @@ TEST_CASE("trainer rejects inconsistent input with ets::Error", "[train]") {
   CHECK_THROWS_AS(ets::Trainer(wrong, small_options()), ets::Error);
   auto o = small_options();
   o.batch = 0;
+  CHECK_THROWS_AS(ets::Trainer(init, o), ets::Error);
+  o = small_options();
+  o.ema_decay = 1.0;  // an average that never moves
   CHECK_THROWS_AS(ets::Trainer(init, o), ets::Error);
 }
