@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # `ets train` output contract on the committed pilot dataset with a tiny network: the --json summary (epochs,
-# steps, history, wall time), the reported val MRE equals what `ets eval` computes for the written model, a time
-# budget ends the run early but still writes a usable model, and a negative budget is refused.
+# steps, history, wall time), the reported val MRE equals what `ets eval` computes for the written model (with and
+# without the weight average), a time budget ends the run early but still writes a usable model, and bad budgets or
+# decays are refused.
 # Values are checked against each other, never hard-coded.
 # Usage: train_cli_test.py ETS DATA_DIR WORK_DIR
 import json
@@ -29,6 +30,21 @@ def run_train(out, *extra):
     return json.loads(p.stdout) if p.returncode == 0 else {}
 
 
+def eval_val_mre(model, what):
+    """ets eval of a written model on the val split: its MRE, or None (a failure is recorded) when it cannot run."""
+    p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "val", "--json", "--threads", "1"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"ets eval of {what}: rc {p.returncode}; {p.stderr}")
+    return json.loads(p.stdout)["methods"]["ets"]["mre"] if p.returncode == 0 else None
+
+
+def check_val_mre_matches(model, j, what):
+    """The trainer's own figure must be what evaluation of the written file gives (no second validation pass)."""
+    ev = eval_val_mre(model, what)
+    if ev is not None:
+        check(abs(ev - j["val_mre"]) <= 1e-5 * max(1.0, ev), f"{what}: eval val MRE {ev} vs train's {j['val_mre']}")
+
+
 # ---- a full short run: three epochs of 256 windows in steps of 64
 model = os.path.join(work, "tiny.etsm")
 j = run_train(model, "--epochs", "3", "--max-minutes", "0")
@@ -40,13 +56,7 @@ if j:
     check(best == min(h["val_mre"] for h in j["history"]), "the kept epoch has the lowest val MRE")
     check(abs(j["val_mre"] - best) < 1e-6, f"val_mre {j['val_mre']} is the kept epoch's {best}")
     check(j["wall_seconds"] >= j["seconds"] > 0, f"wall {j['wall_seconds']} >= trainer {j['seconds']}")
-    # the trainer's own figure must be what evaluation of the written file gives (no second validation pass)
-    p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "val", "--json", "--threads", "1"],
-                       capture_output=True, text=True)
-    check(p.returncode == 0, f"ets eval of the trained model: rc {p.returncode}; {p.stderr}")
-    if p.returncode == 0:
-        ev = json.loads(p.stdout)["methods"]["ets"]["mre"]
-        check(abs(ev - j["val_mre"]) <= 1e-5 * max(1.0, ev), f"eval val MRE {ev} vs train's {j['val_mre']}")
+    check_val_mre_matches(model, j, "the trained model")
 
 # ---- a budget far shorter than one epoch: one step, validated, and the model is still written and loads
 short = os.path.join(work, "short.etsm")
@@ -54,21 +64,14 @@ j = run_train(short, "--epochs", "50", "--max-minutes", "0.00001")
 if j:
     check(j["out_of_time"] and j["epochs"] == 1 and j["steps"] >= 1, f"budget run: {j}")
     check(j["val_mre"] > 0, "the budget run was still validated")
-    p = subprocess.run([ets, "eval", "--model", short, "--data", data, "--split", "val", "--json", "--threads", "1"],
-                       capture_output=True, text=True)
-    check(p.returncode == 0, f"the budget run's model loads and predicts: rc {p.returncode}; {p.stderr}")
+    eval_val_mre(short, "the budget run's model")  # it loads and predicts
 
 # ---- with the weight average the kept weights are the average: its score is still what eval of the file gives,
 # and the provenance records the decay
 avg = os.path.join(work, "ema.etsm")
 j = run_train(avg, "--epochs", "2", "--max-minutes", "0", "--ema", "0.9")
 if j:
-    p = subprocess.run([ets, "eval", "--model", avg, "--data", data, "--split", "val", "--json", "--threads", "1"],
-                       capture_output=True, text=True)
-    check(p.returncode == 0, f"ets eval of the averaged model: rc {p.returncode}; {p.stderr}")
-    if p.returncode == 0:
-        ev = json.loads(p.stdout)["methods"]["ets"]["mre"]
-        check(abs(ev - j["val_mre"]) <= 1e-5 * max(1.0, ev), f"eval val MRE {ev} vs train's {j['val_mre']}")
+    check_val_mre_matches(avg, j, "the averaged model")
     with open(avg, "rb") as f:
         check(b"ema=0.9" in f.read(), "provenance hyper records ema=0.9")
 
