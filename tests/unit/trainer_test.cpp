@@ -6,8 +6,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <string>
 #include <thread>
+#include <tuple>
 
 #include "ets/error.hpp"
 #include "ets/trainer.hpp"
@@ -192,8 +196,11 @@ TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterr
   std::filesystem::remove(path);
   auto opt = small_options();
   opt.epochs = 4;
-  // with and without the weight average, which the checkpoint must carry
-  opt.ema_decay = GENERATE(0.0, 0.9);
+  // with and without the weight average, which the checkpoint must carry; and a version 1 checkpoint (written
+  // before the average existed: the same layout without its trailing block)
+  const auto variant = GENERATE(table<double, bool>({{0.0, false}, {0.9, false}, {0.0, true}}));
+  opt.ema_decay = std::get<0>(variant);
+  const bool as_version1 = std::get<1>(variant);
   auto init = ets::Trainer::init(small_config(), 2);
   auto full = ets::Trainer(init, opt).fit(train);
 
@@ -202,6 +209,16 @@ TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterr
   auto part = ets::Trainer(init, opt).fit(train);
   CHECK(part.cancelled);
   CHECK(part.epochs_run == 2);
+  if (as_version1) {
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    REQUIRE(bytes.size() > 16);
+    REQUIRE(bytes.compare(0, 8, "ETSCKPT2") == 0);
+    bytes[7] = '1';
+    bytes.resize(bytes.size() - 8);  // the empty average's element count
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
   opt.progress = nullptr;
   opt.resume = true;
   auto resumed = ets::Trainer(init, opt).fit(train);
