@@ -78,9 +78,11 @@ int run_train(const Args& a) {
     o.max_seconds = std::max(1e-3, budget_s - seconds_so_far() - kSaveReserve);
   }
 
+  double last_line_s = -1e9;  // not a terminal (a log file): a line per evaluation and at most one a minute between
   t.progress = [&](const Trainer::Progress& p) {
     if (quiet) return true;
-    const double frac = p.steps_total ? static_cast<double>(p.step) / static_cast<double>(p.steps_total) : 0.0;
+    // the bar follows the ETA, which a time budget shortens (the planned epochs would take hours)
+    const double frac = p.elapsed_s + p.eta_s > 0 ? std::clamp(p.elapsed_s / (p.elapsed_s + p.eta_s), 0.0, 1.0) : 0.0;
     const int fill = static_cast<int>(30 * frac);
     std::string line = fmt::format("[{}{}] epoch {}/{} step {}/{} loss {:.4f}", std::string(static_cast<std::size_t>(fill), '#'),
                                    std::string(static_cast<std::size_t>(30 - fill), '.'), p.epoch + 1, p.epochs, p.step,
@@ -89,8 +91,10 @@ int run_train(const Args& a) {
     line += fmt::format(" {:.0f} win/s elapsed {} eta {}", p.windows_per_s, hms(p.elapsed_s), hms(p.eta_s));
     if (tty)
       std::fprintf(stderr, "\r\x1b[2K%s%s", line.c_str(), p.evaluated ? "\n" : "");
-    else if (p.evaluated)
+    else if (p.evaluated || p.elapsed_s - last_line_s >= 60.0) {
       std::fprintf(stderr, "%s\n", line.c_str());
+      last_line_s = p.elapsed_s;
+    }
     std::fflush(stderr);
     return true;
   };

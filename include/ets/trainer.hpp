@@ -28,7 +28,8 @@ class Trainer {
     double val_metric = -1;      ///< last validation metric (e.g. iteration-level MRE); −1 before the first
     double best_val_metric = -1;
     double lr = 0;
-    double elapsed_s = 0, eta_s = 0, windows_per_s = 0;
+    double elapsed_s = 0, windows_per_s = 0;
+    double eta_s = 0;            ///< time to the last planned step, or to the end of max_seconds when that is sooner
     bool evaluated = false;      ///< this report follows a validation run (end of an epoch)
   };
 

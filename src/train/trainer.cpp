@@ -332,6 +332,10 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   // validations of the same split differed by 7%), plus one step, since the clock is read after each step
   auto reserve = [&] { return last_eval_s * 1.1 + last_step_s; };
   auto out_of_budget = [&] { return opt.max_seconds > 0 && elapsed() + reserve() > opt.max_seconds; };
+  // a budget ends the run long before the epochs do (a 15-minute default model, 40 planned epochs)
+  auto eta_within_budget = [&](double by_steps) {
+    return opt.max_seconds > 0 ? std::clamp(opt.max_seconds - elapsed(), 0.0, by_steps) : by_steps;
+  };
   std::int64_t windows_trained = 0;
   const std::int64_t step0 = step;
   bool stop = false;
@@ -401,7 +405,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         pr.elapsed_s = elapsed();
         pr.windows_per_s = train_seconds > 0 ? windows_trained / train_seconds : 0;
         const double per_step = pr.elapsed_s / static_cast<double>(std::max<std::int64_t>(1, step - step0));
-        pr.eta_s = per_step * static_cast<double>(total_steps - step);
+        pr.eta_s = eta_within_budget(per_step * static_cast<double>(total_steps - step));
         if (!opt.progress(pr)) {
           stop = true;
           res.cancelled = true;
@@ -455,7 +459,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         pr.evaluated = true;
         pr.elapsed_s = elapsed();
         pr.windows_per_s = train_seconds > 0 ? windows_trained / train_seconds : 0;
-        pr.eta_s = pr.elapsed_s / std::max(1, epoch + 1 - start_epoch) * (opt.epochs - epoch - 1);
+        pr.eta_s = stop ? 0.0 : eta_within_budget(pr.elapsed_s / std::max(1, epoch + 1 - start_epoch) * (opt.epochs - epoch - 1));
         if (!opt.progress(pr)) {
           stop = true;
           res.cancelled = true;

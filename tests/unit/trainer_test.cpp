@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "ets/error.hpp"
 #include "ets/trainer.hpp"
@@ -147,10 +148,21 @@ TEST_CASE("a time budget leaves room for the final validation", "[train]") {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     return 1.0;
   };
+  std::vector<ets::Trainer::Progress> reports;
+  opt.progress = [&](const ets::Trainer::Progress& p) {
+    reports.push_back(p);
+    return true;
+  };
   auto res = ets::Trainer(ets::Trainer::init(small_config(), 1), opt).fit(train);
   CHECK(res.out_of_time);
   CHECK(calls >= 2);
   CHECK(res.seconds <= opt.max_seconds + 0.1);  // sleep overshoot and scheduling slack
+  // the ETA counts down the budget, not the 100000 planned epochs, and is 0 at the report that ends the run
+  REQUIRE(reports.size() >= 3);
+  for (const auto& p : reports) CHECK(p.eta_s <= opt.max_seconds - p.elapsed_s + 1e-3);
+  CHECK(reports.front().eta_s > 0.5);
+  CHECK(reports.back().evaluated);
+  CHECK(reports.back().eta_s == 0.0);
   // without anneal_within_budget the cosine spans 100000 epochs: the learning rate is still at its peak
   CHECK(res.history.back().lr > 0.9 * opt.lr);
 }
