@@ -82,11 +82,12 @@ void write_floats(std::ostream& o, const std::vector<float>& v) {
   write_pod<std::uint64_t>(o, v.size());
   o.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
 }
-std::vector<float> read_floats(std::istream& i, std::size_t expect, const std::string& path) {
+/// A block written by write_floats; with allow_empty, an empty block (a value the writer did not keep) is accepted.
+std::vector<float> read_floats(std::istream& i, std::size_t expect, const std::string& path, bool allow_empty = false) {
   const auto n = read_pod<std::uint64_t>(i);
-  ETS_CHECK(i && n == expect, Errc::parse, "ets.train.9", "checkpoint {} holds {} parameters, expected {}", path, n,
-            expect);
-  std::vector<float> v(expect);
+  ETS_CHECK(i && (n == expect || (allow_empty && n == 0)), Errc::parse, "ets.train.9",
+            "checkpoint {} holds {} parameters, expected {}", path, n, expect);
+  std::vector<float> v(static_cast<std::size_t>(n));
   i.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
   ETS_CHECK(static_cast<bool>(i), Errc::parse, "ets.train.9", "checkpoint {} is truncated", path);
   return v;
@@ -275,15 +276,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       res.history.push_back(r);
     }
     ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
-    std::vector<float> saved;  // empty when the interrupted run had no average (or predates version 2)
-    if (!v1) {
-      const auto n = read_pod<std::uint64_t>(in);
-      ETS_CHECK(in && (n == 0 || n == im.layout.size), Errc::parse, "ets.train.9",
-                "checkpoint {} holds a weight average of {} parameters, expected {}", ck, n, im.layout.size);
-      saved.resize(static_cast<std::size_t>(n));
-      in.read(reinterpret_cast<char*>(saved.data()), static_cast<std::streamsize>(saved.size() * sizeof(float)));
-      ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
-    }
+    // the weight average: empty when the interrupted run kept none (or predates version 2)
+    std::vector<float> saved = v1 ? std::vector<float>{} : read_floats(in, im.layout.size, ck, true);
     if (opt.ema_decay > 0) ema = saved.empty() ? im.params : std::move(saved);
     log(LogLevel::info, "resuming from {} at epoch {}", ck, start_epoch);
   }
