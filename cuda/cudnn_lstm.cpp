@@ -1,4 +1,5 @@
-// cuDNN BiLSTM inference backend (include/ets/cuda/cudnn_backend.hpp): cudnnRNNForward + a cuBLAS head.
+// cuDNN BiLSTM / BiGRU inference backend (include/ets/cuda/cudnn_backend.hpp): cudnnRNNForward + a cuBLAS head.
+// cuDNN's GRU (CUDNN_GRU, double bias) applies r to (R_h h + b_Rh), PyTorch nn.GRU's formula, with the same gate order.
 // Host code only; every CUDA / cuDNN / cuBLAS status becomes an ets::Error naming the call and file:line.
 #include "ets/cuda/cudnn_backend.hpp"
 
@@ -101,9 +102,11 @@ class DeviceScope {
 
 void validate(const LstmWeights& w) {
   const LstmConfig& c = w.config;
-  ETS_CHECK(c.input_size > 0 && c.hidden > 0 && c.layers > 0 && c.outputs > 0, Errc::invalid_argument,
-            "ets.cuda.5", "LSTM config has non-positive sizes (input {}, hidden {}, layers {}, outputs {})",
-            c.input_size, c.hidden, c.layers, c.outputs);
+  ETS_CHECK(c.input_size > 0 && c.hidden > 0 && c.layers > 0 && c.outputs > 0 &&
+                (c.cell == RnnCell::lstm || c.cell == RnnCell::gru),
+            Errc::invalid_argument, "ets.cuda.5",
+            "LSTM config has non-positive sizes or an unknown cell (input {}, hidden {}, layers {}, outputs {}, cell {})",
+            c.input_size, c.hidden, c.layers, c.outputs, static_cast<int>(c.cell));
   const std::size_t cells = static_cast<std::size_t>(c.layers) * c.directions();
   ETS_CHECK(w.cells.size() == cells, Errc::shape, "ets.cuda.6", "LSTM weights hold {} cells, the config needs {}",
             w.cells.size(), cells);
@@ -166,7 +169,8 @@ std::unique_ptr<ExecContext> CudnnBackend::Impl::make_context() const {
   // STANDARD algorithm: valid for every shape; the weight-space layout is the same for all contexts
   // because it depends only on the descriptor's sizes, so one packed buffer serves them all.
   ETS_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(
-      ctx->rnn.get(), CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
+      ctx->rnn.get(), CUDNN_RNN_ALGO_STANDARD, config.cell == RnnCell::gru ? CUDNN_GRU : CUDNN_LSTM,
+      CUDNN_RNN_DOUBLE_BIAS,
       config.bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
       CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, config.input_size, config.hidden, config.hidden, config.layers,
       ctx->dropout.get(), CUDNN_RNN_PADDED_IO_ENABLED));
@@ -179,7 +183,7 @@ std::unique_ptr<ExecContext> CudnnBackend::Impl::make_context() const {
 void CudnnBackend::Impl::pack(ExecContext& ctx, const LstmWeights& w) {
   ETS_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(ctx.cudnn.get(), ctx.rnn.get(), &weight_bytes));
   weight_space.reserve(weight_bytes);
-  // Zero first so any block cuDNN lays out but PyTorch lacks (none for LSTM today) is inert, not garbage.
+  // Zero first so any block cuDNN lays out but PyTorch lacks (none for LSTM or GRU today) is inert, not garbage.
   ETS_CUDA_CHECK(cudaMemset(weight_space.get(), 0, weight_bytes));
 
   auto m_desc = create<TensorDescPtr>([](cudnnTensorDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateTensorDescriptor(d)); });
@@ -208,7 +212,7 @@ void CudnnBackend::Impl::pack(ExecContext& ctx, const LstmWeights& w) {
   };
 
   for (int pseudo = 0; pseudo < cudnn_pseudo_layers(config); ++pseudo) {
-    for (int lin = 0; lin < 8; ++lin) {
+    for (int lin = 0; lin < 2 * config.gates(); ++lin) {
       void* m_addr = nullptr;
       void* b_addr = nullptr;
       ETS_CUDNN_CHECK(cudnnGetRNNWeightParams(ctx.cudnn.get(), ctx.rnn.get(), pseudo, weight_bytes,

@@ -1,5 +1,6 @@
-// A deliberately naive double-precision BiLSTM + head with PyTorch nn.LSTM semantics, for backend parity tests.
-// Written straight from the LSTM equations, sharing no code with any backend, so agreement means something.
+// A deliberately naive double-precision BiLSTM / BiGRU + head with PyTorch nn.LSTM / nn.GRU semantics, for backend
+// parity tests. Written straight from the cells' equations, sharing no code with any backend, so agreement means
+// something.
 #pragma once
 
 #include <cmath>
@@ -23,7 +24,7 @@ inline ets::LstmWeights random_lstm_weights(const ets::LstmConfig& c, unsigned s
   };
   ets::LstmWeights w;
   w.config = c;
-  const std::size_t g = 4 * static_cast<std::size_t>(c.hidden);
+  const std::size_t g = static_cast<std::size_t>(c.gates()) * static_cast<std::size_t>(c.hidden);
   for (int l = 0; l < c.layers; ++l)
     for (int d = 0; d < c.directions(); ++d)
       w.cells.push_back({fill(g * c.layer_input(l)), fill(g * c.hidden), fill(g), fill(g)});
@@ -53,6 +54,27 @@ inline std::vector<double> reference_forward(const ets::LstmWeights& w, const st
         std::vector<double> h(H, 0.0), cs(H, 0.0);
         for (int s = 0; s < width; ++s) {
           const int t = d == 0 ? s : width - 1 - s;  // the reverse direction reads the window backwards
+          if (c.cell == ets::RnnCell::gru) {
+            // nn.GRU: r, z from both sides; n = tanh(W_in x + b_in + r * (W_hn h + b_hn)); h = (1 - z) n + z h
+            const int G = 3 * H;
+            std::vector<double> xi(static_cast<std::size_t>(G)), hh(static_cast<std::size_t>(G));
+            for (int r = 0; r < G; ++r) {
+              double a = cw.b_ih[r], b = cw.b_hh[r];
+              for (int i = 0; i < in; ++i) a += cw.w_ih[static_cast<std::size_t>(r) * in + i] * seq[t][i];
+              for (int i = 0; i < H; ++i) b += cw.w_hh[static_cast<std::size_t>(r) * H + i] * h[i];
+              xi[r] = a;
+              hh[r] = b;
+            }
+            std::vector<double> hn(H);
+            for (int j = 0; j < H; ++j) {
+              const double rg = sig(xi[j] + hh[j]), zg = sig(xi[H + j] + hh[H + j]);
+              const double ng = std::tanh(xi[2 * H + j] + rg * hh[2 * H + j]);
+              hn[j] = (1 - zg) * ng + zg * h[j];
+              next[t][static_cast<std::size_t>(d) * H + j] = hn[j];
+            }
+            h = hn;
+            continue;
+          }
           std::vector<double> gates(4 * static_cast<std::size_t>(H));
           for (int r = 0; r < 4 * H; ++r) {
             double a = cw.b_ih[r] + cw.b_hh[r];

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-# Exports a PyTorch BiLSTM + linear head (random init or a trained state_dict) to ETS's .etsm model format and
+# Exports a PyTorch BiLSTM or BiGRU + linear head (random init or a trained state_dict) to ETS's .etsm model format and
 # writes parity fixtures (input windows + torch output); also reads .etsm back for the benchmark peers.
 """Usage (Debian torch 1.13, /usr/bin/python3):
 
-  export_etsm.py export --out m.etsm [--input-size 16 --hidden 16 --layers 4 --seed 1] [--state-dict trained.pt]
+  export_etsm.py export --out m.etsm [--input-size 16 --hidden 16 --layers 4 --seed 1 --cell lstm|gru]
+                        [--state-dict trained.pt]
                         [--parity p.bin --parity-windows 4 --width 12]
   export_etsm.py fixtures --out-dir tests/data      # the committed test fixtures (see tests/data/README.md)
 
@@ -47,13 +48,15 @@ def crc32c(data: bytes) -> int:
     return crc ^ 0xFFFFFFFF
 
 
-def build_model(input_size, hidden, layers, outputs=2, bidirectional=True):
+def build_model(input_size, hidden, layers, outputs=2, bidirectional=True, cell="lstm"):
     import torch.nn as nn
 
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
-            self.lstm = nn.LSTM(input_size, hidden, layers, batch_first=True, bidirectional=bidirectional)
+            # Called "lstm" for either cell: nn.GRU's state_dict names match nn.LSTM's, and so do the .etsm names.
+            rnn = nn.GRU if cell == "gru" else nn.LSTM
+            self.lstm = rnn(input_size, hidden, layers, batch_first=True, bidirectional=bidirectional)
             self.head = nn.Linear(hidden * (2 if bidirectional else 1), outputs)
 
         def forward(self, x):
@@ -74,10 +77,10 @@ def lstm_tensors(net):
 
 def write_etsm(path, tensors, config, window=(12, 4), encoder_state=b"", labels=None, hardware_env="",
                provenance=None, selftest=None):
-    """tensors: list of (name, ndarray float32); config: dict input_size/hidden/layers/outputs/bidirectional;
-    selftest: (input N×W×F, expected N×W×O, tolerance) or None."""
+    """tensors: list of (name, ndarray float32); config: dict input_size/hidden/layers/outputs/bidirectional
+    (and cell: "lstm", the default, or "gru"); selftest: (input N×W×F, expected N×W×O, tolerance) or None."""
     labels = labels or {"transform": "log1p", "time_mean": 0.0, "time_scale": 1.0, "gap_mean": 0.0, "gap_scale": 1.0}
-    meta = [("arch", T_STRING, "bilstm")]
+    meta = [("arch", T_STRING, "bigru" if config.get("cell", "lstm") == "gru" else "bilstm")]
     for k in ("input_size", "hidden", "layers", "outputs"):
         meta.append(("lstm." + k, T_INT, int(config[k])))
     meta.append(("lstm.bidirectional", T_INT, 1 if config["bidirectional"] else 0))
@@ -186,7 +189,7 @@ def model_from_etsm(path):
     import torch
     meta, tensors = read_etsm(path)
     net = build_model(meta["lstm.input_size"], meta["lstm.hidden"], meta["lstm.layers"], meta["lstm.outputs"],
-                      meta["lstm.bidirectional"] == 1)
+                      meta["lstm.bidirectional"] == 1, "gru" if meta.get("arch") == "bigru" else "lstm")
     sd = {}
     for k in net.state_dict():
         name = k[len("lstm."):] if k.startswith("lstm.") else k
@@ -220,7 +223,7 @@ def write_parity(path, x, y):
 def export(args):
     import torch
     torch.manual_seed(args.seed)
-    net = build_model(args.input_size, args.hidden, args.layers, 2, not args.unidirectional)
+    net = build_model(args.input_size, args.hidden, args.layers, 2, not args.unidirectional, args.cell)
     provenance = {"exporter": "tools/export_etsm.py", "torch": torch.__version__}
     if args.state_dict:
         sd = torch.load(args.state_dict, map_location="cpu")
@@ -233,7 +236,7 @@ def export(args):
     rng = np.random.default_rng(args.seed + 1000)
     x_st = windows_input(rng, 2, args.width, args.input_size)
     cfg = dict(input_size=args.input_size, hidden=args.hidden, layers=args.layers, outputs=2,
-               bidirectional=not args.unidirectional)
+               bidirectional=not args.unidirectional, cell=args.cell)
     write_etsm(args.out, lstm_tensors(net), cfg, window=(args.width, args.stride), hardware_env=args.hardware_env,
                provenance=provenance, selftest=(x_st, torch_forward(net, x_st), 1e-4))
     if args.parity:
@@ -242,15 +245,21 @@ def export(args):
 
 
 def fixtures(args):
-    """The committed fixtures: a random-init model of the shipped architecture (small sizes) and a briefly
-    trained odd-sized model that goes through the --state-dict path."""
-    import torch
+    """The committed fixtures: a random-init model of the shipped architecture (small sizes) and briefly
+    trained odd-sized LSTM and GRU models that go through the --state-dict path."""
     d = args.out_dir
     common = ["--width", "12", "--stride", "4", "--hardware-env", "fixture", "--parity-windows", "4"]
     main([ "export", "--out", os.path.join(d, "lstm_f16_h16.etsm"), "--parity", os.path.join(d, "lstm_f16_h16.parity"),
           "--input-size", "16", "--hidden", "16", "--layers", "4", "--seed", "1"] + common)
+    trained_fixture(d, "lstm", common)
+    trained_fixture(d, "gru", common)
+
+
+def trained_fixture(d, cell, common):
+    """A 2-layer F=5 H=7 net after 20 Adam steps on random data (seed 7), exported from its saved state_dict."""
+    import torch
     torch.manual_seed(7)
-    net = build_model(5, 7, 2)
+    net = build_model(5, 7, 2, cell=cell)
     opt = torch.optim.Adam(net.parameters(), lr=0.01)
     rng = np.random.default_rng(7)
     x = torch.from_numpy(windows_input(rng, 16, 12, 5, 0))
@@ -263,9 +272,9 @@ def fixtures(args):
     with tempfile.TemporaryDirectory() as tmp:
         sd_path = os.path.join(tmp, "trained_f5_h7.pt")
         torch.save(net.state_dict(), sd_path)
-        main(["export", "--out", os.path.join(d, "lstm_f5_h7_trained.etsm"),
-              "--parity", os.path.join(d, "lstm_f5_h7_trained.parity"), "--input-size", "5", "--hidden", "7",
-              "--layers", "2", "--seed", "7", "--state-dict", sd_path] + common)
+        main(["export", "--out", os.path.join(d, "%s_f5_h7_trained.etsm" % cell),
+              "--parity", os.path.join(d, "%s_f5_h7_trained.parity" % cell), "--input-size", "5", "--hidden", "7",
+              "--layers", "2", "--seed", "7", "--cell", cell, "--state-dict", sd_path] + common)
 
 
 def main(argv=None):
@@ -277,6 +286,7 @@ def main(argv=None):
     e.add_argument("--hidden", type=int, default=16)
     e.add_argument("--layers", type=int, default=4)
     e.add_argument("--unidirectional", action="store_true")
+    e.add_argument("--cell", choices=("lstm", "gru"), default="lstm")
     e.add_argument("--seed", type=int, default=1)
     e.add_argument("--state-dict", help="trained weights (torch.save of the Net or of its nn.LSTM + head)")
     e.add_argument("--width", type=int, default=12)

@@ -166,7 +166,8 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
               "provenance key '{}' must have 1..200 bytes", k);
 
   std::vector<Meta> meta;
-  meta.push_back(meta_string("arch", "bilstm"));
+  // The cell is the architecture: a reader that predates the GRU rejects "bigru" by name (ets.model.11).
+  meta.push_back(meta_string("arch", c.cell == RnnCell::gru ? "bigru" : "bilstm"));
   meta.push_back(meta_int("lstm.input_size", c.input_size));
   meta.push_back(meta_int("lstm.hidden", c.hidden));
   meta.push_back(meta_int("lstm.layers", c.layers));
@@ -186,14 +187,15 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
 
   std::vector<TensorOut> tensors;
   const int dirs = c.directions();
-  const auto h4 = static_cast<std::uint64_t>(4 * c.hidden);
+  const auto gate_rows = static_cast<std::uint64_t>(c.gates()) * static_cast<std::uint64_t>(c.hidden);
   for (int l = 0; l < c.layers; ++l)
     for (int d = 0; d < dirs; ++d) {
       const LstmCellWeights& cell = m.weights.cell(l, d);
-      tensors.push_back({tensor_name("weight_ih", l, d), {h4, static_cast<std::uint64_t>(c.layer_input(l))}, &cell.w_ih});
-      tensors.push_back({tensor_name("weight_hh", l, d), {h4, static_cast<std::uint64_t>(c.hidden)}, &cell.w_hh});
-      tensors.push_back({tensor_name("bias_ih", l, d), {h4}, &cell.b_ih});
-      tensors.push_back({tensor_name("bias_hh", l, d), {h4}, &cell.b_hh});
+      tensors.push_back(
+          {tensor_name("weight_ih", l, d), {gate_rows, static_cast<std::uint64_t>(c.layer_input(l))}, &cell.w_ih});
+      tensors.push_back({tensor_name("weight_hh", l, d), {gate_rows, static_cast<std::uint64_t>(c.hidden)}, &cell.w_hh});
+      tensors.push_back({tensor_name("bias_ih", l, d), {gate_rows}, &cell.b_ih});
+      tensors.push_back({tensor_name("bias_hh", l, d), {gate_rows}, &cell.b_hh});
     }
   tensors.push_back({"head.weight", {static_cast<std::uint64_t>(c.outputs), static_cast<std::uint64_t>(c.hidden * dirs)},
                      &m.weights.head_w});
@@ -369,8 +371,8 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
   };
 
   const std::string arch = get_string("arch");
-  ETS_CHECK(arch == "bilstm", Errc::unsupported, "ets.model.11", "model architecture '{}' is not supported (expected 'bilstm')",
-            arch);
+  ETS_CHECK(arch == "bilstm" || arch == "bigru", Errc::unsupported, "ets.model.11",
+            "model architecture '{}' is not supported (expected 'bilstm' or 'bigru')", arch);
   ModelFile m;
   m.file_major = major;
   m.file_minor = minor;
@@ -380,6 +382,7 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
   c.layers = get_int("lstm.layers", 1, 64);
   c.outputs = get_int("lstm.outputs", 1, 1 << 16);
   c.bidirectional = get_int("lstm.bidirectional", 0, 1) == 1;
+  c.cell = arch == "bigru" ? RnnCell::gru : RnnCell::lstm;
   m.window_width = get_int("window.width", 1, 4096);
   m.window_stride = get_int("window.stride", 1, m.window_width);
   if (const Meta* e = get("encoder.state", kBytes, false)) m.encoder_state = e->bytes;
@@ -437,14 +440,15 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
   };
 
   const int dirs = c.directions();
-  const auto h4 = static_cast<std::uint64_t>(4 * c.hidden);
+  const auto gate_rows = static_cast<std::uint64_t>(c.gates()) * static_cast<std::uint64_t>(c.hidden);
   for (int l = 0; l < c.layers; ++l)
     for (int d = 0; d < dirs; ++d) {
       LstmCellWeights cell;
-      cell.w_ih = read_tensor(tensor_name("weight_ih", l, d), {h4, static_cast<std::uint64_t>(c.layer_input(l))});
-      cell.w_hh = read_tensor(tensor_name("weight_hh", l, d), {h4, static_cast<std::uint64_t>(c.hidden)});
-      cell.b_ih = read_tensor(tensor_name("bias_ih", l, d), {h4});
-      cell.b_hh = read_tensor(tensor_name("bias_hh", l, d), {h4});
+      cell.w_ih =
+          read_tensor(tensor_name("weight_ih", l, d), {gate_rows, static_cast<std::uint64_t>(c.layer_input(l))});
+      cell.w_hh = read_tensor(tensor_name("weight_hh", l, d), {gate_rows, static_cast<std::uint64_t>(c.hidden)});
+      cell.b_ih = read_tensor(tensor_name("bias_ih", l, d), {gate_rows});
+      cell.b_hh = read_tensor(tensor_name("bias_hh", l, d), {gate_rows});
       m.weights.cells.push_back(std::move(cell));
     }
   m.weights.head_w = read_tensor("head.weight", {static_cast<std::uint64_t>(c.outputs), static_cast<std::uint64_t>(c.hidden * dirs)});

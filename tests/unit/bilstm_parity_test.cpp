@@ -1,5 +1,5 @@
-// CPU backend vs PyTorch: models exported by tools/export_etsm.py (random init and briefly trained) must give
-// torch's own float32 outputs on the committed parity windows within 1e-5.
+// CPU backend vs PyTorch: models exported by tools/export_etsm.py (random init and briefly trained; LSTM and GRU) must
+// give torch's own float32 outputs on the committed parity windows within 1e-5.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -71,4 +71,10 @@ TEST_CASE("CPU output equals PyTorch nn.LSTM output: random-init 4-layer BiLSTM 
 
 TEST_CASE("CPU output equals PyTorch nn.LSTM output: trained 2-layer BiLSTM F=5 H=7 (state_dict export)") {
   check_parity("lstm_f5_h7_trained.etsm", "lstm_f5_h7_trained.parity");
+}
+
+TEST_CASE("CPU output equals PyTorch nn.GRU output: trained 2-layer BiGRU F=5 H=7 (state_dict export)") {
+  const ets::ModelFile m = ets::load_model(ets_test::fixture("gru_f5_h7_trained.etsm"));
+  CHECK(m.weights.config.cell == ets::RnnCell::gru);
+  check_parity("gru_f5_h7_trained.etsm", "gru_f5_h7_trained.parity");
 }

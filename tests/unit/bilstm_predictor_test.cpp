@@ -117,6 +117,40 @@ TEST_CASE("CPU forward matches the nn.LSTM equations across shapes") {
   }
 }
 
+TEST_CASE("CPU forward of a GRU matches the nn.GRU equations across shapes") {
+  struct Shape { int f, h, layers; bool bidir; int n, w; };
+  const Shape shapes[] = {
+      {16, 16, 4, true, 4, 12},  // the shipped geometry with the other cell
+      {5, 7, 2, true, 3, 12},    // no multiple of the SIMD width: the scalar tail of the gate pass
+      {3, 9, 1, false, 13, 5},   // unidirectional, every micro-tile remainder
+      {12, 20, 4, true, 7, 1},   // width 1: only the first step, where the recurrent side is b_hh alone
+  };
+  for (const auto& s : shapes) {
+    ets::LstmConfig c{s.f, s.h, s.layers, 2, s.bidir, ets::RnnCell::gru};
+    const auto wt = random_weights(c, 21u + s.h, 0.5f);
+    const auto x = random_input(s.n, s.w, s.f, 7u + s.f);
+    ets::BiLstmPredictor p(wt);
+    const auto y = p.predict(batch_of(x, s.n, s.w, s.f));
+    const auto ref = ets_test::reference_forward(wt, x, s.n, s.w);
+    INFO("GRU F=" << s.f << " H=" << s.h << " L=" << s.layers << " N=" << s.n << " W=" << s.w);
+    REQUIRE(y.size() == ref.size());
+    double worst = 0, scale = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      worst = std::max(worst, std::abs(y[i] - ref[i]));
+      scale = std::max(scale, std::abs(ref[i]));
+    }
+    CHECK(worst <= 1e-5);
+    CHECK(scale > 0.1);  // the outputs are not trivially small
+  }
+  // The same weights read as an LSTM would be a different network: the cell really switches the math.
+  ets::LstmConfig c{5, 7, 2, 2, true, ets::RnnCell::gru};
+  ets::LstmWeights wt = random_weights(c, 3, 0.5f);
+  ets::LstmConfig as_lstm = c;
+  as_lstm.cell = ets::RnnCell::lstm;
+  wt.config = as_lstm;
+  CHECK_THROWS_WITH(ets::BiLstmPredictor(wt), Catch::Contains("ets.predictor.1"));
+}
+
 TEST_CASE("each window is independent of the others in its batch") {
   ets::LstmConfig c{10, 24, 4, 2, true};
   ets::BiLstmPredictor p(random_weights(c, 3));
@@ -210,6 +244,11 @@ TEST_CASE("bad weights and batches are rejected with stable ids") {
     auto w = good;
     w.cells.pop_back();
     expect_id([&] { ets::BiLstmPredictor p(w); }, "ets.predictor.1");
+  }
+  {
+    auto w = good;
+    w.config.cell = static_cast<ets::RnnCell>(7);  // e.g. a config read from foreign memory
+    expect_id([&] { ets::BiLstmPredictor p(w); }, "ets.predictor.2");
   }
   {
     auto w = good;

@@ -21,7 +21,7 @@ float tag(int cell, int tensor, std::size_t index) {
 ets::LstmWeights tagged(const ets::LstmConfig& c) {
   ets::LstmWeights w;
   w.config = c;
-  const std::size_t g = 4 * static_cast<std::size_t>(c.hidden);
+  const std::size_t g = static_cast<std::size_t>(c.gates()) * static_cast<std::size_t>(c.hidden);
   for (int l = 0; l < c.layers; ++l)
     for (int d = 0; d < c.directions(); ++d) {
       const int cell = l * c.directions() + d;
@@ -37,8 +37,9 @@ ets::LstmWeights tagged(const ets::LstmConfig& c) {
   return w;
 }
 
-ets::LstmConfig config(int f, int h, int layers, bool bidir) {
+ets::LstmConfig config(int f, int h, int layers, bool bidir, ets::RnnCell cell = ets::RnnCell::lstm) {
   ets::LstmConfig c;
+  c.cell = cell;
   c.input_size = f;
   c.hidden = h;
   c.layers = layers;
@@ -74,33 +75,36 @@ TEST_CASE("cuDNN blocks follow cuDNN's numbering: pseudo-layer = layer*dirs + di
   }
 }
 
-TEST_CASE("the 8 blocks of every pseudo-layer tile each PyTorch tensor exactly once") {
-  for (bool bidir : {true, false}) {
-    const auto c = config(3, 4, 4, bidir);
-    const auto w = tagged(c);
-    for (int p = 0; p < ets::cuda::cudnn_pseudo_layers(c); ++p) {
-      const int cell = p;  // cells are stored layer-major, direction-minor, exactly like pseudo-layers
-      // seen[tensor][index] counts how often a tensor element was packed.
-      std::vector<std::vector<int>> seen(4);
-      for (int k = 0; k < 4; ++k) {
-        const auto& cw = w.cells[cell];
-        const std::vector<float>* t[4] = {&cw.w_ih, &cw.w_hh, &cw.b_ih, &cw.b_hh};
-        seen[k].assign(t[k]->size(), 0);
-      }
-      for (int lin = 0; lin < 8; ++lin)
-        for (bool bias : {false, true}) {
-          const Slice s = ets::cuda::cudnn_weight_slice(c, p, lin, bias);
-          const float* data = ets::cuda::cudnn_slice_data(w, s);
-          for (std::size_t i = 0; i < s.size(); ++i) {
-            const auto v = static_cast<std::int64_t>(data[i]);
-            REQUIRE(v / 1000000 == cell);
-            const int tensor = static_cast<int>(v / 100000 % 10);
-            REQUIRE(tensor == static_cast<int>(s.tensor));
-            ++seen[tensor][static_cast<std::size_t>(v % 100000)];
-          }
+TEST_CASE("the 8 (LSTM) or 6 (GRU) blocks of every pseudo-layer tile each PyTorch tensor exactly once") {
+  for (const auto rnn : {ets::RnnCell::lstm, ets::RnnCell::gru}) {
+    for (bool bidir : {true, false}) {
+      const auto c = config(3, 4, 4, bidir, rnn);
+      const auto w = tagged(c);
+      for (int p = 0; p < ets::cuda::cudnn_pseudo_layers(c); ++p) {
+        const int cell = p;  // cells are stored layer-major, direction-minor, exactly like pseudo-layers
+        // seen[tensor][index] counts how often a tensor element was packed.
+        std::vector<std::vector<int>> seen(4);
+        for (int k = 0; k < 4; ++k) {
+          const auto& cw = w.cells[cell];
+          const std::vector<float>* t[4] = {&cw.w_ih, &cw.w_hh, &cw.b_ih, &cw.b_hh};
+          seen[k].assign(t[k]->size(), 0);
         }
-      for (const auto& t : seen)
-        for (int n : t) REQUIRE(n == 1);
+        for (int lin = 0; lin < 2 * c.gates(); ++lin)
+          for (bool bias : {false, true}) {
+            const Slice s = ets::cuda::cudnn_weight_slice(c, p, lin, bias);
+            CHECK(s.gate == lin % c.gates());
+            const float* data = ets::cuda::cudnn_slice_data(w, s);
+            for (std::size_t i = 0; i < s.size(); ++i) {
+              const auto v = static_cast<std::int64_t>(data[i]);
+              REQUIRE(v / 1000000 == cell);
+              const int tensor = static_cast<int>(v / 100000 % 10);
+              REQUIRE(tensor == static_cast<int>(s.tensor));
+              ++seen[tensor][static_cast<std::size_t>(v % 100000)];
+            }
+          }
+        for (const auto& t : seen)
+          for (int n : t) REQUIRE(n == 1);
+      }
     }
   }
 }
@@ -127,6 +131,16 @@ TEST_CASE("out-of-range blocks and mismatched weights are errors, never reads pa
   CHECK_THROWS_WITH(ets::cuda::cudnn_weight_slice(c, 4, 0, false), Catch::Contains("ets.cuda.5"));
   CHECK_THROWS_WITH(ets::cuda::cudnn_weight_slice(c, -1, 0, false), Catch::Contains("ets.cuda.5"));
   CHECK_THROWS_WITH(ets::cuda::cudnn_weight_slice(c, 0, 8, false), Catch::Contains("ets.cuda.5"));
+  // a GRU has 6 blocks: id 6 is out of range, 3 is its first recurrent one (weight_hh, gate r)
+  const auto g = config(3, 4, 2, true, ets::RnnCell::gru);
+  CHECK_THROWS_WITH(ets::cuda::cudnn_weight_slice(g, 0, 6, false), Catch::Contains("ets.cuda.5"));
+  CHECK(ets::cuda::cudnn_weight_slice(g, 0, 3, false).tensor == Slice::Tensor::WeightHh);
+  CHECK(ets::cuda::cudnn_weight_slice(g, 0, 3, false).gate == 0);
+  // LSTM-sized tensors under a GRU config are a shape error, not a silent read of the wrong gates
+  ets::LstmWeights lstm_sized = tagged(c);
+  lstm_sized.config = g;
+  CHECK_THROWS_WITH(ets::cuda::cudnn_slice_data(lstm_sized, ets::cuda::cudnn_weight_slice(g, 0, 0, false)),
+                    Catch::Contains("ets.cuda.6"));
   CHECK_THROWS_WITH(ets::cuda::cudnn_weight_slice(config(3, 0, 2, true), 0, 0, false), Catch::Contains("ets.cuda.5"));
   auto w = tagged(c);
   w.cells[2].w_ih.resize(5);

@@ -123,7 +123,7 @@ TEST_CASE("model round trip keeps every field and re-encodes to the same bytes")
 }
 
 TEST_CASE("files written by tools/export_etsm.py load, and C++ re-encodes them byte for byte") {
-  for (const char* name : {"lstm_f16_h16.etsm", "lstm_f5_h7_trained.etsm"}) {
+  for (const char* name : {"lstm_f16_h16.etsm", "lstm_f5_h7_trained.etsm", "gru_f5_h7_trained.etsm"}) {
     const auto bytes = read_bytes(ets_test::fixture(name));
     const ets::ModelFile m = ets::parse_model(bytes.data(), bytes.size());
     CHECK(m.self_test.windows == 2);
@@ -209,6 +209,21 @@ TEST_CASE("files with a valid checksum but damaged structure fail cleanly (fuzz 
     }
   }
   CHECK(accepted < 1500);
+}
+
+TEST_CASE("a GRU model is architecture 'bigru' and round-trips; an unknown architecture is refused by name") {
+  const auto bytes = read_bytes(ets_test::fixture("gru_f5_h7_trained.etsm"));
+  const ets::ModelFile m = ets::parse_model(bytes.data(), bytes.size());
+  CHECK(m.weights.config.cell == ets::RnnCell::gru);
+  CHECK(m.weights.cells.at(0).w_hh.size() == 3u * 7 * 7);
+  const auto again = ets::serialize_model(m);
+  CHECK(again == bytes);
+  CHECK(ets::parse_model(again.data(), again.size()).weights.config == m.weights.config);
+  // This is how a reader that predates the GRU sees "bigru": an architecture it does not know, not an LSTM.
+  auto b = bytes;
+  std::memcpy(b.data() + find(b, "bigru"), "bixyz", 5);
+  fix_crc(b);
+  CHECK(error_id(b) == "ets.model.11");
 }
 
 TEST_CASE("a tensor whose shape disagrees with the metadata is a shape error") {

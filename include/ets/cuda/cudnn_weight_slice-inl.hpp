@@ -13,13 +13,15 @@ ETS_INLINE CudnnWeightSlice cudnn_weight_slice(const LstmConfig& c, int pseudo_l
             c.input_size);
   ETS_CHECK(pseudo_layer >= 0 && pseudo_layer < cudnn_pseudo_layers(c), Errc::invalid_argument, "ets.cuda.5",
             "cuDNN pseudo-layer {} outside 0..{}", pseudo_layer, cudnn_pseudo_layers(c) - 1);
-  ETS_CHECK(lin_layer_id >= 0 && lin_layer_id < 8, Errc::invalid_argument, "ets.cuda.5",
-            "cuDNN LSTM linLayerID {} outside 0..7", lin_layer_id);
+  const int gates = c.gates();
+  ETS_CHECK(lin_layer_id >= 0 && lin_layer_id < 2 * gates, Errc::invalid_argument, "ets.cuda.5",
+            "cuDNN {} linLayerID {} outside 0..{}", c.cell == RnnCell::gru ? "GRU" : "LSTM", lin_layer_id,
+            2 * gates - 1);
   CudnnWeightSlice s;
   s.layer = pseudo_layer / c.directions();
   s.direction = pseudo_layer % c.directions();
-  const bool recurrent = lin_layer_id >= 4;
-  s.gate = lin_layer_id % 4;
+  const bool recurrent = lin_layer_id >= gates;
+  s.gate = lin_layer_id % gates;
   s.rows = c.hidden;
   if (bias) {
     s.tensor = recurrent ? CudnnWeightSlice::Tensor::BiasHh : CudnnWeightSlice::Tensor::BiasIh;
@@ -46,10 +48,10 @@ ETS_INLINE const float* cudnn_slice_data(const LstmWeights& w, const CudnnWeight
     case CudnnWeightSlice::Tensor::BiasIh: t = &cell.b_ih; name = "bias_ih"; break;
     case CudnnWeightSlice::Tensor::BiasHh: t = &cell.b_hh; name = "bias_hh"; break;
   }
-  const std::size_t expected = 4 * s.size();
+  const std::size_t expected = static_cast<std::size_t>(w.config.gates()) * s.size();
   ETS_CHECK(t->size() == expected, Errc::shape, "ets.cuda.6",
-            "{}_l{}{} has {} floats, the config needs {} (4 gates × {} × {})", name, s.layer,
-            s.direction ? "_reverse" : "", t->size(), expected, s.rows, s.cols);
+            "{}_l{}{} has {} floats, the config needs {} ({} gates × {} × {})", name, s.layer,
+            s.direction ? "_reverse" : "", t->size(), expected, w.config.gates(), s.rows, s.cols);
   return t->data() + s.offset;
 }
 

@@ -1,4 +1,4 @@
-// Where each block of cuDNN's LSTM weight space comes from in PyTorch-layout LstmWeights.
+// Where each block of cuDNN's LSTM / GRU weight space comes from in PyTorch-layout LstmWeights.
 // Kept a pure, CUDA-free function so the packing index math is tested on machines without a GPU.
 #pragma once
 
@@ -11,16 +11,17 @@ namespace ets::cuda {
 
 /// One matrix or bias block of cuDNN's weight space, expressed as a slice of a PyTorch tensor.
 /// cuDNN numbers blocks by (pseudo-layer, linLayerID): pseudo-layer = layer * directions + direction;
-/// linLayerID 0..3 are the input-side gates i, f, g, o (weight_ih / bias_ih), 4..7 the recurrent
-/// ones (weight_hh / bias_hh). Gate order equals PyTorch's, and each gate's H × in block is row-major
-/// in both layouts, so a block is one contiguous run of floats.
+/// with G gates (LSTM 4: i, f, g, o; GRU 3: r, z, n), linLayerID 0..G−1 are the input-side gates
+/// (weight_ih / bias_ih), G..2G−1 the recurrent ones (weight_hh / bias_hh). Gate order equals PyTorch's
+/// for both cells, and each gate's H × in block is row-major in both layouts, so a block is one
+/// contiguous run of floats.
 struct CudnnWeightSlice {
   enum class Tensor { WeightIh, WeightHh, BiasIh, BiasHh };
 
   int layer = 0;
   int direction = 0;
   Tensor tensor = Tensor::WeightIh;
-  int gate = 0;            ///< 0..3 = i, f, g, o
+  int gate = 0;            ///< LSTM 0..3 = i, f, g, o; GRU 0..2 = r, z, n
   std::size_t offset = 0;  ///< first float of the block inside the PyTorch tensor
   int rows = 0;            ///< H
   int cols = 0;            ///< layer input width, H (recurrent) or 1 (bias)

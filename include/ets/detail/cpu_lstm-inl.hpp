@@ -141,6 +141,39 @@ ETS_INLINE void lstm_cell_step(int n, int hidden, float* g, std::ptrdiff_t ldg, 
   }
 }
 
+// PyTorch's GRU cell on a time step: g holds the input side r|z|n pre-activations (W_ih x + b_ih, stride ldg),
+// rg the recurrent side W_hh h + b_hh (stride ldrg; b_hh itself with ldrg = 0 on the first step, where h = 0),
+// hp the previous hidden state (ignored when first), h receives the new one. n's recurrent part is gated by r
+// before it is added, which is why it cannot be folded into the input GEMM as the LSTM's is.
+ETS_INLINE void gru_cell_step(int n, int hidden, const float* g, std::ptrdiff_t ldg, const float* rg,
+                              std::ptrdiff_t ldrg, const float* hp, float* h, std::ptrdiff_t ldh, bool first) noexcept {
+  using namespace Eigen::internal;
+  const int vec_end = hidden - hidden % kPacket;
+  for (int row = 0; row < n; ++row) {
+    const float* gr = g + row * ldg;
+    const float* gz = gr + hidden;
+    const float* gn = gr + 2 * hidden;
+    const float* rr = rg + row * ldrg;
+    const float* rz = rr + hidden;
+    const float* rn = rr + 2 * hidden;
+    const float* hpr = first ? nullptr : hp + row * ldh;
+    float* hr = h + row * ldh;
+    for (int j = 0; j < vec_end; j += kPacket) {
+      const Packet r = psigmoid(padd(ploadu<Packet>(gr + j), ploadu<Packet>(rr + j)));
+      const Packet z = psigmoid(padd(ploadu<Packet>(gz + j), ploadu<Packet>(rz + j)));
+      const Packet nn = ptanh(pmadd(r, ploadu<Packet>(rn + j), ploadu<Packet>(gn + j)));
+      const Packet prev = first ? pset1<Packet>(0.0f) : ploadu<Packet>(hpr + j);
+      pstoreu(hr + j, pmadd(z, psub(prev, nn), nn));  // (1 − z)·n + z·h = n + z·(h − n)
+    }
+    for (int j = vec_end; j < hidden; ++j) {
+      const float r = ssigmoid(gr[j] + rr[j]), z = ssigmoid(gz[j] + rz[j]);
+      const float nn = std::tanh(gn[j] + r * rn[j]);
+      const float prev = first ? 0.0f : hpr[j];
+      hr[j] = nn + z * (prev - nn);
+    }
+  }
+}
+
 }  // namespace cpu_kernel
 
 ETS_INLINE int gemm_panel_width() noexcept { return cpu_kernel::kNR; }
@@ -196,26 +229,28 @@ ETS_INLINE void validate_weights(const LstmWeights& w) {
   const LstmConfig& c = w.config;
   constexpr int kMaxDim = 1 << 16;  // keeps every size product inside 64-bit and every index inside int
   ETS_CHECK(c.input_size > 0 && c.input_size <= kMaxDim && c.hidden > 0 && c.hidden <= kMaxDim &&
-                c.layers > 0 && c.layers <= 64 && c.outputs > 0 && c.outputs <= kMaxDim,
+                c.layers > 0 && c.layers <= 64 && c.outputs > 0 && c.outputs <= kMaxDim &&
+                (c.cell == RnnCell::lstm || c.cell == RnnCell::gru),
             Errc::invalid_argument, "ets.predictor.2",
-            "invalid LSTM config: input_size={} hidden={} layers={} outputs={} (each must be in 1..{}, layers in 1..64)",
-            c.input_size, c.hidden, c.layers, c.outputs, kMaxDim);
+            "invalid LSTM config: input_size={} hidden={} layers={} outputs={} cell={} (each must be in 1..{}, layers "
+            "in 1..64, cell lstm (0) or gru (1))",
+            c.input_size, c.hidden, c.layers, c.outputs, static_cast<int>(c.cell), kMaxDim);
   const auto need = [](const std::vector<float>& v, std::size_t n, const char* what, int layer, int dir) {
     ETS_CHECK(v.size() == n, Errc::shape, "ets.predictor.1",
               "weight {} of layer {}{} has {} values, the config needs {}", what, layer,
               dir ? " (reverse)" : "", v.size(), n);
   };
-  const std::size_t h4 = 4 * static_cast<std::size_t>(c.hidden);
+  const std::size_t gate_rows = static_cast<std::size_t>(c.gates()) * static_cast<std::size_t>(c.hidden);
   ETS_CHECK(w.cells.size() == static_cast<std::size_t>(c.layers * c.directions()), Errc::shape,
             "ets.predictor.1", "weights hold {} LSTM cells, the config needs {} (layers × directions)",
             w.cells.size(), c.layers * c.directions());
   for (int l = 0; l < c.layers; ++l)
     for (int d = 0; d < c.directions(); ++d) {
       const LstmCellWeights& cell = w.cell(l, d);
-      need(cell.w_ih, h4 * static_cast<std::size_t>(c.layer_input(l)), "weight_ih", l, d);
-      need(cell.w_hh, h4 * static_cast<std::size_t>(c.hidden), "weight_hh", l, d);
-      need(cell.b_ih, h4, "bias_ih", l, d);
-      need(cell.b_hh, h4, "bias_hh", l, d);
+      need(cell.w_ih, gate_rows * static_cast<std::size_t>(c.layer_input(l)), "weight_ih", l, d);
+      need(cell.w_hh, gate_rows * static_cast<std::size_t>(c.hidden), "weight_hh", l, d);
+      need(cell.b_ih, gate_rows, "bias_ih", l, d);
+      need(cell.b_hh, gate_rows, "bias_hh", l, d);
     }
   const std::size_t feat = static_cast<std::size_t>(c.hidden) * static_cast<std::size_t>(c.directions());
   ETS_CHECK(w.head_w.size() == static_cast<std::size_t>(c.outputs) * feat, Errc::shape, "ets.predictor.1",
@@ -229,7 +264,7 @@ ETS_INLINE double lstm_forward_flops(const LstmConfig& c, int windows, int width
   const double positions = static_cast<double>(windows) * width;
   double per_position = 0;
   for (int l = 0; l < c.layers; ++l)
-    per_position += 2.0 * c.directions() * 4.0 * c.hidden * (c.layer_input(l) + c.hidden);
+    per_position += 2.0 * c.directions() * c.gates() * c.hidden * (c.layer_input(l) + c.hidden);
   per_position += 2.0 * c.outputs * c.hidden * c.directions();
   return per_position * positions;
 }
@@ -237,7 +272,8 @@ ETS_INLINE double lstm_forward_flops(const LstmConfig& c, int windows, int width
 ETS_INLINE CpuLstmBackend::CpuLstmBackend(const LstmWeights& weights) : config_(weights.config) {
   validate_weights(weights);
   const int dirs = config_.directions();
-  const int h4 = 4 * config_.hidden;
+  const int gate_rows = config_.gates() * config_.hidden;
+  const bool gru = config_.cell == RnnCell::gru;
   for (int l = 0; l < config_.layers; ++l) {
     const int in = config_.layer_input(l);
     // Stacking the directions' W_ih row-wise lets one GEMM project the layer input for both directions.
@@ -248,9 +284,14 @@ ETS_INLINE CpuLstmBackend::CpuLstmBackend(const LstmWeights& weights) : config_(
       b_ih.insert(b_ih.end(), cell.b_ih.begin(), cell.b_ih.end());
       b_hh.insert(b_hh.end(), cell.b_hh.begin(), cell.b_hh.end());
     }
-    input_.push_back(pack_transposed(w.data(), dirs * h4, in, b_ih.data(), b_hh.data()));
-    for (int d = 0; d < dirs; ++d)
-      recurrent_.push_back(pack_transposed(weights.cell(l, d).w_hh.data(), h4, config_.hidden));
+    // LSTM: b_hh folds into the input GEMM. GRU: it stays with W_hh, since r gates n's recurrent part with its bias.
+    input_.push_back(
+        pack_transposed(w.data(), dirs * gate_rows, in, b_ih.data(), gru ? nullptr : b_hh.data()));
+    for (int d = 0; d < dirs; ++d) {
+      const LstmCellWeights& cell = weights.cell(l, d);
+      recurrent_.push_back(
+          pack_transposed(cell.w_hh.data(), gate_rows, config_.hidden, gru ? cell.b_hh.data() : nullptr));
+    }
   }
   head_ = pack_transposed(weights.head_w.data(), config_.outputs, config_.hidden * dirs, weights.head_b.data());
 }
@@ -276,7 +317,9 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
   }
   cpu_kernel::DenormalGuard denormals;
   const int n = windows, w = width, hidden = config_.hidden, dirs = config_.directions();
-  const std::ptrdiff_t gate_cols = static_cast<std::ptrdiff_t>(dirs) * 4 * hidden;
+  const bool gru = config_.cell == RnnCell::gru;
+  const std::ptrdiff_t cell_gates = static_cast<std::ptrdiff_t>(config_.gates()) * hidden;
+  const std::ptrdiff_t gate_cols = static_cast<std::ptrdiff_t>(dirs) * cell_gates;
   const std::ptrdiff_t out_cols = static_cast<std::ptrdiff_t>(dirs) * hidden;
   const std::size_t rows = static_cast<std::size_t>(n) * static_cast<std::size_t>(w);
   // Internally rows are time-major (row = t·N + window): one time step of every window is then a contiguous
@@ -287,7 +330,8 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
   const std::size_t out_size = rows * static_cast<std::size_t>(out_cols);
   const std::size_t pad = 16;  // keeps each buffer 64-byte aligned
   const auto round = [&](std::size_t v) { return (v + pad - 1) / pad * pad; };
-  const std::size_t cell_size = static_cast<std::size_t>(n) * static_cast<std::size_t>(hidden);
+  // LSTM: the cell state c (N × H). GRU: the recurrent projection W_hh h + b_hh of one step (N × 3H).
+  const std::size_t cell_size = static_cast<std::size_t>(n) * static_cast<std::size_t>(gru ? cell_gates : hidden);
   float* gates = cpu_kernel::thread_workspace(round(gates_size) + 2 * round(out_size) + round(cell_size) +
                                               round(rows * features));
   float* outs[2] = {gates + round(gates_size), gates + round(gates_size) + round(out_size)};
@@ -311,13 +355,18 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
       int prev = -1;
       for (int s = 0; s < w; ++s) {
         const int t = d == 0 ? s : w - 1 - s;  // the reverse direction reads each window backwards
-        float* g = gates + t * step_gates + static_cast<std::ptrdiff_t>(d) * 4 * hidden;
+        float* g = gates + t * step_gates + static_cast<std::ptrdiff_t>(d) * cell_gates;
         float* h = out + t * step_out + static_cast<std::ptrdiff_t>(d) * hidden;
-        if (prev >= 0) {
-          const float* hp = out + prev * step_out + static_cast<std::ptrdiff_t>(d) * hidden;
-          gemm_packed(n, hp, out_cols, rec, g, gate_cols, GemmInit::accumulate);
+        const float* hp = prev >= 0 ? out + prev * step_out + static_cast<std::ptrdiff_t>(d) * hidden : nullptr;
+        if (gru) {
+          // h = 0 on the first step, so W_hh h + b_hh is b_hh: read it with a row stride of 0.
+          if (hp != nullptr) gemm_packed(n, hp, out_cols, rec, cell, cell_gates, GemmInit::bias);
+          cpu_kernel::gru_cell_step(n, hidden, g, gate_cols, hp ? cell : rec.bias.data(), hp ? cell_gates : 0, hp, h,
+                                    out_cols, hp == nullptr);
+        } else {
+          if (hp != nullptr) gemm_packed(n, hp, out_cols, rec, g, gate_cols, GemmInit::accumulate);
+          cpu_kernel::lstm_cell_step(n, hidden, g, gate_cols, cell, h, out_cols, hp == nullptr);
         }
-        cpu_kernel::lstm_cell_step(n, hidden, g, gate_cols, cell, h, out_cols, prev < 0);
         prev = t;
       }
     }

@@ -1,4 +1,4 @@
-// The Eigen CPU backend of BiLstmPredictor: PyTorch nn.LSTM semantics, batched over all windows of a call.
+// The Eigen CPU backend of BiLstmPredictor: PyTorch nn.LSTM / nn.GRU semantics, batched over all windows of a call.
 // Weights are packed once into GEMM panels so a forward pass is a few large GEMMs plus vectorised gate math.
 #pragma once
 
@@ -60,8 +60,8 @@ class CpuLstmBackend final : public InferenceBackend {
 
  private:
   LstmConfig config_;
-  std::vector<PackedMatrix> input_;      ///< per layer: all directions side by side, b_ih + b_hh folded in
-  std::vector<PackedMatrix> recurrent_;  ///< per layer × direction: W_hhᵀ
+  std::vector<PackedMatrix> input_;      ///< per layer: all directions side by side; LSTM: b_ih + b_hh, GRU: b_ih
+  std::vector<PackedMatrix> recurrent_;  ///< per layer × direction: W_hhᵀ (GRU: with b_hh as its bias)
   PackedMatrix head_;
 };
 

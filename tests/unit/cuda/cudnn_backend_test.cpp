@@ -1,5 +1,5 @@
 // ets-test-labels: cuda
-// cuDNN BiLSTM backend: parity with a naive double-precision reference (≤ 1e-4), shapes, threads, bad input.
+// cuDNN BiLSTM / BiGRU backend: parity with a naive double-precision reference (≤ 1e-4), shapes, threads, bad input.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -89,6 +89,25 @@ TEST_CASE("cuDNN forward handles unidirectional nets, odd widths and shape chang
     std::vector<float> y(static_cast<std::size_t>(n) * width * 2);
     backend.forward(x.data(), n, width, y.data());
     CHECK(max_abs_diff(y, ets_test::reference_forward(w, x, n, width)) <= 1e-4);
+  }
+}
+
+TEST_CASE("cuDNN GRU forward (CUDNN_GRU) matches the nn.GRU reference", "[cuda]") {
+  require_device();
+  for (bool bidir : {true, false}) {
+    auto cfg = make_config(19, 24, 3, bidir);
+    cfg.cell = ets::RnnCell::gru;
+    const auto w = ets_test::random_lstm_weights(cfg, 13u);
+    ets::cuda::CudnnBackend backend(w);
+    CHECK(backend.config() == cfg);
+    for (auto [n, width] : {std::pair{37, 12}, std::pair{1, 1}, std::pair{5, 7}}) {
+      const auto x = random_input(static_cast<std::size_t>(n) * width * 19, 17u + n);
+      std::vector<float> y(static_cast<std::size_t>(n) * width * 2, std::nanf(""));
+      backend.forward(x.data(), n, width, y.data());
+      const double err = max_abs_diff(y, ets_test::reference_forward(w, x, n, width));
+      INFO("GRU bidir=" << bidir << " N=" << n << " W=" << width << " max abs err " << err);
+      CHECK(err <= 1e-4);
+    }
   }
 }
 
