@@ -43,6 +43,9 @@ int run_train(const Args& a) {
   ModelTrainer::Options o;
   o.hidden = static_cast<int>(num(a, "--hidden", 0));
   o.layers = static_cast<int>(num(a, "--layers", o.layers));
+  const std::string cell = a.value("--cell", "lstm");
+  if (cell != "lstm" && cell != "gru") throw std::invalid_argument("--cell must be lstm or gru");
+  o.cell = cell == "gru" ? RnnCell::gru : RnnCell::lstm;
   o.width = static_cast<int>(num(a, "--width", o.width));
   o.stride = static_cast<int>(num(a, "--stride", o.stride));
   o.threads = static_cast<int>(num(a, "--threads", 0));
@@ -125,12 +128,13 @@ int run_train(const Args& a) {
 
 const Register train_cmd{Command{
     "train", "train a predictor on a dataset",
-    Spec{"train --data DIR --out M.etsm [--epochs N] [--batch B] [--lr X] [--hidden H] [--layers L] [--width W] "
+    Spec{"train --data DIR --out M.etsm [--epochs N] [--batch B] [--lr X] [--hidden H] [--layers L] [--cell lstm|gru] "
+         "[--width W] "
          "[--stride S] [--seed N] [--threads T] [--patience P] [--max-minutes M] [--max-windows N] [--weight-decay X] "
          "[--clip X] [--ema D] [--anneal-to-budget] [--checkpoint PATH [--resume]] [--train-split S] [--val-split S] "
          "[--environment E] [--commit C] [--quiet] [--json]",
          {"--resume", "--quiet", "--json", "--anneal-to-budget"},
-         {"--data", "--out", "--epochs", "--batch", "--lr", "--hidden", "--layers", "--width", "--stride", "--seed",
+         {"--data", "--out", "--epochs", "--batch", "--lr", "--hidden", "--layers", "--cell", "--width", "--stride", "--seed",
           "--threads", "--patience", "--max-minutes", "--max-windows", "--weight-decay", "--clip", "--ema",
           "--checkpoint", "--train-split", "--val-split", "--environment", "--commit"},
          0},

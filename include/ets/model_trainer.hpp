@@ -21,6 +21,7 @@ class ModelTrainer {
   struct Options {
     int hidden = 0;  ///< hidden units per direction; 0 = the feature count
     int layers = 4;
+    RnnCell cell = RnnCell::lstm;  ///< the paper's LSTM, or a GRU (the ablation's alternative)
     int width = 12;
     int stride = 4;
     FeatureOptions features;

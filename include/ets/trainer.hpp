@@ -96,7 +96,7 @@ class Trainer {
     std::vector<EpochRecord> history;
   };
 
-  /// PyTorch's nn.LSTM / nn.Linear default initialisation: U(−1/√H, 1/√H) for the LSTM,
+  /// PyTorch's nn.LSTM / nn.GRU / nn.Linear default initialisation: U(−1/√H, 1/√H) for the recurrent cells,
   /// U(−1/√fan_in, 1/√fan_in) for the head; deterministic for a seed on every platform.
   static LstmWeights init(const LstmConfig& config, std::uint64_t seed);
 

@@ -68,6 +68,7 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   cfg.layers = opt.layers;
   cfg.outputs = 2;
   cfg.bidirectional = true;
+  cfg.cell = opt.cell;
 
   Trainer::Options topt = opt.train;
   const bool own_validation = !topt.validate && !val.empty();
@@ -129,9 +130,10 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   p["windows_per_s"] = fmt::format("{:.0f}", res.training.windows_per_s);
   p["train_kernels"] = res.training.kernels;
   p["early_stopped"] = res.training.early_stopped ? "1" : "0";
-  p["hyper"] = fmt::format("hidden={} layers={} width={} stride={} batch={} lr={} schedule={} warmup={} clip={} wd={} seed={} "
+  p["hyper"] = fmt::format("cell={} hidden={} layers={} width={} stride={} batch={} lr={} schedule={} warmup={} clip={} wd={} seed={} "
                            "max_windows_per_epoch={} ema={}",
-                           cfg.hidden, cfg.layers, opt.width, opt.stride, topt.batch, topt.lr,
+                           cfg.cell == RnnCell::gru ? "gru" : "lstm", cfg.hidden, cfg.layers, opt.width, opt.stride,
+                           topt.batch, topt.lr,
                            topt.schedule == Trainer::Schedule::Cosine ? "cosine"
                            : topt.schedule == Trainer::Schedule::Step ? "step" : "constant",
                            topt.warmup_steps, topt.clip_norm, topt.weight_decay, topt.seed, topt.max_windows_per_epoch,

@@ -1,5 +1,5 @@
-// Flat parameter vector <-> LstmWeights: the trainer keeps all tensors in one contiguous buffer so that Adam,
-// clipping and gradient summation are single vector operations; the order is PyTorch's state_dict order.
+// Flat parameter vector <-> LstmWeights (LSTM or GRU): the trainer keeps all tensors in one contiguous buffer so that
+// Adam, clipping and gradient summation are single vector operations; the order is PyTorch's state_dict order.
 #pragma once
 
 #include <cstddef>

@@ -34,6 +34,12 @@ namespace {
 constexpr char kCkptMagic[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '2'};
 constexpr char kCkptMagicV1[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '1'};
 
+// The checkpoint's fifth shape word: bit 0 bidirectional, bit 1 GRU cell. LSTM checkpoints hold 0 or 1 as before,
+// and a reader without the GRU sees a GRU checkpoint as a different network (ets.train.9), never as an LSTM.
+std::int32_t shape_flags(const LstmConfig& c) {
+  return (c.bidirectional ? 1 : 0) | (c.cell == RnnCell::gru ? 2 : 0);
+}
+
 void check_batch(const WindowBatch& b, const LstmConfig& c, bool labelled, const char* what) {
   ETS_CHECK(b.features == c.input_size, Errc::shape, "ets.train.3",
             "{} windows have {} features, the network expects {}", what, b.features, c.input_size);
@@ -248,7 +254,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
                                                         read_pod<std::int32_t>(in), read_pod<std::int32_t>(in),
                                                         read_pod<std::int32_t>(in)};
     ETS_CHECK(cfg_words[0] == cfg.input_size && cfg_words[1] == cfg.hidden && cfg_words[2] == cfg.layers &&
-                  cfg_words[3] == cfg.outputs && cfg_words[4] == (cfg.bidirectional ? 1 : 0),
+                  cfg_words[3] == cfg.outputs && cfg_words[4] == shape_flags(cfg),
               Errc::shape, "ets.train.9", "checkpoint {} is for a different network shape", ck);
     start_epoch = read_pod<std::int32_t>(in);
     step = read_pod<std::int64_t>(in);
@@ -289,7 +295,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
       ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", tmp);
       o.write(kCkptMagic, 8);
-      for (std::int32_t v : {cfg.input_size, cfg.hidden, cfg.layers, cfg.outputs, cfg.bidirectional ? 1 : 0}) write_pod(o, v);
+      for (std::int32_t v : {cfg.input_size, cfg.hidden, cfg.layers, cfg.outputs, shape_flags(cfg)}) write_pod(o, v);
       write_pod<std::int32_t>(o, next_epoch);
       write_pod<std::int64_t>(o, step);
       write_pod<std::int64_t>(o, adam.steps());

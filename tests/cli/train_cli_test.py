@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # `ets train` output contract on the committed pilot dataset with a tiny network: the --json summary (epochs,
 # steps, history, wall time), the reported val MRE equals what `ets eval` computes for the written model (with and
-# without the weight average), a time budget ends the run early but still writes a usable model, and bad budgets or
-# decays are refused.
+# without the weight average, and for a GRU), a time budget ends the run early but still writes a usable model, and
+# bad budgets, decays or cells are refused.
 # Values are checked against each other, never hard-coded.
 # Usage: train_cli_test.py ETS DATA_DIR WORK_DIR
 import json
@@ -75,8 +75,19 @@ if j:
     with open(avg, "rb") as f:
         check(b"ema=0.9" in f.read(), "provenance hyper records ema=0.9")
 
-# ---- bad budgets and decays are usage errors (rc 2) with a message naming the option
-for option, value in (("--max-minutes", "-1"), ("--ema", "1"), ("--ema", "-0.5")):
+# ---- a GRU network: the file says so (arch bigru, cell=gru), and eval of it reproduces the trainer's val MRE
+gru = os.path.join(work, "gru.etsm")
+j = run_train(gru, "--epochs", "2", "--max-minutes", "0", "--cell", "gru")
+if j:
+    check_val_mre_matches(gru, j, "the GRU model")
+    with open(gru, "rb") as f:
+        blob = f.read()
+        check(b"bigru" in blob and b"cell=gru" in blob, "a GRU model is stored as arch bigru with cell=gru")
+    with open(model, "rb") as f:
+        check(b"cell=lstm" in f.read(), "the default cell is the LSTM")
+
+# ---- bad budgets, decays and cells are usage errors (rc 2) with a message naming the option
+for option, value in (("--max-minutes", "-1"), ("--ema", "1"), ("--ema", "-0.5"), ("--cell", "rnn")):
     p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), option, value],
                        capture_output=True, text=True)
     check(p.returncode == 2 and option in p.stderr, f"{option} {value}: rc {p.returncode}; {p.stderr}")
@@ -85,4 +96,4 @@ check(not os.path.exists(os.path.join(work, "never.etsm")), "nothing written for
 if failures:
     print("\n".join("FAIL: " + f for f in failures))
     sys.exit(1)
-print("ets train: summary, budget, weight average and refusal hold")
+print("ets train: summary, budget, weight average, GRU cell and refusal hold")

@@ -19,8 +19,9 @@ struct Problem {
   std::vector<double> params;
 };
 
-Problem make_problem(unsigned seed, bool bidirectional = true) {
+Problem make_problem(unsigned seed, bool bidirectional = true, ets::RnnCell cell = ets::RnnCell::lstm) {
   Problem p;
+  p.cfg.cell = cell;
   p.cfg.input_size = 5;
   p.cfg.hidden = 4;
   p.cfg.layers = 2;
@@ -58,86 +59,95 @@ double loss_of(BiLstmGrad<double>& eng, const Problem& p, const std::vector<doub
 
 }  // namespace
 
-TEST_CASE("BiLSTM gradients match finite differences for every tensor", "[train][grad]") {
-  for (bool bidir : {true, false}) {
-    Problem p = make_problem(7, bidir);
-    ParamLayout layout(p.cfg);
-    BiLstmGrad<double> eng(layout);
-    std::vector<double> grad(layout.size, 0.0);
-    eng.forward(p.params.data(), p.batch, nullptr, p.batch.windows);
-    const double loss = eng.backward(p.params.data(), p.batch, nullptr, p.batch.windows, 1.0, grad.data());
-    REQUIRE(loss == Approx(loss_of(eng, p, p.params)));
+TEST_CASE("BiLSTM and BiGRU gradients match finite differences for every tensor", "[train][grad]") {
+  for (const auto cell : {ets::RnnCell::lstm, ets::RnnCell::gru}) {
+    for (bool bidir : {true, false}) {
+      Problem p = make_problem(7, bidir, cell);
+      ParamLayout layout(p.cfg);
+      BiLstmGrad<double> eng(layout);
+      std::vector<double> grad(layout.size, 0.0);
+      eng.forward(p.params.data(), p.batch, nullptr, p.batch.windows);
+      const double loss = eng.backward(p.params.data(), p.batch, nullptr, p.batch.windows, 1.0, grad.data());
+      REQUIRE(loss == Approx(loss_of(eng, p, p.params)));
 
-    const double h = 1e-6;
-    for (const auto& t : layout.tensors()) {
-      INFO("tensor " << t.name << (bidir ? " (bidirectional)" : " (unidirectional)"));
-      double max_err = 0, max_abs = 0;
-      for (std::size_t i = t.offset; i < t.offset + t.count; ++i) {
-        auto plus = p.params, minus = p.params;
-        plus[i] += h;
-        minus[i] -= h;
-        const double fd = (loss_of(eng, p, plus) - loss_of(eng, p, minus)) / (2 * h);
-        max_err = std::max(max_err, std::abs(fd - grad[i]));
-        max_abs = std::max(max_abs, std::abs(fd));
+      const double h = 1e-6;
+      for (const auto& t : layout.tensors()) {
+        INFO("tensor " << t.name << (bidir ? " (bidirectional" : " (unidirectional")
+                       << (cell == ets::RnnCell::gru ? " GRU)" : " LSTM)"));
+        double max_err = 0, max_abs = 0;
+        for (std::size_t i = t.offset; i < t.offset + t.count; ++i) {
+          auto plus = p.params, minus = p.params;
+          plus[i] += h;
+          minus[i] -= h;
+          const double fd = (loss_of(eng, p, plus) - loss_of(eng, p, minus)) / (2 * h);
+          max_err = std::max(max_err, std::abs(fd - grad[i]));
+          max_abs = std::max(max_abs, std::abs(fd));
+        }
+        CHECK(max_abs > 1e-3);  // the tensor really influences the loss, so the comparison means something
+        CHECK(max_err < 1e-6 * std::max(1.0, max_abs));
       }
-      CHECK(max_abs > 1e-3);  // the tensor really influences the loss, so the comparison means something
-      CHECK(max_err < 1e-6 * std::max(1.0, max_abs));
     }
   }
 }
 
 TEST_CASE("padding positions never reach the loss or the gradient", "[train][grad]") {
-  Problem p = make_problem(11);
-  ParamLayout layout(p.cfg);
-  BiLstmGrad<double> eng(layout);
-  std::vector<double> g1(layout.size, 0.0), g2(layout.size, 0.0);
-  eng.forward(p.params.data(), p.batch, nullptr, 3);
-  const double l1 = eng.backward(p.params.data(), p.batch, nullptr, 3, 1.0, g1.data());
-  for (std::size_t pos = 0; pos < p.batch.positions(); ++pos)
-    if (!p.batch.mask[pos]) p.batch.y[pos * 2] = -1e6f;
-  eng.forward(p.params.data(), p.batch, nullptr, 3);
-  const double l2 = eng.backward(p.params.data(), p.batch, nullptr, 3, 1.0, g2.data());
-  CHECK(l1 == l2);
-  CHECK(g1 == g2);
+  for (const auto cell : {ets::RnnCell::lstm, ets::RnnCell::gru}) {
+    Problem p = make_problem(11, true, cell);
+    ParamLayout layout(p.cfg);
+    BiLstmGrad<double> eng(layout);
+    std::vector<double> g1(layout.size, 0.0), g2(layout.size, 0.0);
+    eng.forward(p.params.data(), p.batch, nullptr, 3);
+    const double l1 = eng.backward(p.params.data(), p.batch, nullptr, 3, 1.0, g1.data());
+    for (std::size_t pos = 0; pos < p.batch.positions(); ++pos)
+      if (!p.batch.mask[pos]) p.batch.y[pos * 2] = -1e6f;
+    eng.forward(p.params.data(), p.batch, nullptr, 3);
+    const double l2 = eng.backward(p.params.data(), p.batch, nullptr, 3, 1.0, g2.data());
+    CHECK(l1 == l2);
+    CHECK(g1 == g2);
+  }
 }
 
 TEST_CASE("float engine agrees with the double engine and window subsets are independent", "[train][grad]") {
-  Problem p = make_problem(3);
-  ParamLayout layout(p.cfg);
-  BiLstmGrad<double> ed(layout);
-  BiLstmGrad<float> ef(layout);
-  std::vector<float> pf(p.params.begin(), p.params.end());
-  std::vector<double> gd(layout.size, 0.0);
-  std::vector<float> gf(layout.size, 0.0f);
-  ed.forward(p.params.data(), p.batch, nullptr, 3);
-  ed.backward(p.params.data(), p.batch, nullptr, 3, 1.0, gd.data());
-  // the float engine sees the windows as two shards in a different order; summing the shards gives the batch
-  const std::int32_t a[] = {2}, b[] = {1, 0};
-  ef.forward(pf.data(), p.batch, a, 1);
-  ef.backward(pf.data(), p.batch, a, 1, 1.0f, gf.data());
-  ef.forward(pf.data(), p.batch, b, 2);
-  ef.backward(pf.data(), p.batch, b, 2, 1.0f, gf.data());
-  for (std::size_t i = 0; i < layout.size; ++i) CHECK(gf[i] == Approx(gd[i]).margin(2e-5).epsilon(1e-4));
+  for (const auto cell : {ets::RnnCell::lstm, ets::RnnCell::gru}) {
+    Problem p = make_problem(3, true, cell);
+    ParamLayout layout(p.cfg);
+    BiLstmGrad<double> ed(layout);
+    BiLstmGrad<float> ef(layout);
+    std::vector<float> pf(p.params.begin(), p.params.end());
+    std::vector<double> gd(layout.size, 0.0);
+    std::vector<float> gf(layout.size, 0.0f);
+    ed.forward(p.params.data(), p.batch, nullptr, 3);
+    ed.backward(p.params.data(), p.batch, nullptr, 3, 1.0, gd.data());
+    // the float engine sees the windows as two shards in a different order; summing the shards gives the batch
+    const std::int32_t a[] = {2}, b[] = {1, 0};
+    ef.forward(pf.data(), p.batch, a, 1);
+    ef.backward(pf.data(), p.batch, a, 1, 1.0f, gf.data());
+    ef.forward(pf.data(), p.batch, b, 2);
+    ef.backward(pf.data(), p.batch, b, 2, 1.0f, gf.data());
+    for (std::size_t i = 0; i < layout.size; ++i) CHECK(gf[i] == Approx(gd[i]).margin(2e-5).epsilon(1e-4));
+  }
 }
 
 #include "train/grad_engine.hpp"
 
 TEST_CASE("the run-time selected (AVX2+FMA) engine agrees with the generic build", "[train][grad]") {
-  Problem p = make_problem(5);
-  ParamLayout layout(p.cfg);
-  auto fast = ets::train::make_grad_engine(layout, true);
-  auto generic = ets::train::make_grad_engine(layout, false);
-  CHECK(std::string(generic->isa()) == "generic");
-  WARN("training kernels on this CPU: " << fast->isa());
-  std::vector<float> pf(p.params.begin(), p.params.end()), g1(layout.size, 0.0f), g2(layout.size, 0.0f);
-  std::vector<float> o1(p.batch.positions() * 2), o2(o1.size());
-  fast->forward(pf.data(), p.batch, nullptr, 3);
-  fast->predictions(o1.data());
-  const double l1 = fast->backward(pf.data(), p.batch, nullptr, 3, 1.0f, g1.data());
-  generic->forward(pf.data(), p.batch, nullptr, 3);
-  generic->predictions(o2.data());
-  const double l2 = generic->backward(pf.data(), p.batch, nullptr, 3, 1.0f, g2.data());
-  CHECK(l1 == Approx(l2).epsilon(1e-5));
-  for (std::size_t i = 0; i < o1.size(); ++i) CHECK(o1[i] == Approx(o2[i]).margin(1e-5));
-  for (std::size_t i = 0; i < layout.size; ++i) CHECK(g1[i] == Approx(g2[i]).margin(1e-4).epsilon(1e-4));
+  for (const auto cell : {ets::RnnCell::lstm, ets::RnnCell::gru}) {
+    Problem p = make_problem(5, true, cell);
+    ParamLayout layout(p.cfg);
+    auto fast = ets::train::make_grad_engine(layout, true);
+    auto generic = ets::train::make_grad_engine(layout, false);
+    CHECK(std::string(generic->isa()) == "generic");
+    WARN("training kernels on this CPU: " << fast->isa());
+    std::vector<float> pf(p.params.begin(), p.params.end()), g1(layout.size, 0.0f), g2(layout.size, 0.0f);
+    std::vector<float> o1(p.batch.positions() * 2), o2(o1.size());
+    fast->forward(pf.data(), p.batch, nullptr, 3);
+    fast->predictions(o1.data());
+    const double l1 = fast->backward(pf.data(), p.batch, nullptr, 3, 1.0f, g1.data());
+    generic->forward(pf.data(), p.batch, nullptr, 3);
+    generic->predictions(o2.data());
+    const double l2 = generic->backward(pf.data(), p.batch, nullptr, 3, 1.0f, g2.data());
+    CHECK(l1 == Approx(l2).epsilon(1e-5));
+    for (std::size_t i = 0; i < o1.size(); ++i) CHECK(o1[i] == Approx(o2[i]).margin(1e-5));
+    for (std::size_t i = 0; i < layout.size; ++i) CHECK(g1[i] == Approx(g2[i]).margin(1e-4).epsilon(1e-4));
+  }
 }

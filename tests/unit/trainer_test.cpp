@@ -51,8 +51,9 @@ ets::WindowBatch synthetic(int windows, unsigned seed) {
   return b;
 }
 
-ets::LstmConfig small_config() {
+ets::LstmConfig small_config(ets::RnnCell cell = ets::RnnCell::lstm) {
   ets::LstmConfig c;
+  c.cell = cell;
   c.input_size = 3;
   c.hidden = 8;
   c.layers = 2;
@@ -82,13 +83,15 @@ ets::Trainer::Options budget_options(double seconds) {
 }  // namespace
 
 TEST_CASE("trainer fits a target that needs context from both directions", "[train]") {
+  const auto cell = GENERATE(ets::RnnCell::lstm, ets::RnnCell::gru);
   const auto train = synthetic(400, 1), val = synthetic(100, 2);
-  auto init = ets::Trainer::init(small_config(), 5);
+  auto init = ets::Trainer::init(small_config(cell), 5);
+  CHECK(init.cells.at(0).w_ih.size() == static_cast<std::size_t>(small_config(cell).gates()) * 8 * 3);
   ets::Trainer trainer(init, small_options());
   const double before = trainer.loss(init, val);
   auto res = trainer.fit(train, &val);
   const double after = trainer.loss(res.weights, val);
-  INFO("val masked MAE before " << before << " after " << after);
+  INFO((cell == ets::RnnCell::gru ? "GRU" : "LSTM") << " val masked MAE before " << before << " after " << after);
   CHECK(after < 0.3 * before);
   CHECK(res.best_val_metric == Approx(after));
   CHECK(res.windows_per_s > 0);
@@ -210,10 +213,15 @@ TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterr
   opt.epochs = 4;
   // with and without the weight average, which the checkpoint must carry; and a version 1 checkpoint (written
   // before the average existed: the same layout without its trailing block)
-  const auto variant = GENERATE(table<double, bool>({{0.0, false}, {0.9, false}, {0.0, true}}));
+  // and a GRU network, whose checkpoint says so
+  const auto variant = GENERATE(table<double, bool, ets::RnnCell>({{0.0, false, ets::RnnCell::lstm},
+                                                                   {0.9, false, ets::RnnCell::lstm},
+                                                                   {0.0, true, ets::RnnCell::lstm},
+                                                                   {0.0, false, ets::RnnCell::gru}}));
   opt.ema_decay = std::get<0>(variant);
   const bool as_version1 = std::get<1>(variant);
-  auto init = ets::Trainer::init(small_config(), 2);
+  const ets::RnnCell cell = std::get<2>(variant);
+  auto init = ets::Trainer::init(small_config(cell), 2);
   auto full = ets::Trainer(init, opt).fit(train);
 
   opt.checkpoint_path = path;
@@ -233,6 +241,13 @@ TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterr
   }
   opt.progress = nullptr;
   opt.resume = true;
+  {
+    // the other cell with the same sizes is another network: its checkpoint is refused, not misread
+    const auto other = ets::Trainer::init(
+        small_config(cell == ets::RnnCell::gru ? ets::RnnCell::lstm : ets::RnnCell::gru), 2);
+    CHECK_THROWS_WITH(ets::Trainer(other, opt).fit(train),
+                      Catch::Contains("ets.train.9") && Catch::Contains("different network shape"));
+  }
   auto resumed = ets::Trainer(init, opt).fit(train);
   CHECK(resumed.history.size() == 4);
   CHECK(resumed.weights.head_w == full.weights.head_w);
