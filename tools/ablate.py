@@ -5,7 +5,8 @@
 # far through its data it got. Each cell is scored on the val split (never test: the grid is a tuning choice) with
 # both aggregations: overlap mean (the val MRE `ets train` reports for its returned weights) and nearest window.
 # Usage: /usr/bin/python3 tools/ablate.py [--ets build/ets] [--data data] [--minutes 5] [--out ablations.json]
-#        [--cells 12x4,6x2,...] [--split val] [--threads 2]
+#        [--cells 12x4,6x2,...] [--cell lstm|gru] [--split val] [--threads 2]
+# Cells of the GRU (--cell gru) are kept as w12_s4_gru, so both cells' results can share one --out file.
 # Prints a markdown table for docs/results.md; each cell's JSON is kept in --out so a rerun skips finished cells.
 import argparse
 import json
@@ -44,13 +45,14 @@ def main() -> None:
     ap.add_argument("--cells", default=DEFAULT_CELLS, help="WIDTHxSTRIDE,... in the order they are run")
     ap.add_argument("--split", default="val", help="split the grid is scored on")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--cell", choices=("lstm", "gru"), default="lstm", help="recurrent cell of every trained model")
     ap.add_argument("--out", default="ablations.json")
     a = ap.parse_args()
     done = json.load(open(a.out)) if os.path.exists(a.out) else {}
     models = tempfile.mkdtemp(prefix="ets-ablate-")
     cells = parse_cells(a.cells)
     for w, s in cells:
-        key = f"w{w}_s{s}"
+        key = f"w{w}_s{s}" + ("_gru" if a.cell == "gru" else "")
         if key in done:
             continue
         if s > w:
@@ -62,7 +64,7 @@ def main() -> None:
         try:
             tr = run_json([a.ets, "train", "--data", a.data, "--out", model, "--width", str(w), "--stride", str(s),
                            "--max-minutes", str(a.minutes), "--anneal-to-budget", "--threads", str(a.threads),
-                           "--quiet", "--json"])
+                           "--cell", a.cell, "--quiet", "--json"])
         except RuntimeError as e:  # e.g. killed for memory: keep the reason, go on with the other cells
             print(f"ablate: {key} failed: {str(e)[:300]}", file=sys.stderr, flush=True)
             done[key] = {"width": w, "stride": s, "failed": str(e)[-500:], "train_wall_s": time.time() - t0}
@@ -78,6 +80,7 @@ def main() -> None:
         cell["nearest"] = run_json([a.ets, "eval", "--model", model, "--data", a.data, "--split", a.split, "--json",
                                     "--aggregate", "nearest", "--threads", str(a.threads)])["methods"]["ets"]
         cell["eval_wall_s"] = time.time() - t0
+        cell["cell"] = a.cell
         done[key] = cell
         json.dump(done, open(a.out, "w"), indent=1)
         print(f"ablate: {key} {a.split} MRE mean {100 * cell['mean']['mre']:.2f}% nearest "
@@ -86,7 +89,7 @@ def main() -> None:
           f"{a.split} MRE, nearest window | train wall s |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for w, s in cells:
-        c = done.get(f"w{w}_s{s}")
+        c = done.get(f"w{w}_s{s}" + ("_gru" if a.cell == "gru" else ""))
         if not c or "skipped" in c or "failed" in c:
             why = "not run" if not c else c.get("skipped") or "failed: " + c["failed"].strip().splitlines()[0][-80:]
             print(f"| {w} | {s} | – | – | – ({why}) | – | – |")
