@@ -77,8 +77,7 @@ int run_eval(const Args& a) {
   }
   std::size_t noise_n = 0;
   const double noise = Evaluator::noise_floor(test.traces, &noise_n);
-  std::size_t retest_n = 0;
-  const double retest = Evaluator::retest_floor(data + "/retest.json", test.traces, &retest_n);
+  const Evaluator::Retest retest = Evaluator::retest(data + "/retest.json", test.traces);
   if (a.has("--predictions")) write_predictions(a.value("--predictions"), test.traces, methods);
 
   if (json) {
@@ -86,8 +85,10 @@ int run_eval(const Args& a) {
     for (std::size_t i = 0; i < methods.size(); ++i)
       s += fmt::format("{}\"{}\":{}", i ? "," : "", methods[i].name, metrics_json(methods[i].all));
     s += fmt::format("}},\"noise_floor_mre\":{},\"noise_floor_n\":{},\"noise_floor_retest_mre\":{},"
-                     "\"noise_floor_retest_n\":{},\"split\":\"{}\",\"traces\":{},\"model\":\"{}\"",
-                     noise >= 0 ? num(noise) : "null", noise_n, retest >= 0 ? num(retest) : "null", retest_n,
+                     "\"noise_floor_retest_n\":{},\"noise_floor_retest_bound\":{},\"split\":\"{}\",\"traces\":{},"
+                     "\"model\":\"{}\"",
+                     noise >= 0 ? num(noise) : "null", noise_n, retest.n ? num(retest.mre) : "null", retest.n,
+                     retest.n ? num(retest.predictor_bound) : "null",
                      json_escape(split), test.traces.size(), json_escape(model_path));
     s += ",\"by_family\":{";
     bool first = true;
@@ -116,9 +117,10 @@ int run_eval(const Args& a) {
               test.traces.size(),
               noise >= 0 ? fmt::format("{:.2f}% (single-pass deviation, {} traces)", 100 * noise, noise_n).c_str()
                          : "unknown (traces carry no label.single_pass_deviation)");
-  if (retest >= 0)
-    std::printf("test-retest noise floor %.2f%% (%zu of these traces re-collected in another run)\n\n", 100 * retest,
-                retest_n);
+  if (retest.n)
+    std::printf("test-retest noise floor %.2f%% (%zu of these traces re-collected in another run);\n"
+                "no predictor of the configuration alone can average below %.2f%% against these labels\n\n",
+                100 * retest.mre, retest.n, 100 * retest.predictor_bound);
   std::printf("%-12s %9s %10s %6s\n", "method", "MRE", "RMSE(ms)", "n");
   for (const auto& m : methods) std::printf("%-12s %8.2f%% %10.3f %6zu\n", m.name.c_str(), 100 * m.all.mre, m.all.rmse_ms, m.all.n);
   auto table = [&](const char* title, const std::vector<std::pair<std::string, std::vector<Evaluator::Metrics>>>& rows) {

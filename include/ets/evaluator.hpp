@@ -62,11 +62,22 @@ class Evaluator {
   /// written by ets label); −1 when no trace carries it. n receives how many traces did.
   static double noise_floor(const std::vector<ExecutionTrace>& traces, std::size_t* n = nullptr);
 
-  /// Test–retest noise floor, the one no predictor can beat: mean over the traces re-collected in another run of
-  /// |retest label − label| / label. `retest_json` is the dataset's retest.json (written by
-  /// tools/collect/card.py --retest: {"labels": {config id: {"measured_us": …}}}); traces match by their
-  /// `config_id` extra. −1 when the file does not exist or shares no configuration with traces; throws
-  /// ets.eval.3 when it exists but cannot be read.
+  /// The test–retest figures of the traces that the dataset's `retest_json` re-collected in another run
+  /// (written by tools/collect/card.py --retest: {"labels": {config id: {"measured_us": …}}}); traces match by
+  /// their `config_id` extra.
+  struct Retest {
+    /// mean |retest label − label| / label: how far two labels of one configuration lie apart. A predictor can
+    /// score below it (against one label, one that knew each configuration's expected time would score about
+    /// mre / √2 when the label noise is Gaussian).
+    double mre = -1;
+    /// ½ · mean |retest label − label| / max(label, retest label): the MRE below which no predictor that sees
+    /// only the configuration can fall on average, if the two runs are alike (|L − R| ≤ |P − L| + |P − R|).
+    double predictor_bound = -1;
+    std::size_t n = 0;  ///< traces matched; the figures are −1 when 0
+  };
+  /// Missing file or no shared configuration → n = 0; throws ets.eval.3 when the file exists but cannot be read.
+  static Retest retest(const std::string& retest_json, const std::vector<ExecutionTrace>& traces);
+  /// retest(retest_json, traces).mre; n receives the matched count.
   static double retest_floor(const std::string& retest_json, const std::vector<ExecutionTrace>& traces,
                              std::size_t* n = nullptr);
 

@@ -152,11 +152,10 @@ double Evaluator::noise_floor(const std::vector<ExecutionTrace>& traces, std::si
   return k ? s / static_cast<double>(k) : -1.0;
 }
 
-double Evaluator::retest_floor(const std::string& retest_json, const std::vector<ExecutionTrace>& traces,
-                               std::size_t* n) {
-  if (n) *n = 0;
+Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::vector<ExecutionTrace>& traces) {
+  Retest out;
   std::error_code ec;
-  if (!std::filesystem::exists(retest_json, ec)) return -1.0;
+  if (!std::filesystem::exists(retest_json, ec)) return out;
   std::unordered_map<std::string, double> again;  // config id -> re-collected iteration label
   try {
     const simdjson::padded_string json = simdjson::padded_string::load(retest_json);
@@ -170,19 +169,30 @@ double Evaluator::retest_floor(const std::string& retest_json, const std::vector
   } catch (const simdjson::simdjson_error& e) {
     ETS_THROW(Errc::parse, "ets.eval.3", "'{}' is not a readable retest file ({})", retest_json, e.what());
   }
-  double s = 0;
-  std::size_t k = 0;
+  double rel = 0, bound = 0;
   for (const auto& t : traces) {
     const auto id = t.meta.extra.find("config_id");
     if (id == t.meta.extra.end()) continue;
     const auto hit = again.find(id->second);
     const double truth = truth_us(t);
     if (hit == again.end() || !(truth > 0)) continue;
-    s += std::abs(hit->second - truth) / truth;
-    ++k;
+    const double diff = std::abs(hit->second - truth);
+    rel += diff / truth;
+    bound += diff / std::max(hit->second, truth);
+    ++out.n;
   }
-  if (n) *n = k;
-  return k ? s / static_cast<double>(k) : -1.0;
+  if (out.n) {
+    out.mre = rel / static_cast<double>(out.n);
+    out.predictor_bound = 0.5 * bound / static_cast<double>(out.n);
+  }
+  return out;
+}
+
+double Evaluator::retest_floor(const std::string& retest_json, const std::vector<ExecutionTrace>& traces,
+                               std::size_t* n) {
+  const Retest r = retest(retest_json, traces);
+  if (n) *n = r.n;
+  return r.mre;
 }
 
 double Evaluator::mre(const LstmWeights& weights, const WindowEncoder& encoder, const std::vector<ExecutionTrace>& traces,

@@ -88,11 +88,14 @@ check(r.returncode == 0, f"card --retest rc {r.returncode}: {r.stderr}")
 card1 = json.load(open(os.path.join(data, "card.json"))) if r.returncode == 0 else {}
 rt = card1.get("retest", {})
 check(rt.get("n") == 2 and abs(rt.get("mre", 0) - 0.175) < 1e-9, f"retest figure {rt}")
+# half of mean(10 / 110, 50 / 200): the bound no predictor can average below
+check(abs(rt.get("predictor_bound", 0) - 0.5 * (10 / 110 + 50 / 200) / 2) < 1e-9, f"predictor bound {rt}")
 check(os.path.exists(os.path.join(data, "retest.json")), "retest.json written")
 shutil.rmtree(again)
 r = subprocess.run([sys.executable, CARD, "--data", data, "--no-doc"], capture_output=True, text=True)
 card2 = json.load(open(os.path.join(data, "card.json"))) if r.returncode == 0 else {}
-check(card2.get("retest", {}).get("mre") == rt.get("mre"), "the figure survives a card run without the re-collection")
+check(card2.get("retest", {}).get("mre") == rt.get("mre") and card2["retest"].get("predictor_bound") == rt.get(
+    "predictor_bound"), "the figures survive a card run without the re-collection")
 check(card2.get("labelled") == 2 and card2.get("max_abs_sum_discrepancy") == 0.0, f"card basics {card2.get('labelled')}")
 
 if failures:

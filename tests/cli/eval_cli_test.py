@@ -54,8 +54,8 @@ if rows_mean and rows_near:
     diff = sum(r1["ets_us"] != r2["ets_us"] for r1, r2 in zip(rows_mean, rows_near))
     check(diff > 0, "nearest-window aggregation changes some prediction")
 # The test-retest floor: the same traces beside a retest.json that re-collected every test label 10% higher.
-check(j_mean.get("noise_floor_retest_mre", 0) is None and j_mean.get("noise_floor_retest_n") == 0,
-      "no retest.json: noise_floor_retest_mre null, n 0")
+check(j_mean.get("noise_floor_retest_mre", 0) is None and j_mean.get("noise_floor_retest_n") == 0
+      and j_mean.get("noise_floor_retest_bound", 0) is None, "no retest.json: retest figures null, n 0")
 rt_data = os.path.join(work, "retest-data")
 os.makedirs(rt_data, exist_ok=True)
 if not os.path.lexists(os.path.join(rt_data, "traces")):
@@ -74,6 +74,9 @@ check(len(again) > 0 and j_rt.get("noise_floor_retest_n") == len(again),
       f"retest n {j_rt.get('noise_floor_retest_n')} vs {len(again)} re-collected test configs")
 check(math.isclose(j_rt.get("noise_floor_retest_mre") or 0, 0.1, rel_tol=1e-6),
       f"retest floor {j_rt.get('noise_floor_retest_mre')} for labels re-collected 10% higher")
+# |L - R| / max(L, R) = 0.1 / 1.1 for every trace; the bound is half of it.
+check(math.isclose(j_rt.get("noise_floor_retest_bound") or 0, 0.05 / 1.1, rel_tol=1e-6),
+      f"predictor bound {j_rt.get('noise_floor_retest_bound')} for labels re-collected 10% higher")
 with open(os.path.join(rt_data, "retest.json"), "w") as fh:
     fh.write('{"labels": [')
 p = subprocess.run([ets, "eval", "--model", model, "--data", rt_data, "--split", "test"], capture_output=True, text=True)

@@ -162,8 +162,15 @@ def compute(data: str, retest: str = "") -> dict:
         common = sorted(set(again["labels"]) & set(labels))
         rel = [abs(again["labels"][c]["measured_us"] - labels[c]["measured_us"]) / labels[c]["measured_us"]
                for c in common]
+        # Half the mean |L - R| / max(L, R): no predictor of the configuration alone averages below it if the two
+        # runs are alike, since |L - R| <= |P - L| + |P - R| (docs/dataset.md, Noise floor).
+        gap = [abs(again["labels"][c]["measured_us"] - labels[c]["measured_us"]) /
+               max(again["labels"][c]["measured_us"], labels[c]["measured_us"]) for c in common]
+        shift = [math.log(again["labels"][c]["measured_us"] / labels[c]["measured_us"]) for c in common]
         card["retest"] = {"source": again["source"], "collected": again["collected"], "n": len(common),
                           "mre": statistics.fmean(rel) if rel else math.nan,
+                          "predictor_bound": 0.5 * statistics.fmean(gap) if gap else math.nan,
+                          "mean_log_ratio": statistics.fmean(shift) if shift else math.nan,
                           "median_re": statistics.median(rel) if rel else math.nan,
                           "p90_re": quantiles(rel, (0.9,)).get(0.9, math.nan) if rel else math.nan}
     return card
@@ -254,7 +261,10 @@ def tables(card: dict) -> dict:
                                                    f"p90 {_fmt(100 * rt['p90_re'], '.2f')}%; re-collected "
                                                    f"{rt.get('collected') or '?'})" if rt else
                                                    "not measured yet") + " |",
-    ])
+    ] + ([f"| (c) MRE no predictor can average below: ½ · mean of abs(L₂ − L₁) / max(L₁, L₂) | "
+          f"{_fmt(100 * rt['predictor_bound'], '.2f')}% |",
+          f"| retest vs first run: exp(mean log(L₂ / L₁)) − 1 | {_fmt(100 * math.expm1(rt['mean_log_ratio']), '+.1f')}% |"]
+         if rt and "predictor_bound" in rt else []))
     env = card.get("env_record")
     if env:
         t["env"] = "\n".join(["| setting | value |", "|---|---|"] +
