@@ -160,13 +160,12 @@ def compute(data: str, retest: str = "") -> dict:
     again = retest_labels(data, retest)
     if again:
         common = sorted(set(again["labels"]) & set(labels))
-        rel = [abs(again["labels"][c]["measured_us"] - labels[c]["measured_us"]) / labels[c]["measured_us"]
-               for c in common]
+        pairs = [(labels[c]["measured_us"], again["labels"][c]["measured_us"]) for c in common]  # (L, R)
+        rel = [abs(r - l) / l for l, r in pairs]
         # Half the mean |L - R| / max(L, R): no predictor of the configuration alone averages below it if the two
         # runs are alike, since |L - R| <= |P - L| + |P - R| (docs/dataset.md, Noise floor).
-        gap = [abs(again["labels"][c]["measured_us"] - labels[c]["measured_us"]) /
-               max(again["labels"][c]["measured_us"], labels[c]["measured_us"]) for c in common]
-        shift = [math.log(again["labels"][c]["measured_us"] / labels[c]["measured_us"]) for c in common]
+        gap = [abs(r - l) / max(l, r) for l, r in pairs]
+        shift = [math.log(r / l) for l, r in pairs]
         card["retest"] = {"source": again["source"], "collected": again["collected"], "n": len(common),
                           "mre": statistics.fmean(rel) if rel else math.nan,
                           "predictor_bound": 0.5 * statistics.fmean(gap) if gap else math.nan,
