@@ -77,9 +77,6 @@ class Evaluator {
   };
   /// Missing file or no shared configuration → n = 0; throws ets.eval.3 when the file exists but cannot be read.
   static Retest retest(const std::string& retest_json, const std::vector<ExecutionTrace>& traces);
-  /// retest(retest_json, traces).mre; n receives the matched count.
-  static double retest_floor(const std::string& retest_json, const std::vector<ExecutionTrace>& traces,
-                             std::size_t* n = nullptr);
 
   /// Iteration-level MRE of ETS weights on traces: the early-stopping metric of `ets train`.
   static double mre(const LstmWeights& weights, const WindowEncoder& encoder, const std::vector<ExecutionTrace>& traces,

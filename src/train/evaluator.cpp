@@ -188,13 +188,6 @@ Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::v
   return out;
 }
 
-double Evaluator::retest_floor(const std::string& retest_json, const std::vector<ExecutionTrace>& traces,
-                               std::size_t* n) {
-  const Retest r = retest(retest_json, traces);
-  if (n) *n = r.n;
-  return r.mre;
-}
-
 double Evaluator::mre(const LstmWeights& weights, const WindowEncoder& encoder, const std::vector<ExecutionTrace>& traces,
                       int threads) {
   const auto preds = predict(weights, encoder, traces, threads);

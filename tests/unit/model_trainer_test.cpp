@@ -126,14 +126,14 @@ TEST_CASE("ModelTrainer leaves out unlabelled traces and honours its time budget
   CHECK_THROWS_WITH(ets::ModelTrainer::train(none, val, o), Catch::Contains("ets.train.18"));
 }
 
-TEST_CASE("the test-retest floor compares re-collected labels with the traces' labels by config id", "[train][eval]") {
+TEST_CASE("the test-retest figures compare re-collected labels with the traces' labels by config id", "[train][eval]") {
   auto traces = ets_test::learnable_set(4, 3, "famR");
   traces[0].meta.extra["config_id"] = "famR-0000";
   traces[1].meta.extra["config_id"] = "famR-0001";  // traces[2] has no config id: never matched
   const double t0 = ets::Evaluator::truth_us(traces[0]), t1 = ets::Evaluator::truth_us(traces[1]);
   REQUIRE(t0 > 0);
   REQUIRE(t1 > 0);
-  const fs::path dir = fs::temp_directory_path() / "ets_retest_floor_test";
+  const fs::path dir = fs::temp_directory_path() / "ets_retest_test";
   fs::create_directories(dir);
   const std::string path = (dir / "retest.json").string();
   {
@@ -142,17 +142,20 @@ TEST_CASE("the test-retest floor compares re-collected labels with the traces' l
       << ",\"pass_median_us\":[]},\"famR-0001\":{\"measured_us\":" << 0.8 * t1
       << "},\"other-0009\":{\"measured_us\":5}}}";
   }
-  std::size_t n = 99;
-  CHECK(ets::Evaluator::retest_floor(path, traces, &n) == Approx((0.1 + 0.2) / 2));
-  CHECK(n == 2);
-  CHECK(ets::Evaluator::retest_floor((dir / "absent.json").string(), traces, &n) == -1.0);
-  CHECK(n == 0);
+  const ets::Evaluator::Retest r = ets::Evaluator::retest(path, traces);
+  CHECK(r.mre == Approx((0.1 + 0.2) / 2));
+  CHECK(r.predictor_bound == Approx(0.5 * (0.1 / 1.1 + 0.2 / 1.0) / 2));  // |L − R| / max(L, R), halved
+  CHECK(r.n == 2);
+  const ets::Evaluator::Retest absent = ets::Evaluator::retest((dir / "absent.json").string(), traces);
+  CHECK(absent.mre == -1.0);
+  CHECK(absent.predictor_bound == -1.0);
+  CHECK(absent.n == 0);
   {
     std::ofstream f(path);
     f << "{\"labels\": [1, 2";
   }
   try {
-    ets::Evaluator::retest_floor(path, traces);
+    ets::Evaluator::retest(path, traces);
     FAIL("a damaged retest.json must throw");
   } catch (const ets::Error& e) {
     CHECK(std::string(e.what()).find("[ets.eval.3]") != std::string::npos);
