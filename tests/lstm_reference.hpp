@@ -24,7 +24,7 @@ inline ets::LstmWeights random_lstm_weights(const ets::LstmConfig& c, unsigned s
   };
   ets::LstmWeights w;
   w.config = c;
-  const std::size_t g = static_cast<std::size_t>(c.gates()) * static_cast<std::size_t>(c.hidden);
+  const std::size_t g = c.gate_rows();
   for (int l = 0; l < c.layers; ++l)
     for (int d = 0; d < c.directions(); ++d)
       w.cells.push_back({fill(g * c.layer_input(l)), fill(g * c.hidden), fill(g), fill(g)});

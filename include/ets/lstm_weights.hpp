@@ -3,6 +3,7 @@
 // state_dict (weight_ih_l0_reverse, ...).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct LstmConfig {
   int layer_input(int l) const noexcept { return l == 0 ? input_size : hidden * directions(); }
   /// Gates per cell: 4 (LSTM) or 3 (GRU); every weight_ih / weight_hh / bias has gates() × H rows.
   int gates() const noexcept { return cell == RnnCell::gru ? 3 : 4; }
+  /// gates() × hidden: the rows of every weight_ih / weight_hh / bias of a cell.
+  std::size_t gate_rows() const noexcept { return static_cast<std::size_t>(gates()) * static_cast<std::size_t>(hidden); }
   bool operator==(const LstmConfig& o) const noexcept {
     return input_size == o.input_size && hidden == o.hidden && layers == o.layers &&
            outputs == o.outputs && bidirectional == o.bidirectional && cell == o.cell;

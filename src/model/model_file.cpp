@@ -187,7 +187,7 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
 
   std::vector<TensorOut> tensors;
   const int dirs = c.directions();
-  const auto gate_rows = static_cast<std::uint64_t>(c.gates()) * static_cast<std::uint64_t>(c.hidden);
+  const auto gate_rows = static_cast<std::uint64_t>(c.gate_rows());
   for (int l = 0; l < c.layers; ++l)
     for (int d = 0; d < dirs; ++d) {
       const LstmCellWeights& cell = m.weights.cell(l, d);
@@ -440,7 +440,7 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
   };
 
   const int dirs = c.directions();
-  const auto gate_rows = static_cast<std::uint64_t>(c.gates()) * static_cast<std::uint64_t>(c.hidden);
+  const auto gate_rows = static_cast<std::uint64_t>(c.gate_rows());
   for (int l = 0; l < c.layers; ++l)
     for (int d = 0; d < dirs; ++d) {
       LstmCellWeights cell;

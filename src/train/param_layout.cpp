@@ -12,7 +12,7 @@ ParamLayout::ParamLayout(const LstmConfig& c) : config(c) {
   ETS_CHECK(c.input_size > 0 && c.hidden > 0 && c.layers > 0 && c.outputs > 0, Errc::invalid_argument,
             "ets.train.2", "LSTM config must have positive sizes (input {}, hidden {}, layers {}, outputs {})",
             c.input_size, c.hidden, c.layers, c.outputs);
-  const std::size_t g = static_cast<std::size_t>(c.gates()) * static_cast<std::size_t>(c.hidden);
+  const std::size_t g = c.gate_rows();
   std::size_t off = 0;
   for (int l = 0; l < c.layers; ++l) {
     for (int d = 0; d < c.directions(); ++d) {
@@ -38,7 +38,7 @@ ParamLayout::ParamLayout(const LstmConfig& c) : config(c) {
 
 std::vector<ParamLayout::Tensor> ParamLayout::tensors() const {
   std::vector<Tensor> out;
-  const std::size_t g = static_cast<std::size_t>(config.gates()) * static_cast<std::size_t>(config.hidden);
+  const std::size_t g = config.gate_rows();
   for (int l = 0; l < config.layers; ++l)
     for (int d = 0; d < config.directions(); ++d) {
       const auto& c = cell(l, d);
@@ -68,7 +68,7 @@ std::vector<float> flatten(const LstmWeights& w, const ParamLayout& layout) {
   ETS_CHECK(w.cells.size() == layout.cells.size(), Errc::shape, "ets.train.1", "weights have {} cells, expected {}",
             w.cells.size(), layout.cells.size());
   std::vector<float> flat(layout.size);
-  const std::size_t g = static_cast<std::size_t>(c.gates()) * static_cast<std::size_t>(c.hidden);
+  const std::size_t g = c.gate_rows();
   for (int l = 0; l < c.layers; ++l)
     for (int d = 0; d < c.directions(); ++d) {
       const auto& o = layout.cell(l, d);
@@ -86,8 +86,7 @@ std::vector<float> flatten(const LstmWeights& w, const ParamLayout& layout) {
 LstmWeights unflatten(const float* flat, const ParamLayout& layout) {
   LstmWeights w;
   w.config = layout.config;
-  const LstmConfig& c = layout.config;
-  const std::size_t g = static_cast<std::size_t>(c.gates()) * static_cast<std::size_t>(c.hidden);
+  const std::size_t g = layout.config.gate_rows();
   auto take = [&](std::size_t off, std::size_t n) { return std::vector<float>(flat + off, flat + off + n); };
   for (int l = 0; l < layout.config.layers; ++l)
     for (int d = 0; d < layout.config.directions(); ++d) {

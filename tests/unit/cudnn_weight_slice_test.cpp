@@ -21,7 +21,7 @@ float tag(int cell, int tensor, std::size_t index) {
 ets::LstmWeights tagged(const ets::LstmConfig& c) {
   ets::LstmWeights w;
   w.config = c;
-  const std::size_t g = static_cast<std::size_t>(c.gates()) * static_cast<std::size_t>(c.hidden);
+  const std::size_t g = c.gate_rows();
   for (int l = 0; l < c.layers; ++l)
     for (int d = 0; d < c.directions(); ++d) {
       const int cell = l * c.directions() + d;

@@ -240,7 +240,7 @@ ETS_INLINE void validate_weights(const LstmWeights& w) {
               "weight {} of layer {}{} has {} values, the config needs {}", what, layer,
               dir ? " (reverse)" : "", v.size(), n);
   };
-  const std::size_t gate_rows = static_cast<std::size_t>(c.gates()) * static_cast<std::size_t>(c.hidden);
+  const std::size_t gate_rows = c.gate_rows();
   ETS_CHECK(w.cells.size() == static_cast<std::size_t>(c.layers * c.directions()), Errc::shape,
             "ets.predictor.1", "weights hold {} LSTM cells, the config needs {} (layers × directions)",
             w.cells.size(), c.layers * c.directions());
