@@ -74,6 +74,18 @@ struct Predictor::Impl {
     return nullptr;
   }
 
+  // The caller holds mu. A Job's trace never changes once added, so the pointer may be used after mu is released.
+  std::shared_ptr<Job> job_locked(const std::string& id) const {
+    auto it = jobs.find(id);
+    ETS_CHECK(it != jobs.end(), Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", id);
+    return it->second;
+  }
+
+  std::shared_ptr<Job> job(const std::string& id) const {
+    std::shared_lock lock(mu);
+    return job_locked(id);
+  }
+
   std::vector<std::shared_ptr<const Model>> resolve_envs(const std::vector<std::string>& envs) const {
     std::vector<std::shared_ptr<const Model>> out;
     out.reserve(envs.size());
@@ -274,10 +286,7 @@ std::vector<std::string> Predictor::jobs() const {
 }
 
 ExecutionTrace Predictor::job_trace(const std::string& job_id) const {
-  std::shared_lock lock(impl_->mu);
-  auto it = impl_->jobs.find(job_id);
-  ETS_CHECK(it != impl_->jobs.end(), Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", job_id);
-  return it->second->trace;
+  return impl_->job(job_id)->trace;
 }
 
 std::size_t Predictor::representative_iteration(const std::vector<ExecutionTrace>& its) {
@@ -300,11 +309,7 @@ Predictor::Matrix Predictor::predict_batch(const std::vector<std::string>& job_i
     std::shared_lock lock(impl_->mu);
     models = impl_->resolve_envs(envs);
     jobs.reserve(job_ids.size());
-    for (const auto& id : job_ids) {
-      auto it = impl_->jobs.find(id);
-      ETS_CHECK(it != impl_->jobs.end(), Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", id);
-      jobs.push_back(it->second);
-    }
+    for (const auto& id : job_ids) jobs.push_back(impl_->job_locked(id));
   }
   const std::size_t nj = jobs.size(), ne = models.size();
   Matrix out;
@@ -430,13 +435,7 @@ Prediction Predictor::predict_detailed(const ExecutionTrace& trace, const std::s
 void Predictor::observe(const std::string& job_id, const std::string& env, double measured_us) {
   ETS_CHECK(std::isfinite(measured_us) && measured_us > 0, Errc::invalid_argument, "ets.predict.3",
             "observed iteration time {} µs of job '{}' must be finite and > 0", measured_us, job_id);
-  std::shared_ptr<Job> job;
-  {
-    std::shared_lock lock(impl_->mu);
-    auto it = impl_->jobs.find(job_id);
-    ETS_CHECK(it != impl_->jobs.end(), Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", job_id);
-    job = it->second;
-  }
+  const std::shared_ptr<Job> job = impl_->job(job_id);
   const double raw = predict_batch({job_id}, {env}).values.front().raw_us;
   ETS_CHECK(std::isfinite(raw) && raw > 0, Errc::invalid_argument, "ets.predict.3",
             "job '{}' on '{}' has a non-positive prediction ({} µs); nothing to correct", job_id, env, raw);
@@ -449,25 +448,13 @@ void Predictor::observe(const std::string& job_id, const std::string& env, doubl
 }
 
 Predictor::Correction Predictor::correction(const std::string& job_id, const std::string& env) const {
-  std::shared_ptr<Job> job;
-  {
-    std::shared_lock lock(impl_->mu);
-    auto it = impl_->jobs.find(job_id);
-    ETS_CHECK(it != impl_->jobs.end(), Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", job_id);
-    job = it->second;
-  }
+  const std::shared_ptr<Job> job = impl_->job(job_id);
   std::lock_guard lk(job->mu);
   return impl_->correction_of(*job, env);
 }
 
 void Predictor::reset_observations(const std::string& job_id) {
-  std::shared_ptr<Job> job;
-  {
-    std::shared_lock lock(impl_->mu);
-    auto it = impl_->jobs.find(job_id);
-    ETS_CHECK(it != impl_->jobs.end(), Errc::invalid_argument, "ets.predict.1", "unknown job '{}'", job_id);
-    job = it->second;
-  }
+  const std::shared_ptr<Job> job = impl_->job(job_id);
   std::lock_guard lk(job->mu);
   job->obs.clear();
 }

@@ -180,6 +180,10 @@ TEST_CASE("Predictor errors carry stable ids", "[predictor]") {
   CHECK(error_id([&] { p.observe("j", "a", 0.0); }) == "ets.predict.3");
   CHECK(error_id([&] { p.observe("j", "a", std::nan("")); }) == "ets.predict.3");
   CHECK(error_id([&] { p.observe("nope", "a", 5.0); }) == "ets.predict.1");
+  CHECK(error_id([&] { p.correction("nope", "a"); }) == "ets.predict.1");
+  CHECK(error_id([&] { p.reset_observations("nope"); }) == "ets.predict.1");
+  CHECK(error_id([&] { p.job_trace("nope"); }) == "ets.predict.1");
+  CHECK(error_id([&] { p.predict_batch({"j", "nope"}, {"a"}); }) == "ets.predict.1");
   CHECK(error_id([&] { p.add_job("e", ets::ExecutionTrace{}); }) == "ets.predict.5");
   CHECK(error_id([&] { p.add_job("", traces[0]); }) == "ets.predict.1");
   CHECK(error_id([&] { ets::Predictor::representative_iteration({}); }) == "ets.predict.4");
