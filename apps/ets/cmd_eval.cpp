@@ -23,7 +23,8 @@ namespace {
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 
 std::string metrics_json(const Evaluator::Metrics& m) {
-  return fmt::format("{{\"mre\":{},\"rmse_ms\":{},\"n\":{}}}", num(m.mre), num(m.rmse_ms), m.n);
+  return fmt::format("{{\"mre\":{},\"rmse_ms\":{},\"bias\":{},\"n\":{}}}", num(m.mre), num(m.rmse_ms), num(m.bias),
+                     m.n);
 }
 
 // One row per trace: what tools/plot_eval.py draws (predicted vs measured per method).
@@ -99,13 +100,18 @@ int run_eval(const Args& a) {
       s += "}";
       first = false;
     }
-    s += "},\"by_ops\":{";
-    for (std::size_t b = 0; b < methods[0].by_ops.size(); ++b) {
-      s += fmt::format("{}\"{}\":{{", b ? "," : "", methods[0].by_ops[b].first);
-      for (std::size_t i = 0; i < methods.size(); ++i)
-        s += fmt::format("{}\"{}\":{}", i ? "," : "", methods[i].name, metrics_json(methods[i].by_ops[b].second));
-      s += "}";
-    }
+    // Buckets are the same for every method: they depend on the traces only.
+    auto buckets = [&](const char* key, std::vector<std::pair<std::string, Evaluator::Metrics>> Evaluator::Method::*by) {
+      s += fmt::format("}},\"{}\":{{", key);
+      for (std::size_t b = 0; b < (methods[0].*by).size(); ++b) {
+        s += fmt::format("{}\"{}\":{{", b ? "," : "", (methods[0].*by)[b].first);
+        for (std::size_t i = 0; i < methods.size(); ++i)
+          s += fmt::format("{}\"{}\":{}", i ? "," : "", methods[i].name, metrics_json((methods[i].*by)[b].second));
+        s += "}";
+      }
+    };
+    buckets("by_ops", &Evaluator::Method::by_ops);
+    buckets("by_disagreement", &Evaluator::Method::by_disagreement);
     const auto& ph = methods[0].by_phase;
     s += fmt::format("}},\"ets_phase_split\":{{\"forward\":{},\"backward\":{},\"update\":{}}}}}", metrics_json(ph[0]),
                      metrics_json(ph[1]), metrics_json(ph[2]));
@@ -121,31 +127,45 @@ int run_eval(const Args& a) {
     std::printf("test-retest noise floor %.2f%% (%zu of these traces re-collected in another run);\n"
                 "no predictor of the configuration alone can average below %.2f%% against these labels\n\n",
                 100 * retest.mre, retest.n, 100 * retest.predictor_bound);
-  std::printf("%-12s %9s %10s %6s\n", "method", "MRE", "RMSE(ms)", "n");
-  for (const auto& m : methods) std::printf("%-12s %8.2f%% %10.3f %6zu\n", m.name.c_str(), 100 * m.all.mre, m.all.rmse_ms, m.all.n);
-  auto table = [&](const char* title, const std::vector<std::pair<std::string, std::vector<Evaluator::Metrics>>>& rows) {
+  std::printf("%-12s %9s %10s %9s %6s\n", "method", "MRE", "RMSE(ms)", "bias", "n");
+  for (const auto& m : methods)
+    std::printf("%-12s %8.2f%% %10.3f %+8.2f%% %6zu\n", m.name.c_str(), 100 * m.all.mre, m.all.rmse_ms, 100 * m.all.bias,
+                m.all.n);
+  using Rows = std::vector<std::pair<std::string, std::vector<Evaluator::Metrics>>>;
+  auto table = [&](const char* title, const Rows& rows, double Evaluator::Metrics::*field, const char* format) {
     std::printf("\n%-16s %5s", title, "n");
     for (const auto& m : methods) std::printf(" %11s", m.name.c_str());
     std::printf("\n");
     for (const auto& [k, ms] : rows) {
       std::printf("%-16s %5zu", k.c_str(), ms[0].n);
-      for (const auto& m : ms) std::printf(" %10.2f%%", 100 * m.mre);
+      for (const auto& m : ms) std::printf(format, 100 * (m.*field));
       std::printf("\n");
     }
   };
-  std::vector<std::pair<std::string, std::vector<Evaluator::Metrics>>> fam, ops;
+  auto rows = [&](std::vector<std::pair<std::string, Evaluator::Metrics>> Evaluator::Method::*by) {
+    Rows out;
+    for (std::size_t b = 0; b < (methods[0].*by).size(); ++b) {
+      std::vector<Evaluator::Metrics> v;
+      for (const auto& m : methods) v.push_back((m.*by)[b].second);
+      out.emplace_back((methods[0].*by)[b].first, v);
+    }
+    return out;
+  };
+  Rows fam;
   for (const auto& [f, _] : methods[0].by_family) {
     std::vector<Evaluator::Metrics> v;
     for (const auto& m : methods) v.push_back(m.by_family.at(f));
     fam.emplace_back(f, v);
   }
-  for (std::size_t b = 0; b < methods[0].by_ops.size(); ++b) {
-    std::vector<Evaluator::Metrics> v;
-    for (const auto& m : methods) v.push_back(m.by_ops[b].second);
-    ops.emplace_back(methods[0].by_ops[b].first, v);
+  const char* pct = " %10.2f%%";
+  table("family (MRE)", fam, &Evaluator::Metrics::mre, pct);
+  table("ops (MRE)", rows(&Evaluator::Method::by_ops), &Evaluator::Metrics::mre, pct);
+  if (!methods[0].by_disagreement.empty()) {
+    // Whether the error follows the labels' own noise: passes that disagree mean a noisier label.
+    const Rows dis = rows(&Evaluator::Method::by_disagreement);
+    table("disagree (MRE)", dis, &Evaluator::Metrics::mre, pct);
+    table("disagree (bias)", dis, &Evaluator::Metrics::bias, " %+10.2f%%");
   }
-  table("family (MRE)", fam);
-  table("ops (MRE)", ops);
   const auto& ph = methods[0].by_phase;
   std::printf("\nets phase split (MRE of Σ(time+gap) per phase): forward %.2f%%, backward %.2f%%, update %.2f%%\n",
               100 * ph[0].mre, 100 * ph[1].mre, 100 * ph[2].mre);

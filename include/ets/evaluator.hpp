@@ -24,6 +24,7 @@ class Evaluator {
   struct Metrics {
     double mre = 0;      ///< mean of |pred − true| / true
     double rmse_ms = 0;  ///< √mean((pred − true)²) in milliseconds
+    double bias = 0;     ///< mean of (pred − true) / true: > 0 over-predicts, < 0 under-predicts on average
     std::size_t n = 0;
   };
 
@@ -33,6 +34,9 @@ class Evaluator {
     Metrics all;
     std::map<std::string, Metrics> by_family;            ///< meta.family ("" → "unknown")
     std::vector<std::pair<std::string, Metrics>> by_ops; ///< op-count buckets 0–200, …, 1200+ (empty ones skipped)
+    /// Buckets of the label's pass disagreement (label.disagreement, max/min − 1 of its timing passes): "<10%",
+    /// "10-25%", "25-50%", "50%+"; empty ones and traces that do not carry it are skipped.
+    std::vector<std::pair<std::string, Metrics>> by_disagreement;
     bool has_phases = false;                             ///< per-phase predictions exist (per-op methods)
     std::array<Metrics, kPhaseCount> by_phase{};         ///< error of Σ(time + gap) per phase vs its labels
     std::vector<double> predicted_us;                    ///< per trace, input order
@@ -42,6 +46,8 @@ class Evaluator {
   static double truth_us(const ExecutionTrace& trace) noexcept;
   /// "0-200", "200-400", …, "1000-1200", "1200+".
   static std::string ops_bucket(std::size_t ops);
+  /// "<10%", "10-25%", "25-50%", "50%+" for a pass disagreement of 0.07, 0.1, 0.3, 0.5, …; "" when not finite or < 0.
+  static std::string disagreement_bucket(double disagreement);
   static Metrics metrics(const std::vector<double>& predicted_us, const std::vector<double>& truth_us);
 
   /// ETS predictions (encoder → CPU BiLSTM → aggregator), traces split into chunks over `threads` threads.

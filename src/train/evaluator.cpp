@@ -28,6 +28,11 @@ std::string Evaluator::ops_bucket(std::size_t ops) {
   return std::to_string(lo) + "-" + std::to_string(lo + 200);
 }
 
+std::string Evaluator::disagreement_bucket(double d) {
+  if (!std::isfinite(d) || d < 0) return "";
+  return d < 0.10 ? "<10%" : d < 0.25 ? "10-25%" : d < 0.50 ? "25-50%" : "50%+";
+}
+
 Evaluator::Metrics Evaluator::metrics(const std::vector<double>& pred, const std::vector<double>& truth) {
   ETS_CHECK(pred.size() == truth.size(), Errc::shape, "ets.eval.2", "{} predictions for {} traces", pred.size(),
             truth.size());
@@ -36,11 +41,13 @@ Evaluator::Metrics Evaluator::metrics(const std::vector<double>& pred, const std
   for (std::size_t i = 0; i < pred.size(); ++i) {
     if (!(truth[i] > 0)) continue;  // an unlabelled trace has no error to report
     m.mre += std::abs(pred[i] - truth[i]) / truth[i];
+    m.bias += (pred[i] - truth[i]) / truth[i];
     se += (pred[i] - truth[i]) * (pred[i] - truth[i]);
     ++m.n;
   }
   if (m.n) {
     m.mre /= static_cast<double>(m.n);
+    m.bias /= static_cast<double>(m.n);
     m.rmse_ms = std::sqrt(se / static_cast<double>(m.n)) / 1000.0;
   }
   return m;
@@ -97,7 +104,7 @@ Evaluator::Method Evaluator::method(std::string name, const std::vector<Executio
   for (std::size_t i = 0; i < traces.size(); ++i) truth[i] = truth_us(traces[i]);
   m.all = metrics(pred, truth);
 
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> fam, ops;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> fam, ops, dis;
   for (std::size_t i = 0; i < traces.size(); ++i) {
     const std::string f = traces[i].meta.family.empty() ? "unknown" : traces[i].meta.family;
     fam[f].first.push_back(pred[i]);
@@ -105,11 +112,23 @@ Evaluator::Method Evaluator::method(std::string name, const std::vector<Executio
     auto& o = ops[ops_bucket(traces[i].ops.size())];
     o.first.push_back(pred[i]);
     o.second.push_back(truth[i]);
+    const auto d = traces[i].meta.extra.find("label.disagreement");
+    if (d == traces[i].meta.extra.end()) continue;
+    char* end = nullptr;
+    const double v = std::strtod(d->second.c_str(), &end);
+    const std::string k = end == d->second.c_str() ? "" : disagreement_bucket(v);
+    if (k.empty()) continue;
+    dis[k].first.push_back(pred[i]);
+    dis[k].second.push_back(truth[i]);
   }
   for (auto& [k, v] : fam) m.by_family[k] = metrics(v.first, v.second);
   for (std::size_t lo = 0; lo <= 1200; lo += 200) {
     const std::string k = ops_bucket(lo);
     if (ops.count(k)) m.by_ops.emplace_back(k, metrics(ops[k].first, ops[k].second));
+  }
+  for (double lo : {0.0, 0.10, 0.25, 0.50}) {
+    const std::string k = disagreement_bucket(lo);
+    if (dis.count(k)) m.by_disagreement.emplace_back(k, metrics(dis[k].first, dis[k].second));
   }
   if (breakdown) {
     m.has_phases = true;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # `ets eval` output contract on the committed pilot dataset: --json keys, --predictions CSV (one row per test trace,
 # consistent with the JSON metrics), --aggregate nearest (the overlap ablation) changes predictions but not truths,
-# the test-retest floor from a retest.json, and a bad --aggregate value or a damaged retest.json is refused.
+# the test-retest floor from a retest.json, the bias and the pass-disagreement buckets, and a bad --aggregate value or
+# a damaged retest.json is refused.
 # Values are checked against each other, never hard-coded.
 # Usage: eval_cli_test.py ETS MODEL DATA_DIR WORK_DIR
 import csv
@@ -49,6 +50,35 @@ for rows, j in ((rows_mean, j_mean), (rows_near, j_near)):
     check(math.isclose(mre, got, rel_tol=1e-4), f"MRE from the CSV {mre} vs eval --json {got}")
     check(all(int(r["ops"]) > 0 and float(r["measured_us"]) > 0 for r in rows), "ops and measured_us per row")
     check(len({r["trace"] for r in rows}) == len(rows), "one distinct trace name (the config id) per row")
+# bias and the pass-disagreement buckets, recomputed from the CSV and the traces' label.disagreement
+disagreement = {}
+for path in glob.glob(os.path.join(data, "traces", "test", "*.etst.gz")):
+    with gzip.open(path, "rt") as fh:
+        meta = next(o["trace"] for o in map(json.loads, fh) if "trace" in o)
+    x = meta.get("extra", {})
+    if "label.disagreement" in x:
+        disagreement[x["config_id"]] = float(x["label.disagreement"])
+
+
+def bucket(d):
+    return "<10%" if d < 0.10 else "10-25%" if d < 0.25 else "25-50%" if d < 0.50 else "50%+"
+
+
+if rows_mean and j_mean:
+    rel = [(float(r["ets_us"]) - float(r["measured_us"])) / float(r["measured_us"]) for r in rows_mean]
+    check(math.isclose(sum(rel) / len(rel), j_mean["methods"]["ets"]["bias"], rel_tol=1e-4, abs_tol=1e-6),
+          f"bias from the CSV {sum(rel) / len(rel)} vs eval --json {j_mean['methods']['ets'].get('bias')}")
+    by_dis = j_mean.get("by_disagreement", {})
+    want = {}
+    for r, e in zip(rows_mean, rel):
+        if r["trace"] in disagreement:
+            want.setdefault(bucket(disagreement[r["trace"]]), []).append(e)
+    check(len(want) >= 2 and set(by_dis) == set(want), f"disagreement buckets {sorted(by_dis)} vs {sorted(want)}")
+    for k, es in want.items():
+        got = by_dis.get(k, {}).get("ets", {})
+        check(got.get("n") == len(es) and math.isclose(got.get("mre", -1), sum(map(abs, es)) / len(es), rel_tol=1e-4)
+              and math.isclose(got.get("bias", -9), sum(es) / len(es), rel_tol=1e-4, abs_tol=1e-6),
+              f"bucket {k}: eval --json {got} vs {len(es)} CSV rows")
 if rows_mean and rows_near:
     check([r["measured_us"] for r in rows_mean] == [r["measured_us"] for r in rows_near], "same truths, same order")
     diff = sum(r1["ets_us"] != r2["ets_us"] for r1, r2 in zip(rows_mean, rows_near))

@@ -163,12 +163,43 @@ TEST_CASE("the test-retest figures compare re-collected labels with the traces' 
   fs::remove_all(dir);
 }
 
+TEST_CASE("the pass-disagreement buckets hold the traces that carry a readable label.disagreement", "[train][eval]") {
+  // truth 100 each; predictions 110, 90, 130, 100, 150, 70: the buckets' bias and MRE follow from them
+  const std::vector<std::string> dis = {"0.05", "0.08", "0.3", "", "abc", "0.7"};
+  std::vector<ets::ExecutionTrace> traces(dis.size());
+  for (std::size_t i = 0; i < dis.size(); ++i) {
+    traces[i].measured_us = 100;
+    if (!dis[i].empty()) traces[i].meta.extra["label.disagreement"] = dis[i];
+  }
+  const auto m = ets::Evaluator::method("x", traces, std::vector<double>{110, 90, 130, 100, 150, 70});
+  REQUIRE(m.by_disagreement.size() == 3);  // no trace in 10-25%; "" and "abc" are left out
+  CHECK(m.by_disagreement[0].first == "<10%");
+  CHECK(m.by_disagreement[0].second.n == 2);
+  CHECK(m.by_disagreement[0].second.mre == Approx(0.1));
+  CHECK(m.by_disagreement[0].second.bias == Approx(0.0).margin(1e-12));
+  CHECK(m.by_disagreement[1].first == "25-50%");
+  CHECK(m.by_disagreement[1].second.bias == Approx(0.3));
+  CHECK(m.by_disagreement[2].first == "50%+");
+  CHECK(m.by_disagreement[2].second.bias == Approx(-0.3));
+  CHECK(m.all.n == 6);
+  CHECK(m.all.bias == Approx((0.1 - 0.1 + 0.3 + 0.0 + 0.5 - 0.3) / 6));
+}
+
 TEST_CASE("evaluation metrics follow their definitions", "[train][eval]") {
   // MRE divides by the truth: predicting 150 for 100 and 50 for 100 both count 50%
   const auto m = ets::Evaluator::metrics({150, 50, 200}, {100, 100, 200});
   CHECK(m.n == 3);
   CHECK(m.mre == Approx((0.5 + 0.5 + 0.0) / 3));
   CHECK(m.rmse_ms == Approx(std::sqrt((2500.0 + 2500.0) / 3) / 1000));
+  CHECK(m.bias == Approx(0.0).margin(1e-12));  // +50% and −50% cancel
+  CHECK(ets::Evaluator::metrics({120, 90}, {100, 100}).bias == Approx((0.2 - 0.1) / 2));
+  CHECK(ets::Evaluator::disagreement_bucket(0.0) == "<10%");
+  CHECK(ets::Evaluator::disagreement_bucket(0.0999) == "<10%");
+  CHECK(ets::Evaluator::disagreement_bucket(0.1) == "10-25%");
+  CHECK(ets::Evaluator::disagreement_bucket(0.3) == "25-50%");
+  CHECK(ets::Evaluator::disagreement_bucket(2.0) == "50%+");
+  CHECK(ets::Evaluator::disagreement_bucket(-0.1).empty());
+  CHECK(ets::Evaluator::disagreement_bucket(std::nan("")).empty());
   CHECK(ets::Evaluator::ops_bucket(0) == "0-200");
   CHECK(ets::Evaluator::ops_bucket(399) == "200-400");
   CHECK(ets::Evaluator::ops_bucket(1199) == "1000-1200");
