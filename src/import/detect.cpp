@@ -54,8 +54,8 @@ Format detect_format(std::string_view head, const std::string& path) {
   static constexpr char kSqlite[] = "SQLite format 3";  // 16 bytes with the terminating NUL
   if (head.size() >= 16 && std::memcmp(head.data(), kSqlite, 16) == 0) return Format::NsightSqlite;
   const std::string_view s = skip_space(head);
-  if (s.rfind("op,dir,params", 0) == 0) return Format::EtsCsv;
-  if (s.empty() || s[0] != '{') return Format::Unknown;
+  if (s.empty()) return Format::Unknown;
+  if (s[0] != '{') return is_ets_csv_header(s) ? Format::EtsCsv : Format::Unknown;
   // ets-trace's header line is {"format":"ets-trace",...}; allow spaces after '{' and ':'.
   {
     std::string_view t = skip_space(s.substr(1));

@@ -2,6 +2,7 @@
 // SQLite is recognised before reading the whole file, since its reader opens the file itself.
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,10 @@
 namespace ets {
 namespace {
 
+// Only a regular file is sniffed here: reading a pipe's first bytes would take them from the importer.
 bool is_sqlite(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}'", path);
   char head[16] = {};

@@ -249,23 +249,56 @@ void meta_from_name(const std::string& path, ExecutionTrace& t) {
   }
 }
 
-}  // namespace
+std::string_view skip_bom(std::string_view s) {
+  return s.size() >= 3 && s.compare(0, 3, "\xEF\xBB\xBF") == 0 ? s.substr(3) : s;
+}
 
-std::vector<ExecutionTrace> read_ets_csv(std::string_view bytes, const std::string& path, const Options&) {
-  Csv csv{bytes, path};
-  std::vector<std::string> f;
-  if (!csv.next(f)) ETS_THROW(Errc::parse, "ets.csv.1", "'{}' is empty", path);
-  int col[cCount];
+// Column positions from the header row; false when a required column is missing (`missing` names it).
+bool find_columns(const std::vector<std::string>& header, int (&col)[cCount], const char*& missing) {
   std::fill(std::begin(col), std::end(col), -1);
-  for (std::size_t i = 0; i < f.size(); ++i) {
-    const std::string_view h = trim(f[i]);
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    const std::string_view h = trim(header[i]);
     for (int c = 0; c < cH; ++c)
       if (h == kRequired[c]) col[c] = static_cast<int>(i);
     for (int c = cH; c < cCount; ++c)
       if (h == kOptional[c - cH]) col[c] = static_cast<int>(i);
   }
   for (int c = 0; c < cH; ++c)
-    if (col[c] < 0) ETS_THROW(Errc::parse, "ets.csv.1", "'{}' lacks the ETS CSV column '{}'", path, kRequired[c]);
+    if (col[c] < 0) {
+      missing = kRequired[c];
+      return false;
+    }
+  return true;
+}
+
+}  // namespace
+
+bool is_ets_csv_header(std::string_view bytes) {
+  const std::string path;
+  Csv csv{skip_bom(bytes.substr(0, std::min<std::size_t>(bytes.size(), 4096))), path};
+  std::vector<std::string> f;
+  try {
+    if (!csv.next(f)) return false;
+  } catch (const Error&) {  // an unterminated quote within the first 4 KiB: not a header we read
+    return false;
+  }
+  // op, dir and params in any order identify the format; the reader then names any other column that is missing.
+  int found = 0;
+  for (const auto& h : f) {
+    const std::string_view t = trim(h);
+    found |= (t == kRequired[cOp] ? 1 : 0) | (t == kRequired[cDir] ? 2 : 0) | (t == kRequired[cParams] ? 4 : 0);
+  }
+  return found == 7;
+}
+
+std::vector<ExecutionTrace> read_ets_csv(std::string_view bytes, const std::string& path, const Options&) {
+  Csv csv{skip_bom(bytes), path};
+  std::vector<std::string> f;
+  if (!csv.next(f)) ETS_THROW(Errc::parse, "ets.csv.1", "'{}' is empty", path);
+  int col[cCount];
+  const char* missing = "";
+  if (!find_columns(f, col, missing))
+    ETS_THROW(Errc::parse, "ets.csv.1", "'{}' lacks the ETS CSV column '{}'", path, missing);
   const std::size_t ncols = f.size();
 
   ExecutionTrace t;
@@ -313,15 +346,21 @@ std::vector<ExecutionTrace> read_ets_csv(std::string_view bytes, const std::stri
       if (col[cW] >= 0) t.meta.extra["w"] = std::string(trim(f[col[cW]]));
     }
     last_end = kend;
-    sum_ns += kdur + space;
+    // Nanosecond integers near the int64 limits would wrap: a file that far out is broken, not a long iteration.
+    if (__builtin_add_overflow(sum_ns, kdur, &sum_ns) || __builtin_add_overflow(sum_ns, space, &sum_ns))
+      ETS_THROW(Errc::invalid_trace, "ets.csv.7", "{}:{}: kduration + space overflow 64-bit nanoseconds", path, line);
     t.ops.push_back(std::move(op));
   }
   if (t.ops.empty()) ETS_THROW(Errc::invalid_trace, "ets.csv.6", "'{}' has a header but no rows", path);
   // The label is the GPU span of the iteration, kept in integer ns so it is exact; Σ(kduration + space) matches it
   // in the authors' data by construction (space is measured start to start).
-  const std::int64_t span_ns = last_end - first_start;
+  std::int64_t span_ns = 0;
+  if (__builtin_sub_overflow(last_end, first_start, &span_ns) || span_ns < 0)
+    ETS_THROW(Errc::invalid_trace, "ets.csv.7", "'{}': the last row ends ({} ns) before the first starts ({} ns)", path,
+              last_end, first_start);
   if (sum_ns != span_ns)
-    log(LogLevel::warn, "{}: sum(kduration + space) = {} ns differs from kEndTime[last] - kStartTime[first] = {} ns", path,
+    log(LogLevel::warn,
+        "[ets.csv.8] {}: sum(kduration + space) = {} ns differs from kEndTime[last] - kStartTime[first] = {} ns", path,
         sum_ns, span_ns);
   t.start_us = static_cast<double>(first_start) / 1000.0;
   t.measured_us = static_cast<double>(span_ns) / 1000.0;

@@ -25,6 +25,8 @@ struct Options {
 std::string read_file_bytes(const std::string& path);
 
 Format detect_format(std::string_view head, const std::string& path);
+/// The first record of `bytes` (a UTF-8 BOM skipped) is a CSV header naming every required ETS CSV column.
+bool is_ets_csv_header(std::string_view bytes);
 
 // One reader per format. `bytes` is the (uncompressed) content; `path` is used for messages and metadata.
 std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::string& path, const Options& opt);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -22,6 +23,15 @@
 
 namespace ets::import {
 namespace {
+
+// a − b of two nanosecond timestamps, or ets.nsight.6 when the export's values are so far out that it would wrap.
+std::int64_t ns_diff(std::int64_t a, std::int64_t b, const std::string& path) {
+  std::int64_t d = 0;
+  if (__builtin_sub_overflow(a, b, &d))
+    ETS_THROW(Errc::invalid_trace, "ets.nsight.6", "'{}': timestamps {} and {} ns are too far apart to subtract", path,
+              a, b);
+  return d;
+}
 
 constexpr char kSqliteMagic[] = "SQLite format 3";  // 16 bytes with its NUL
 
@@ -309,7 +319,8 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     for (const auto& k : b.kernels) {
       x.kstart = std::min(x.kstart, k.start);
       x.kend = std::max(x.kend, k.end);
-      busy += k.end - k.start;
+      if (__builtin_add_overflow(busy, ns_diff(k.end, k.start, path), &busy))
+        ETS_THROW(Errc::invalid_trace, "ets.nsight.6", "'{}': the kernels of one op add up past 64-bit nanoseconds", path);
     }
     x.rec.kernels = static_cast<std::uint32_t>(b.kernels.size());
     x.rec.time_us = static_cast<double>(busy) / 1000.0;
@@ -335,7 +346,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     for (std::size_t i : order) {
       Group gr;
       gr.index = iteration_index[i];
-      gr.measured = static_cast<double>(iterations[i].end - iterations[i].start) / 1000.0;
+      gr.measured = static_cast<double>(ns_diff(iterations[i].end, iterations[i].start, path)) / 1000.0;
       groups.push_back(std::move(gr));
     }
     for (auto& x : built) {
@@ -373,10 +384,11 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     for (std::size_t i = 0; i < g.ops.size(); ++i) {
       OpRecord rec = std::move(g.ops[i]->rec);
       const std::int64_t next = i + 1 < g.ops.size() ? g.ops[i + 1]->kstart : end;
-      rec.gap_us = static_cast<double>(next - g.ops[i]->kstart) / 1000.0 - rec.time_us;
+      rec.gap_us = static_cast<double>(ns_diff(next, g.ops[i]->kstart, path)) / 1000.0 - rec.time_us;
       t.ops.push_back(std::move(rec));
     }
-    t.measured_us = iterations.empty() ? static_cast<double>(end - g.ops.front()->kstart) / 1000.0 : g.measured;
+    t.measured_us =
+        iterations.empty() ? static_cast<double>(ns_diff(end, g.ops.front()->kstart, path)) / 1000.0 : g.measured;
     out.push_back(std::move(t));
   }
   return out;
@@ -390,15 +402,31 @@ void check_magic(std::string_view head, const std::string& path) {
 }  // namespace
 
 std::vector<ExecutionTrace> read_nsight_sqlite(const std::string& path, const Options&) {
+  bool wal = false;
   {
     std::ifstream in(path, std::ios::binary);
     if (!in) ETS_THROW(Errc::io, "ets.nsight.1", "cannot open '{}'", path);
-    char head[sizeof kSqliteMagic] = {};
+    char head[20] = {};
     in.read(head, sizeof head);
     check_magic(std::string_view(head, static_cast<std::size_t>(in.gcount())), path);
+    wal = in.gcount() == sizeof head && head[18] == 2;  // file format read version 2: WAL mode
+  }
+  // A WAL-mode database makes even a read-only connection create -wal / -shm files beside it (and fail in a
+  // read-only directory). Without a -wal file there is nothing unmerged to read, so open it as immutable.
+  std::error_code ec;
+  const bool immutable = wal && !std::filesystem::exists(path + "-wal", ec);
+  std::string uri;
+  if (immutable) {
+    uri = "file:";
+    for (const char c : path) {
+      if (c == '%' || c == '?' || c == '#') uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+      else uri += c;
+    }
+    uri += "?immutable=1";
   }
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  const int rc = sqlite3_open_v2(immutable ? uri.c_str() : path.c_str(), &raw,
+                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | (immutable ? SQLITE_OPEN_URI : 0), nullptr);
   Db db(raw);
   if (rc != SQLITE_OK)
     ETS_THROW(Errc::io, "ets.nsight.1", "cannot open '{}' read-only: {}", path, raw ? sqlite3_errmsg(raw) : "out of memory");

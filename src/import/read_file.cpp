@@ -1,7 +1,10 @@
 // read_file_bytes: whole-file read with transparent gzip (one or more members), for every text-based importer.
 // Inflates straight from a small input buffer into the output string, so only the uncompressed copy is held.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -18,6 +21,12 @@ struct FileCloser {
 };
 using File = std::unique_ptr<std::FILE, FileCloser>;
 
+constexpr std::size_t kChunk = std::size_t{1} << 18;
+// Deflate expands at most ~1032:1, so a gzip trailer claiming more than that is forged or corrupt.
+constexpr std::uint64_t kMaxDeflateRatio = 1032;
+// Each inflate call writes into at most this much fresh space, so a wrong size hint is never zero-filled whole.
+constexpr std::size_t kOutWindow = std::size_t{1} << 24;
+
 std::uint64_t file_size(std::FILE* f) {
   if (std::fseek(f, 0, SEEK_END) != 0) return 0;
   const long n = std::ftell(f);
@@ -25,21 +34,18 @@ std::uint64_t file_size(std::FILE* f) {
   return n > 0 ? static_cast<std::uint64_t>(n) : 0;
 }
 
-// The gzip trailer's ISIZE (size mod 2^32) is a good first reservation; the string still grows if it lies.
-std::uint64_t gzip_size_hint(std::FILE* f, std::uint64_t compressed) {
-  unsigned char t[4] = {0, 0, 0, 0};
-  if (compressed < 18 || std::fseek(f, -4, SEEK_END) != 0 || std::fread(t, 1, 4, f) != 4) {
-    std::fseek(f, 0, SEEK_SET);
-    return compressed * 4;
-  }
-  std::fseek(f, 0, SEEK_SET);
-  const std::uint64_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (std::uint64_t(t[3]) << 24);
-  return isize >= compressed / 2 ? isize : compressed * 4;
+// The gzip trailer's ISIZE (size mod 2^32) is a good first reservation when it is plausible; the string still grows
+// if it lies.
+std::uint64_t gzip_size_hint(const unsigned char* trailer, std::uint64_t compressed) {
+  const std::uint64_t isize = trailer[0] | (trailer[1] << 8) | (trailer[2] << 16) | (std::uint64_t(trailer[3]) << 24);
+  return isize >= compressed / 2 && isize <= compressed * kMaxDeflateRatio ? isize : compressed * 4;
 }
 
-std::string inflate_file(std::FILE* f, const std::string& path, std::uint64_t compressed) {
+// Inflates whatever `read(buf, n)` delivers (one or more gzip members) into one string.
+template <class Read>
+std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t size_hint) {
   std::string out;
-  out.reserve(gzip_size_hint(f, compressed) + 64);
+  out.reserve(size_hint + 64);
   z_stream zs{};
   // 15 + 32: zlib or gzip header, auto-detected.
   if (inflateInit2(&zs, 15 + 32) != Z_OK)
@@ -48,15 +54,12 @@ std::string inflate_file(std::FILE* f, const std::string& path, std::uint64_t co
     z_stream* z;
     ~End() { inflateEnd(z); }
   } end{&zs};
-  std::unique_ptr<unsigned char[]> in(new unsigned char[1 << 18]);
+  std::unique_ptr<unsigned char[]> in(new unsigned char[kChunk]);
   bool stream_done = false;
   for (;;) {
     if (zs.avail_in == 0) {
-      const std::size_t n = std::fread(in.get(), 1, 1 << 18, f);
-      if (n == 0) {
-        if (std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
-        break;
-      }
+      const std::size_t n = read(in.get(), kChunk);
+      if (n == 0) break;
       zs.next_in = in.get();
       zs.avail_in = static_cast<uInt>(n);
     }
@@ -67,10 +70,10 @@ std::string inflate_file(std::FILE* f, const std::string& path, std::uint64_t co
     while (zs.avail_in > 0 && !stream_done) {
       if (out.capacity() - out.size() < (1u << 16)) out.reserve(out.capacity() + out.capacity() / 2 + (1u << 20));
       const std::size_t old = out.size();
-      const std::size_t room = out.capacity() - old;
-      out.resize(out.capacity());
+      const std::size_t room = std::min(out.capacity() - old, kOutWindow);
+      out.resize(old + room);
       zs.next_out = reinterpret_cast<Bytef*>(&out[old]);
-      zs.avail_out = static_cast<uInt>(room > (1u << 30) ? (1u << 30) : room);
+      zs.avail_out = static_cast<uInt>(room);
       const uInt before = zs.avail_out;
       const int rc = inflate(&zs, Z_NO_FLUSH);
       out.resize(old + (before - zs.avail_out));
@@ -87,16 +90,61 @@ std::string inflate_file(std::FILE* f, const std::string& path, std::uint64_t co
   return out;
 }
 
+bool is_gzip(const std::string& bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+// A pipe or character device (/dev/stdin, <(zcat …)): no size to ask for and no seeking, so read it to the end
+// and inflate from memory when it is gzip.
+std::string read_stream(std::FILE* f, const std::string& path) {
+  std::string raw;
+  for (;;) {
+    const std::size_t old = raw.size();
+    raw.resize(old + kChunk);
+    const std::size_t n = std::fread(&raw[old], 1, kChunk, f);
+    raw.resize(old + n);
+    if (n == 0) break;
+  }
+  if (std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
+  if (!is_gzip(raw)) return raw;
+  std::size_t pos = 0;
+  auto read = [&](unsigned char* buf, std::size_t n) {
+    const std::size_t k = std::min(n, raw.size() - pos);
+    std::memcpy(buf, raw.data() + pos, k);
+    pos += k;
+    return k;
+  };
+  unsigned char trailer[4] = {0, 0, 0, 0};
+  if (raw.size() >= 18) std::memcpy(trailer, raw.data() + raw.size() - 4, 4);
+  return inflate_stream(read, path, gzip_size_hint(trailer, raw.size()));
+}
+
 }  // namespace
 
 std::string read_file_bytes(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::is_directory(st))
+    ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}': it is a directory, not a trace file", path);
   File f(std::fopen(path.c_str(), "rb"));
   if (!f) ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}'", path);
+  if (!ec && !std::filesystem::is_regular_file(st)) return read_stream(f.get(), path);
   const std::uint64_t size = file_size(f.get());
   unsigned char magic[2] = {0, 0};
   const std::size_t got = std::fread(magic, 1, 2, f.get());
   std::fseek(f.get(), 0, SEEK_SET);
-  if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) return inflate_file(f.get(), path, size);
+  if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+    unsigned char trailer[4] = {0, 0, 0, 0};
+    if (size < 18 || std::fseek(f.get(), -4, SEEK_END) != 0 || std::fread(trailer, 1, 4, f.get()) != 4)
+      std::memset(trailer, 0, sizeof trailer);  // no usable trailer: the hint falls back to a multiple of the size
+    std::fseek(f.get(), 0, SEEK_SET);
+    auto read = [&](unsigned char* buf, std::size_t n) {
+      const std::size_t k = std::fread(buf, 1, n, f.get());
+      if (k == 0 && std::ferror(f.get())) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
+      return k;
+    };
+    return inflate_stream(read, path, gzip_size_hint(trailer, size));
+  }
   std::string out;
   out.reserve(size + 64);  // slack lets parsers pad in place
   out.resize(size);

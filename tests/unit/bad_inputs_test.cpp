@@ -227,6 +227,25 @@ std::map<std::string, std::function<Action(const fs::path&)>> generators() {
   g["csv_bad_number"] = csv_gen(csv_row("fast"));
   g["csv_nan_duration"] = csv_gen(csv_row("nan"));
   g["csv_negative_duration"] = csv_gen(csv_row("-95"));
+  // kStartTime / kEndTime near the int64 limits: their sums and spans would wrap
+  g["csv_time_overflow"] = csv_gen("152,1,\"[4]\",10,20,-9223372036854775000,9223372036854775000,"
+                                   "9223372036854775000,1,1,9223372036854775000,8,1\n");
+  g["csv_rows_out_of_order"] = csv_gen(csv_row("95") + "152,1,\"[4]\",10,20,100,500,5,2,1,95,8,1\n");
+  // a UTF-8 BOM, then the required columns in another order with quoted names: found by name
+  g["csv_bom_reordered_header"] = trace_gen("bom.csv", [] {
+    return std::string("\xEF\xBB\xBF\"dir\",op,params,flops,bytes,kStartTime,kEndTime,space,seq,kernels,kduration,"
+                       "batch,input_type\n1,152,\"[4, 8, 16, 30, 30]\",10,20,1000,1100,5,1,1,95,8,1\n");
+  });
+  g["directory_as_trace"] = [](const fs::path& dir) -> Action {
+    fs::create_directories(dir / "a_dir.json");
+    return load_trace((dir / "a_dir.json").string());
+  };
+  // a complete gzip file whose trailer claims ~2 GiB: refused without reserving what it claims
+  g["gzip_forged_size"] = [](const fs::path& dir) -> Action {
+    std::string b = slurp(ets_test::fixture("cpu_small_mlp.json.gz"));
+    b.replace(b.size() - 4, 4, std::string("\xF0\xFF\xFF\x7F", 4));
+    return load_trace(write(dir / "forged.json.gz", b));
+  };
   auto etst_gen = [&](std::function<std::string(std::string)> edit) {
     return trace_gen("t.etst", [edit] { return edit(ets::serialize_traces(small_traces())); });
   };
