@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -241,4 +242,36 @@ TEST_CASE("Nsight reader: missing tables, non-SQLite and corrupt input") {
     } catch (const ets::Error&) {
     }
   }
+}
+
+TEST_CASE("Nsight reader: timestamps whose differences would wrap 64 bits are ets.nsight.6") {
+  TempDir dir;
+  const std::string path = (dir.path / "far.sqlite").string();
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  exec(db, kSchema);
+  Builder b{db};
+  const std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+  b.range(lo, hi, 1, "aten::relu, seq = 1");
+  b.launch(lo + 10, lo + 20, 1, 1);
+  b.kernel(lo, hi, 1);  // one kernel spanning the whole int64 range
+  sqlite3_close(db);
+  CHECK(error_id([&] { ets::import::read_nsight_sqlite(path, {}); }) == "ets.nsight.6");
+}
+
+TEST_CASE("Nsight reader: a WAL-mode export is read without creating files beside it") {
+  TempDir dir;
+  const std::string path = make_capture(dir.path);
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  exec(db, "PRAGMA journal_mode=WAL");
+  sqlite3_close(db);  // the last connection checkpoints and removes -wal / -shm
+  REQUIRE_FALSE(fs::exists(path + "-wal"));
+  fs::create_directories(dir.path / "plain");
+  const auto before = ets::import::read_nsight_sqlite(make_capture(dir.path / "plain"), {});
+  const auto traces = ets::import::read_nsight_sqlite(path, {});
+  CHECK(traces.size() == before.size());
+  CHECK(traces.front().ops.size() == before.front().ops.size());
+  CHECK_FALSE(fs::exists(path + "-wal"));
+  CHECK_FALSE(fs::exists(path + "-shm"));
 }

@@ -3,10 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
+
+#include <unistd.h>
 
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
@@ -104,4 +107,38 @@ TEST_CASE("Tracer::load: missing file, unknown format, gzip round trip") {
   CHECK_THROWS_WITH(ets::import::read_file_bytes(cut), Catch::Contains("ets.io.5"));
   CHECK(Tracer::detect(gz) == "kineto");
   fs::remove_all(dir);
+}
+
+TEST_CASE("Tracer::load reads a pipe to its end: no size, no seeking, gzip or plain") {
+  const std::string gz = ets_test::fixture("cpu_small_mlp.json.gz");
+  std::ifstream in(gz, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const auto from_file = Tracer::load(gz);
+  std::signal(SIGPIPE, SIG_IGN);  // a reader that stops early must fail the test, not kill it
+  for (int round = 0; round < 2; ++round) {  // 0: the gzip bytes, 1: the same bytes inflated
+    const std::string payload = round == 0 ? bytes : ets::import::read_file_bytes(gz);
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    std::thread writer([&] {
+      for (std::size_t off = 0; off < payload.size();) {
+        const ssize_t n = ::write(fds[1], payload.data() + off, payload.size() - off);
+        if (n <= 0) break;  // the reader closed its end
+        off += static_cast<std::size_t>(n);
+      }
+      ::close(fds[1]);
+    });
+    std::vector<ExecutionTrace> got;
+    std::string error;
+    try {
+      got = Tracer::load("/proc/self/fd/" + std::to_string(fds[0]));  // what /dev/stdin is when stdin is a pipe
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    ::close(fds[0]);  // unblocks a writer the reader left behind
+    writer.join();
+    INFO("round " << round << ": " << error);
+    REQUIRE(got.size() == from_file.size());
+    CHECK(got.front().ops.size() == from_file.front().ops.size());
+    CHECK(got.front().measured_us == from_file.front().measured_us);
+  }
 }
