@@ -39,10 +39,18 @@ struct Welford {
 };
 
 // log1p(numel) computed in double: TensorInfo::numel() multiplies int64s and could overflow on hostile dims.
+// A product beyond double's range (1,100 dims of 2) falls back to Σ log(d), which log1p(numel) equals there to
+// double precision, so the feature stays finite.
 inline double log_numel(const TensorInfo& t) noexcept {
   double n = 1.0;
-  for (auto d : t.dims) n *= d > 0 ? static_cast<double>(d) : 0.0;
-  return std::log1p(n);
+  for (auto d : t.dims) {
+    if (d <= 0) return 0.0;  // an empty tensor
+    n *= static_cast<double>(d);
+  }
+  if (std::isfinite(n)) return std::log1p(n);
+  double s = 0.0;
+  for (auto d : t.dims) s += std::log(static_cast<double>(d));
+  return s;
 }
 
 // log1p of a tensor dimension; small ones (nearly all) come from a table built with std::log1p, so the

@@ -400,3 +400,26 @@ TEST_CASE("feature names are unique and match the layout") {
   CHECK(names[static_cast<std::size_t>(l.optimizer + 4)] == "opt.unknown");
   CHECK(names.back() == "opt.unknown");
 }
+
+TEST_CASE("a tensor whose element count exceeds double's range still encodes finite features") {
+  ets::ExecutionTrace t;
+  auto a = make_op("mm");
+  a.inputs = {{{2, 3}, ets::DType::Float32}};
+  t.ops = {a, make_op("mm")};
+  const auto s = ets::FeatureSpec::fit({t});
+  auto huge = make_op("mm");
+  huge.inputs = {{std::vector<std::int64_t>(1100, 2), ets::DType::Float32}};  // 2^1100 elements
+  const auto r = row(s, huge);
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    INFO("feature " << s.feature_names()[i]);
+    CHECK(std::isfinite(r[i]));
+  }
+  // log1p(2^1100) = 1100 log 2 to double precision, z-scored like any other size
+  auto big = make_op("mm");
+  big.inputs = {{std::vector<std::int64_t>(1000, 2), ets::DType::Float32}};  // 2^1000 still fits in a double
+  const float f1100 = at(s, r, "in0.log_numel"), f1000 = at(s, row(s, big), "in0.log_numel");
+  CHECK(f1100 > f1000);
+  // an empty tensor beside overflowing dims has no elements
+  huge.inputs.front().dims.push_back(0);
+  CHECK(std::isfinite(at(s, row(s, huge), "in0.log_numel")));
+}
