@@ -50,6 +50,12 @@ const std::map<std::string, Command>& commands();
 /// Parses argv for a spec; throws std::invalid_argument with a one-line message on unknown input.
 Args parse(const Spec& spec, const std::vector<std::string>& argv);
 
+/// A numeric option's value, or fallback when absent. The whole value must be a finite number (number_option)
+/// or a whole number within [lo, hi] (integer_option; "1e5" is accepted, "1.5", "2x" and "nan" are not);
+/// otherwise std::invalid_argument naming the option (a usage error, exit code 2).
+double number_option(const Args& args, const std::string& name, double fallback);
+long long integer_option(const Args& args, const std::string& name, long long fallback, long long lo, long long hi);
+
 /// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete.
 Tracer::LoadOptions load_options(const Args& args);
 

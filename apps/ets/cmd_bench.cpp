@@ -1,6 +1,7 @@
 // `ets bench`: the BiLSTM CPU predictor against PyTorch CPU and ONNX Runtime on the same weights and windows,
 // timed interleaved in one run (peers via tools/bench_peers.py as a co-process), plus this machine's GEMM ceiling.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -9,9 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fcntl.h>
@@ -48,8 +51,10 @@ std::vector<int> int_list(const std::string& s) {
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    const int v = std::atoi(item.c_str());
-    if (v <= 0) throw std::invalid_argument("bad list value '" + item + "' in '" + s + "'");
+    int v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size() || v <= 0)
+      throw std::invalid_argument("bad list value '" + item + "' in '" + s + "' (positive whole numbers)");
     out.push_back(v);
   }
   return out;
@@ -165,10 +170,11 @@ int run_bench(const Args& args) {
   const bool json = args.flag("--json");
   std::signal(SIGPIPE, SIG_IGN);  // a peer that died must not kill the benchmark
 
-  const int layers = std::atoi(args.value("--layers", "4").c_str());
-  const int width = std::atoi(args.value("--width", "12").c_str());
-  const int rounds = std::atoi(args.value("--rounds", "9").c_str());
-  const double sample_ms = std::atof(args.value("--sample-ms", "40").c_str());
+  constexpr long long kMax = std::numeric_limits<int>::max();
+  const int layers = static_cast<int>(integer_option(args, "--layers", 4, 1, kMax));
+  const int width = static_cast<int>(integer_option(args, "--width", 12, 1, kMax));
+  const int rounds = static_cast<int>(integer_option(args, "--rounds", 9, 1, kMax));
+  const double sample_ms = number_option(args, "--sample-ms", 40);
   const std::vector<int> hiddens = int_list(args.value("--hidden", "64,128"));
   const std::vector<int> windows = int_list(args.value("--windows", "1,64,256"));
   if (layers <= 0 || width <= 0 || rounds <= 0 || !(sample_ms > 0)) throw std::invalid_argument("bad --layers/--width/--rounds/--sample-ms");

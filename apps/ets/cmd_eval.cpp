@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "ets/aggregator.hpp"
 #include "ets/baseline.hpp"
 #include "ets/dataset_split.hpp"
+#include "ets/error.hpp"
 #include "ets/evaluator.hpp"
 #include "ets/feature_spec.hpp"
 #include "ets/model_file.hpp"
@@ -47,13 +49,14 @@ void write_predictions(const std::string& path, const std::vector<ExecutionTrace
   }
   std::ofstream f(path, std::ios::binary);
   f << csv;
-  if (!f) throw std::runtime_error("cannot write " + path);
+  f.close();
+  if (!f) ETS_THROW(Errc::io, "ets.cli.1", "cannot write the predictions to '{}'", path);
 }
 
 int run_eval(const Args& a) {
   const std::string model_path = a.value("--model"), data = a.value("--data"), split = a.value("--split", "test");
   if (model_path.empty() || data.empty()) throw std::invalid_argument("needs --model M and --data DIR");
-  const int threads = a.has("--threads") ? std::stoi(a.value("--threads")) : 0;
+  const int threads = static_cast<int>(integer_option(a, "--threads", 0, 0, std::numeric_limits<int>::max()));
   const bool json = a.flag("--json");
   const ModelFile model = load_model(model_path);
   const auto test = DatasetSplit::load(data, split, threads);

@@ -41,7 +41,7 @@ int run_inspect(const Args& args) {
         const auto& t = its[i];
         out += fmt::format("{}{{\"iteration\":{},\"ops\":{},\"measured_us\":{},\"sum_us\":{},\"gap_share\":{}}}",
                            i ? "," : "", t.iteration, t.ops.size(), json_number(t.measured_us), json_number(t.sum_us()),
-                           fmt::format("{:.6f}", t.gap_share()));
+                           std::isfinite(t.gap_share()) ? fmt::format("{:.6f}", t.gap_share()) : "null");
       }
       out += fmt::format("],\"median_measured_us\":{}}}\n", json_number(med));
       std::fputs(out.c_str(), stdout);

@@ -1,6 +1,7 @@
 // `ets label PASS... -o OUT`: imports every timing pass of one configuration and writes its labelled iteration.
 // The dataset collector (tools/collect/collect.py) calls this once per configuration after its last pass.
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -15,23 +16,12 @@
 namespace ets::cli {
 namespace {
 
-double number(const Args& a, const std::string& name, double fallback) {
-  if (!a.has(name)) return fallback;
-  try {
-    std::size_t used = 0;
-    double v = std::stod(a.value(name), &used);
-    if (used == a.value(name).size()) return v;
-  } catch (const std::exception&) {
-  }
-  throw std::invalid_argument("option " + name + " needs a number, got '" + a.value(name) + "'");
-}
-
 int run_label(const Args& a) {
   const std::string out = a.has("-o") ? a.value("-o") : a.value("--out");
   if (out.empty()) throw std::invalid_argument("missing -o OUT (the labelled .etst.gz to write)");
   Labeler::Options opt;
-  opt.disagreement_threshold = number(a, "--threshold", opt.disagreement_threshold);
-  opt.sum_tolerance = number(a, "--tolerance", opt.sum_tolerance);
+  opt.disagreement_threshold = number_option(a, "--threshold", opt.disagreement_threshold);
+  opt.sum_tolerance = number_option(a, "--tolerance", opt.sum_tolerance);
   const std::string per_op = a.value("--per-op", "bracket");
   if (per_op == "pass-median")
     opt.op_statistic = Labeler::OpStatistic::PassMedian;
@@ -56,7 +46,8 @@ int run_label(const Args& a) {
   set("--optimizer", m.optimizer);
   set("--environment", m.environment);
   set("--device", m.device);
-  if (a.has("--batch-size")) m.batch_size = static_cast<std::int64_t>(number(a, "--batch-size", 0));
+  if (a.has("--batch-size"))
+    m.batch_size = integer_option(a, "--batch-size", 0, 0, std::numeric_limits<std::int64_t>::max());
   if (a.has("--id")) m.extra["config_id"] = a.value("--id");
   if (a.has("--split")) m.extra["split"] = a.value("--split");
   write_trace_file(out, {r.trace});

@@ -145,9 +145,10 @@ int run_predict(const Args& a) {
         std::printf("%s\n", fmt::format("{} [{}]: predicted {:.3f} ms (interval {:.3f} .. {:.3f} ms), measured {}, "
                                         "{} ops, iteration {}",
                                         ids[j], envs[e], est.iteration_us / 1e3, est.lo_us / 1e3, est.hi_us / 1e3,
-                                        t.has_measurement()
+                                        !t.has_measurement() ? std::string("n/a")
+                                        : std::isfinite(err)
                                             ? fmt::format("{:.3f} ms ({:+.1f}%)", t.measured_us / 1e3, 100 * err)
-                                            : std::string("n/a"),
+                                            : fmt::format("{:.3f} ms", t.measured_us / 1e3),
                                         t.ops.size(), t.iteration)
                                 .c_str());
       }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -16,17 +17,6 @@
 
 namespace ets::cli {
 namespace {
-
-double num(const Args& a, const std::string& name, double fallback) {
-  if (!a.has(name)) return fallback;
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(a.value(name), &used);
-    if (used == a.value(name).size()) return v;
-  } catch (const std::exception&) {
-  }
-  throw std::invalid_argument("option " + name + " needs a number, got '" + a.value(name) + "'");
-}
 
 std::string hms(double s) {
   const long t = static_cast<long>(s < 0 ? 0 : s);
@@ -41,30 +31,31 @@ int run_train(const Args& a) {
   const std::string data = a.value("--data"), out = a.value("--out");
   if (data.empty() || out.empty()) throw std::invalid_argument("needs --data DIR and --out MODEL.etsm");
   ModelTrainer::Options o;
-  o.hidden = static_cast<int>(num(a, "--hidden", 0));
-  o.layers = static_cast<int>(num(a, "--layers", o.layers));
+  o.hidden = static_cast<int>(integer_option(a, "--hidden", 0, 0, std::numeric_limits<int>::max()));
+  o.layers = static_cast<int>(integer_option(a, "--layers", o.layers, 0, std::numeric_limits<int>::max()));
   const std::string cell = a.value("--cell", "lstm");
   if (cell != "lstm" && cell != "gru") throw std::invalid_argument("--cell must be lstm or gru");
   o.cell = cell == "gru" ? RnnCell::gru : RnnCell::lstm;
-  o.width = static_cast<int>(num(a, "--width", o.width));
-  o.stride = static_cast<int>(num(a, "--stride", o.stride));
-  o.threads = static_cast<int>(num(a, "--threads", 0));
+  o.width = static_cast<int>(integer_option(a, "--width", o.width, 0, std::numeric_limits<int>::max()));
+  o.stride = static_cast<int>(integer_option(a, "--stride", o.stride, 0, std::numeric_limits<int>::max()));
+  o.threads = static_cast<int>(integer_option(a, "--threads", 0, 0, std::numeric_limits<int>::max()));
   auto& t = o.train;
-  t.epochs = static_cast<int>(num(a, "--epochs", t.epochs));
-  t.batch = static_cast<int>(num(a, "--batch", t.batch));
-  t.lr = num(a, "--lr", t.lr);
-  t.seed = static_cast<std::uint64_t>(num(a, "--seed", static_cast<double>(t.seed)));
+  t.epochs = static_cast<int>(integer_option(a, "--epochs", t.epochs, 0, std::numeric_limits<int>::max()));
+  t.batch = static_cast<int>(integer_option(a, "--batch", t.batch, 0, std::numeric_limits<int>::max()));
+  t.lr = number_option(a, "--lr", t.lr);
+  t.seed = static_cast<std::uint64_t>(
+      integer_option(a, "--seed", static_cast<long long>(t.seed), 0, std::numeric_limits<long long>::max()));
   t.threads = o.threads;
-  t.patience = static_cast<int>(num(a, "--patience", t.patience));
-  t.weight_decay = num(a, "--weight-decay", t.weight_decay);
-  t.clip_norm = num(a, "--clip", t.clip_norm);
-  t.ema_decay = num(a, "--ema", t.ema_decay);
+  t.patience = static_cast<int>(integer_option(a, "--patience", t.patience, 0, std::numeric_limits<int>::max()));
+  t.weight_decay = number_option(a, "--weight-decay", t.weight_decay);
+  t.clip_norm = number_option(a, "--clip", t.clip_norm);
+  t.ema_decay = number_option(a, "--ema", t.ema_decay);
   if (!(t.ema_decay >= 0 && t.ema_decay < 1)) throw std::invalid_argument("--ema must be in [0, 1) (0 = off)");
   // the budget covers the whole command (loading, encoding, training, final validation), not just the optimiser
-  const double budget_s = 60.0 * num(a, "--max-minutes", 15.0);
+  const double budget_s = 60.0 * number_option(a, "--max-minutes", 15.0);
   if (budget_s < 0) throw std::invalid_argument("--max-minutes must be >= 0 (0 = no time budget)");
   t.anneal_within_budget = a.flag("--anneal-to-budget");
-  t.max_windows_per_epoch = static_cast<std::int64_t>(num(a, "--max-windows", 0));
+  t.max_windows_per_epoch = integer_option(a, "--max-windows", 0, 0, std::numeric_limits<long long>::max());
   t.checkpoint_path = a.value("--checkpoint");
   t.resume = a.flag("--resume");
   o.hardware_env = a.value("--environment");

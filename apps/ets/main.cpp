@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -81,29 +82,81 @@ Args parse(const Spec& spec, const std::vector<std::string>& argv) {
   return args;
 }
 
+double number_option(const Args& args, const std::string& name, double fallback) {
+  if (!args.has(name)) return fallback;
+  const std::string& s = args.value(name);
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {  // not a number, or out of double's range
+  }
+  throw std::invalid_argument("option " + name + " needs a number, got '" + s + "'");
+}
+
+long long integer_option(const Args& args, const std::string& name, long long fallback, long long lo, long long hi) {
+  if (!args.has(name)) return fallback;
+  const std::string& s = args.value(name);
+  double v = NAN;
+  try {
+    std::size_t used = 0;
+    v = std::stod(s, &used);
+    if (used != s.size()) v = NAN;
+  } catch (const std::exception&) {
+  }
+  // ≤ 2^53: every whole double there is exact, so the cast below neither rounds nor overflows.
+  if (!(std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= 9007199254740992.0 &&
+        v >= static_cast<double>(lo) && v <= static_cast<double>(hi)))
+    throw std::invalid_argument(fmt::format("option {} needs a whole number in [{}, {}], got '{}'", name, lo, hi, s));
+  return static_cast<long long>(v);
+}
+
 Tracer::LoadOptions load_options(const Args& args) {
   Tracer::LoadOptions opt;
-  if (args.has("--rank")) {
-    try {
-      opt.rank = std::stoi(args.value("--rank"));
-    } catch (const std::exception&) {
-      throw std::invalid_argument("--rank takes an integer, got '" + args.value("--rank") + "'");
-    }
-  }
+  opt.rank = static_cast<int>(integer_option(args, "--rank", opt.rank, -1, std::numeric_limits<int>::max()));
   opt.keep_incomplete = args.flag("--keep-incomplete");
   return opt;
+}
+
+// Length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no overlongs, surrogates or code points > U+10FFFF),
+// or 0 when the bytes there are not one.
+static std::size_t utf8_sequence(const std::string& s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  const auto cont = [&](std::size_t k) { return (b(k) & 0xC0u) == 0x80u; };
+  const unsigned c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    return b(1) >= lo && b(1) <= hi && cont(2) ? 3 : 0;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    return b(1) >= lo && b(1) <= hi && cont(2) && cont(3) ? 4 : 0;
+  }
+  return 0;
 }
 
 std::string json_escape(const std::string& s) {
   std::string o;
   o.reserve(s.size());
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      o += fmt::format("\\u{:04x}", static_cast<int>(c));
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const std::size_t n = utf8_sequence(s, i);
+    if (n == 0) {  // a byte that is not UTF-8 (a Latin-1 file name): JSON text must be Unicode
+      o += "\\ufffd";
+      ++i;
       continue;
     }
-    o += c;
+    if (n > 1) {
+      o.append(s, i, n);
+      i += n;
+      continue;
+    }
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) o += fmt::format("\\u{:04x}", static_cast<int>(c));
+    else o += c;
+    ++i;
   }
   return o;
 }
@@ -150,7 +203,12 @@ int main(int argc, char** argv) {
   }
   const Command& cmd = it->second;
   rest.erase(rest.begin());
-  if (!rest.empty() && (rest.front() == "--help" || rest.front() == "-h")) {
+  bool help = false;
+  for (const auto& a : rest) {
+    if (a == "--") break;
+    help |= a == "--help" || a == "-h";
+  }
+  if (help) {
     std::printf("usage: ets %s\n%s\n", cmd.spec.usage.c_str(), cmd.summary.c_str());
     return 0;
   }
@@ -160,7 +218,13 @@ int main(int argc, char** argv) {
   }, ets::LogLevel::warn);
   try {
     Args args = parse(cmd.spec, rest);
-    return cmd.run(args);
+    const int rc = cmd.run(args);
+    // A full disk or a closed pipe must not pass for success: what was printed may be lost.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "ets %s: cannot write to standard output\n", first.c_str());
+      return 1;
+    }
+    return rc;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "ets %s: %s\n", first.c_str(), e.what());
     return 2;

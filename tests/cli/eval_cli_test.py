@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # `ets eval` output contract on the committed pilot dataset: --json keys, --predictions CSV (one row per test trace,
 # consistent with the JSON metrics), --aggregate nearest (the overlap ablation) changes predictions but not truths,
-# the test-retest floor from a retest.json, the bias and the pass-disagreement buckets, and a bad --aggregate value or
-# a damaged retest.json is refused.
+# the test-retest floor from a retest.json, the bias and the pass-disagreement buckets, and a bad --aggregate or
+# --threads value, an unwritable --predictions path or a damaged retest.json is refused.
 # Values are checked against each other, never hard-coded.
 # Usage: eval_cli_test.py ETS MODEL DATA_DIR WORK_DIR
 import csv
@@ -111,6 +111,12 @@ with open(os.path.join(rt_data, "retest.json"), "w") as fh:
     fh.write('{"labels": [')
 p = subprocess.run([ets, "eval", "--model", model, "--data", rt_data, "--split", "test"], capture_output=True, text=True)
 check(p.returncode != 0 and "ets.eval.3" in p.stderr, f"damaged retest.json refused: rc {p.returncode} {p.stderr}")
+
+p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "test", "--predictions",
+                    os.path.join(work, "no-such-dir", "p.csv")], capture_output=True, text=True)
+check(p.returncode == 1 and "ets.cli.1" in p.stderr, f"unwritable --predictions: rc {p.returncode} {p.stderr}")
+p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--threads", "two"], capture_output=True, text=True)
+check(p.returncode == 2 and "--threads" in p.stderr, f"--threads two: rc {p.returncode} {p.stderr}")
 
 p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--aggregate", "median"], capture_output=True, text=True)
 check(p.returncode != 0 and "--aggregate" in p.stderr, f"bad --aggregate refused: rc {p.returncode} {p.stderr}")

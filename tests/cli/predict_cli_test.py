@@ -86,6 +86,48 @@ env = dict(os.environ, ETS_MODEL="/nonexistent/default.etsm")
 p = run(trace, env=env, expect_rc=1)
 check("ets.model." in p.stderr, f"ETS_MODEL pointing nowhere reports the model id: {p.stderr}")
 
+# robustness of the tool's output: JSON stays valid for any file name, lost output is an error, numbers are checked
+import shutil
+import tempfile
+
+with tempfile.TemporaryDirectory() as tmp:
+    odd = os.path.join(tmp.encode(), b"t\xff\"q\\.json.gz")  # not UTF-8, a quote and a backslash
+    shutil.copyfile(trace, odd)
+    p = subprocess.run([os.fsencode(ets), b"predict", odd, b"--model", os.fsencode(model_a), b"--json"],
+                       capture_output=True)
+    check(p.returncode == 0, f"odd file name: rc {p.returncode} {p.stderr!r}")
+    try:
+        o = json.loads(p.stdout.decode("utf-8"))
+        check(o["trace"].endswith('t\ufffd"q\\.json.gz'), f"odd name echoed as {o['trace']!r}")
+    except (UnicodeDecodeError, ValueError) as e:
+        failures.append(f"odd file name: output is not UTF-8 JSON ({e}): {p.stdout!r}")
+    # t = g = 1e308 for both ops: their sum overflows, so the gap share is not a number; JSON says null
+    inf_etst = os.path.join(tmp, "huge.etst")
+    op = ('{"n":"relu","r":"aten::relu","p":0,"i":[[[4,4],"float32"]],"h":{},"f":null,"b":null,"s":0,'
+          '"t":1e+308,"g":1e+308,"q":1,"k":0}\n')
+    with open(inf_etst, "w") as fh:
+        fh.write('{"format":"ets-trace","version":[1,0]}\n'
+                 '{"trace":{"source_format":"live","source_path":"","framework":"","framework_version":"","device":"",'
+                 '"environment":"","model":"","family":"","optimizer":"","batch_size":0,"extra":{},"iteration":0,'
+                 '"start_us":0,"measured_us":null,"ops":2}}\n' + op + op +
+                 '{"end":{"traces":1}}\n')
+    p = subprocess.run([ets, "inspect", inf_etst, "--json"], capture_output=True, text=True)
+    check(p.returncode == 0, f"inspect of a huge trace: rc {p.returncode} {p.stderr}")
+    try:
+        check(json.loads(p.stdout)["iterations"][0]["gap_share"] is None, f"gap_share of an overflowing sum: {p.stdout}")
+    except ValueError as e:
+        failures.append(f"inspect --json is not JSON ({e}): {p.stdout}")
+if os.path.exists("/dev/full"):
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([ets, "predict", trace, "--model", model_a, "--json"], stdout=full, stderr=subprocess.PIPE,
+                           text=True)
+    check(p.returncode == 1 and "standard output" in p.stderr, f"output to a full disk: rc {p.returncode} {p.stderr}")
+p = run(trace, "--model", model_a, "--help")
+check(p.stdout.startswith("usage: ets predict"), f"--help after other arguments prints the usage: {p.stdout}")
+for bad in ("0abc", "1.5", "nan", "99999999999"):
+    p = run(trace, "--model", model_a, "--rank", bad, expect_rc=2)
+    check("--rank" in p.stderr, f"--rank {bad}: {p.stderr}")
+
 if failures:
     print("\n".join(failures), file=sys.stderr)
     sys.exit(1)
