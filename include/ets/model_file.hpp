@@ -17,7 +17,9 @@ struct ModelFile {
   static constexpr std::uint16_t kMajor = 1;  ///< readers reject any other major version
   static constexpr std::uint16_t kMinor = 0;  ///< newer minors only add metadata keys / tensors; readers skip them
 
-  /// Labels are predicted as z = (transform(us) - mean) / scale, channel 0 = time, 1 = gap.
+  /// Labels are predicted as z = (transform(us) - mean) / scale, channel 0 = time, 1 = gap. A copy of what
+  /// encoder_state's FeatureSpec holds, for readers that do not parse it; ETS itself denormalises with the
+  /// FeatureSpec. Reader and writer require transform "log1p", finite means and positive scales.
   struct LabelNorm {
     std::string transform = "log1p";
     double time_mean = 0.0, time_scale = 1.0;
@@ -28,7 +30,8 @@ struct ModelFile {
     }
   };
 
-  /// An input batch and the output the exporting framework computed for it; checked on load.
+  /// An input batch and the output the exporting framework computed for it; checked on load. At most 4,096
+  /// positions (windows × width), so the check costs little more than reading the weights.
   struct SelfTest {
     int windows = 0;
     int width = 0;

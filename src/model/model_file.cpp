@@ -26,6 +26,8 @@ constexpr std::size_t kHeaderBytes = 64;
 constexpr std::size_t kTrailerBytes = 16;
 constexpr std::size_t kAlign = 64;
 constexpr int kMaxDims = 4;
+// The load-time self-test costs positions × parameters; this bound keeps it a small multiple of reading the weights.
+constexpr std::size_t kMaxSelfTestPositions = 4096;
 
 enum MetaType : std::uint8_t { kInt = 1, kFloat = 2, kString = 3, kBytes = 4 };
 enum DType : std::uint8_t { kF32 = 1 };
@@ -152,7 +154,11 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
             m.window_width, m.window_stride);
   const auto& st = m.self_test;
   if (!st.empty()) {
-    const std::size_t positions = static_cast<std::size_t>(st.windows) * static_cast<std::size_t>(std::max(st.width, 0));
+    const std::size_t positions =
+        static_cast<std::size_t>(std::max(st.windows, 0)) * static_cast<std::size_t>(std::max(st.width, 0));
+    ETS_CHECK(positions <= kMaxSelfTestPositions, Errc::invalid_argument, "ets.model.10",
+              "self-test of {} windows × {} positions is larger than a reader accepts (≤ {} positions)", st.windows,
+              st.width, kMaxSelfTestPositions);
     ETS_CHECK(st.windows > 0 && st.width > 0 && st.input.size() == positions * static_cast<std::size_t>(c.input_size) &&
                   st.expected.size() == positions * static_cast<std::size_t>(c.outputs) && std::isfinite(st.tolerance) &&
                   st.tolerance >= 0,
@@ -161,6 +167,13 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
               st.width, st.input.size(), st.expected.size(), positions * static_cast<std::size_t>(c.input_size),
               positions * static_cast<std::size_t>(c.outputs));
   }
+  const ModelFile::LabelNorm& ln = m.labels;
+  ETS_CHECK(ln.transform == "log1p" && std::isfinite(ln.time_mean) && std::isfinite(ln.gap_mean) &&
+                std::isfinite(ln.time_scale) && ln.time_scale > 0 && std::isfinite(ln.gap_scale) && ln.gap_scale > 0,
+            Errc::invalid_argument, "ets.model.10",
+            "labels must be a log1p transform with finite means and positive scales (transform '{}', time {} / {}, "
+            "gap {} / {})",
+            ln.transform, ln.time_mean, ln.time_scale, ln.gap_mean, ln.gap_scale);
   for (const auto& [k, v] : m.provenance)
     ETS_CHECK(!k.empty() && k.size() <= 200, Errc::invalid_argument, "ets.model.10",
               "provenance key '{}' must have 1..200 bytes", k);
@@ -391,6 +404,13 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
   m.labels.time_scale = get_float("labels.time_scale", 1.0);
   m.labels.gap_mean = get_float("labels.gap_mean", 0.0);
   m.labels.gap_scale = get_float("labels.gap_scale", 1.0);
+  ETS_CHECK(m.labels.transform == "log1p" && std::isfinite(m.labels.time_mean) && std::isfinite(m.labels.gap_mean) &&
+                std::isfinite(m.labels.time_scale) && m.labels.time_scale > 0 && std::isfinite(m.labels.gap_scale) &&
+                m.labels.gap_scale > 0,
+            Errc::parse, "ets.model.6",
+            "labels.* metadata is not a log1p transform with finite means and positive scales (transform '{}', time "
+            "{} / {}, gap {} / {})",
+            m.labels.transform, m.labels.time_mean, m.labels.time_scale, m.labels.gap_mean, m.labels.gap_scale);
   m.hardware_env = get_string("hardware.env");
   for (const auto& [k, e] : meta)
     if (k.rfind("provenance.", 0) == 0 && e.type == kString)
@@ -423,6 +443,22 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
               name, t.nbytes, t.offset, dims_str(t.dims));
     ETS_CHECK(tensors.count(name) == 0, Errc::parse, "ets.model.6", "tensor '{}' appears twice", name);
     tensors.emplace(name, std::move(t));
+  }
+  // Every byte belongs to one section or one tensor: tensors sharing data would make a small file decode into
+  // many times its size of weights.
+  {
+    struct Span {
+      std::uint64_t begin, end;
+      std::string what;
+    };
+    std::vector<Span> spans = {{meta_off, meta_off + meta_len, "the metadata"},
+                               {dir_off, dir_off + dir_len, "the tensor directory"}};
+    for (const auto& [name, t] : tensors)
+      if (t.nbytes) spans.push_back({t.offset, t.offset + t.nbytes, "tensor '" + name + "'"});
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+    for (std::size_t i = 1; i < spans.size(); ++i)
+      ETS_CHECK(spans[i - 1].end <= spans[i].begin, Errc::parse, "ets.model.6", "{} and {} overlap in the file",
+                spans[i - 1].what, spans[i].what);
   }
   const auto read_tensor = [&](const std::string& name, const std::vector<std::uint64_t>& shape) {
     auto it = tensors.find(name);
@@ -461,8 +497,10 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
             "model self-test needs both selftest.input and selftest.output");
   if (in_it != tensors.end()) {
     const auto& dims = in_it->second.dims;
-    ETS_CHECK(dims.size() == 3 && dims[0] >= 1 && dims[0] <= (1u << 20) && dims[1] >= 1 && dims[1] <= 4096, Errc::shape,
-              "ets.model.7", "selftest.input has shape {}, expected [windows, width, {}]", dims_str(dims), c.input_size);
+    ETS_CHECK(dims.size() == 3 && dims[0] >= 1 && dims[1] >= 1 && dims[0] <= kMaxSelfTestPositions &&
+                  dims[0] * dims[1] <= kMaxSelfTestPositions,
+              Errc::shape, "ets.model.7", "selftest.input has shape {}, expected [windows, width, {}] with ≤ {} positions",
+              dims_str(dims), c.input_size, kMaxSelfTestPositions);
     auto& st = m.self_test;
     st.windows = static_cast<int>(dims[0]);
     st.width = static_cast<int>(dims[1]);

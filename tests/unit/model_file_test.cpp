@@ -264,3 +264,53 @@ TEST_CASE("bad magic, missing file and inconsistent content have their own ids")
   CHECK_THROWS_AS(ets::serialize_model(m), ets::Error);
   CHECK_THROWS_AS(ets::save_model(sample_model(6), "/nonexistent/dir/m.etsm"), ets::Error);
 }
+
+TEST_CASE("tensors that share bytes in the file are refused, so a small file cannot decode into many times its size") {
+  auto b = ets::serialize_model(sample_model(8));
+  // Directory entry: u16 name length, name, u8 dtype, u8 rank, rank × u64 dims, u64 offset, u64 size.
+  auto entry = [&](const std::string& name) {
+    std::string key = std::string(1, static_cast<char>(name.size())) + std::string(1, '\0') + name;
+    return find(b, key) + key.size();
+  };
+  const std::size_t ih = entry("bias_ih_l0"), hh = entry("bias_hh_l0");  // both rank 1, 20 floats
+  std::copy_n(b.begin() + static_cast<std::ptrdiff_t>(ih + 10), 8, b.begin() + static_cast<std::ptrdiff_t>(hh + 10));
+  fix_crc(b);
+  try {
+    ets::parse_model(b.data(), b.size());
+    FAIL("aliased tensors must be rejected");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.model.6");
+    CHECK(e.message().find("overlap") != std::string::npos);
+  }
+}
+
+TEST_CASE("the self-test is bounded and the label metadata sane, on write and on read") {
+  ets::ModelFile m = sample_model(9);
+  auto& st = m.self_test;
+  const auto redo = [&](int windows, int width) {
+    st.windows = windows;
+    st.width = width;
+    st.input.assign(static_cast<std::size_t>(windows) * width * 6, 0.1f);
+    st.expected.resize(static_cast<std::size_t>(windows) * width * 2);
+    ets::BiLstmPredictor(m.weights).predict(st.input.data(), windows, width, st.expected.data());
+  };
+  redo(1, 4096);  // the limit itself is fine
+  const auto ok = ets::serialize_model(m);
+  CHECK(ets::parse_model(ok.data(), ok.size()).self_test.width == 4096);
+  redo(2, 2049);
+  try {
+    ets::serialize_model(m);
+    FAIL("a self-test above 4,096 positions must not be written");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.model.10");
+  }
+  m = sample_model(9);
+  m.labels.time_scale = 0;
+  CHECK_THROWS_AS(ets::serialize_model(m), ets::Error);
+  // the same on read: a file whose labels.transform was changed after writing
+  auto b = ets::serialize_model(sample_model(9));
+  const std::size_t at = find(b, "log1p");
+  b[at] = 'X';  // "Xog1p": same length, so only the value changes
+  fix_crc(b);
+  CHECK(error_id(b) == "ets.model.6");
+}
