@@ -56,7 +56,7 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
     ntr = 0;
     for (auto t : batch.trace_index) ntr = std::max(ntr, t + 1);
   }
-  std::vector<std::int64_t> ops(static_cast<std::size_t>(ntr), 0);
+  std::vector<std::int64_t> ops(static_cast<std::size_t>(ntr), 0), real(static_cast<std::size_t>(ntr), 0);
   for (int k = 0; k < nwin; ++k) {
     const int t = batch.trace_index[static_cast<std::size_t>(k)];
     ETS_CHECK(t >= 0 && t < ntr, Errc::invalid_argument, "ets.aggregate.4",
@@ -69,8 +69,15 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
                 "window {} position {} is marked real but has op index {}", k, p, i);
       auto& m = ops[static_cast<std::size_t>(t)];
       m = std::max<std::int64_t>(m, static_cast<std::int64_t>(i) + 1);
+      ++real[static_cast<std::size_t>(t)];
     }
   }
+  // Each op needs a real position of its own, so more ops than real positions leaves some uncovered. Checked
+  // before the per-op arrays are sized by the largest index, which a hostile batch could set to 2^31.
+  for (int t = 0; t < ntr; ++t)
+    ETS_CHECK(ops[static_cast<std::size_t>(t)] <= real[static_cast<std::size_t>(t)], Errc::invalid_argument,
+              "ets.aggregate.5", "trace {} has op indices up to {} but only {} real positions: some op is covered by no window",
+              t, ops[static_cast<std::size_t>(t)] - 1, real[static_cast<std::size_t>(t)]);
   std::vector<std::size_t> base(static_cast<std::size_t>(ntr) + 1, 0);
   for (int t = 0; t < ntr; ++t)
     base[static_cast<std::size_t>(t) + 1] = base[static_cast<std::size_t>(t)] + static_cast<std::size_t>(ops[static_cast<std::size_t>(t)]);

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "ets/aggregator.hpp"
@@ -195,6 +196,8 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
   ETS_CHECK(encoder->features() == file.weights.config.input_size, Errc::shape, "ets.predict.6",
             "model for '{}': the encoder writes {} features but the LSTM takes {}", m->env, encoder->features(),
             file.weights.config.input_size);
+  ETS_CHECK(file.weights.config.outputs == 2, Errc::shape, "ets.predict.6",
+            "model for '{}' predicts {} values per op; ETS needs 2 (time, gap)", m->env, file.weights.config.outputs);
   m->lstm = std::make_unique<BiLstmPredictor>(file.weights, impl_->opt.backend);
   m->aggregator = std::make_unique<Aggregator>(encoder->spec());
   m->serial = impl_->next_serial++;
@@ -211,6 +214,18 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
   for (auto& slot : impl_->models)
     if (slot->env == env) {
       slot = std::move(cm);
+      // The replaced model's cached predictions can never be asked for again (caches are keyed by serial). Drop
+      // every entry of a serial no longer registered, which also catches one a call in flight added meanwhile.
+      std::unordered_set<std::uint64_t> live;
+      for (const auto& model : impl_->models) live.insert(model->serial);
+      std::vector<std::shared_ptr<Job>> jobs;
+      for (const auto& [id, job] : impl_->jobs) jobs.push_back(job);
+      lock.unlock();  // job locks are never taken under mu's exclusive lock
+      for (const auto& job : jobs) {
+        std::lock_guard lk(job->mu);
+        for (auto it = job->cache.begin(); it != job->cache.end();)
+          it = live.count(it->first) ? std::next(it) : job->cache.erase(it);
+      }
       return env;
     }
   impl_->models.push_back(std::move(cm));

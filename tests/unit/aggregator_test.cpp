@@ -242,6 +242,10 @@ TEST_CASE("inconsistent batches and predictions are rejected") {
   auto hole = b;
   hole.mask[0] = 0;  // op 0 is only in window 0
   CHECK(error_id([&] { agg.aggregate(hole, pred); }) == "ets.aggregate.5");
+  // an op index far beyond the batch: refused before anything is sized by it (2^31 − 1 ops would need ~200 GB)
+  auto far = b;
+  far.op_index.back() = std::numeric_limits<std::int32_t>::max();
+  CHECK(error_id([&] { agg.aggregate(far, pred); }) == "ets.aggregate.5");
   ets::Aggregator::Options bad;
   bad.interval_lo = 0.9;
   bad.interval_hi = 0.1;

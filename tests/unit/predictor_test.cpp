@@ -197,6 +197,14 @@ TEST_CASE("Predictor errors carry stable ids", "[predictor]") {
   m.encoder_state = other.encoder_state;
   if (ets::FeatureSpec::deserialize(other.encoder_state).feature_count() != m.weights.config.input_size)
     CHECK(error_id([&] { p.add_model("bad", m); }) == "ets.predict.6");
+  // an LSTM with a third output per op: refused when added, not at every later prediction
+  ets::ModelFile three = ets_test::small_model(traces, 1);
+  auto& c3 = three.weights.config;
+  c3.outputs = 3;
+  three.weights.head_w.resize(static_cast<std::size_t>(3 * c3.hidden * c3.directions()), 0.f);
+  three.weights.head_b.resize(3, 0.f);
+  CHECK(error_id([&] { p.add_model("three", three); }) == "ets.predict.6");
+  CHECK(p.environments().size() == 1);
   CHECK(p.remove_job("j"));
   CHECK_FALSE(p.remove_job("j"));
   CHECK_FALSE(p.has_job("j"));
