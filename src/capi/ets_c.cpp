@@ -2,10 +2,12 @@
 // ets_status plus a thread-local message, because an exception unwinding into C (or Go, or Python) is undefined.
 #include "ets/ets.h"
 
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ets/error.hpp"
@@ -31,10 +33,14 @@ namespace {
 thread_local std::string t_error;
 thread_local std::string t_error_id;
 
-ets_status fail(ets_status s, const char* id, std::string message) {
+// Takes views, not a std::string: every allocation of the report happens inside the try, so even out of memory no
+// exception leaves an extern "C" function.
+ets_status fail(ets_status s, const char* id, std::string_view a, std::string_view b = {},
+                std::string_view c = {}) noexcept {
   try {
     t_error_id = id;
-    t_error = "[" + t_error_id + "] " + std::move(message);
+    t_error.clear();
+    t_error.append("[").append(id).append("] ").append(a).append(b).append(c);
   } catch (...) {  // out of memory while reporting: keep whatever fits
     t_error.clear();
     t_error_id.clear();
@@ -49,11 +55,13 @@ ets_status guarded(F&& f) noexcept {
     f();
     return ETS_OK;
   } catch (const ets::Error& e) {
-    return fail(static_cast<ets_status>(e.code()), e.id().c_str(), e.message());
+    const std::string_view w = e.what();  // "[id] message"
+    const std::size_t skip = e.id().size() + 3;
+    return fail(static_cast<ets_status>(e.code()), e.id().c_str(), w.size() >= skip ? w.substr(skip) : w);
   } catch (const std::bad_alloc&) {
     return fail(ETS_INTERNAL, "ets.capi.3", "out of memory");
   } catch (const std::exception& e) {
-    return fail(ETS_INTERNAL, "ets.capi.3", std::string("unexpected error: ") + e.what());
+    return fail(ETS_INTERNAL, "ets.capi.3", "unexpected error: ", e.what());
   } catch (...) {
     return fail(ETS_INTERNAL, "ets.capi.3", "unexpected non-standard exception");
   }
@@ -160,10 +168,17 @@ ets_status ets_predict_batch(const ets_predictor* p, const char* const* job_ids,
   ETS_C_REQUIRE(job_ids, "ets_predict_batch", "job_ids");
   ETS_C_REQUIRE(envs, "ets_predict_batch", "envs");
   ETS_C_REQUIRE(out, "ets_predict_batch", "out");
+  char index[24];
   for (size_t i = 0; i < n_jobs; ++i)
-    if (!job_ids[i]) return fail(ETS_INVALID_ARGUMENT, "ets.capi.1", "ets_predict_batch: job_ids[" + std::to_string(i) + "] is NULL");
+    if (!job_ids[i]) {
+      std::snprintf(index, sizeof index, "%zu", i);
+      return fail(ETS_INVALID_ARGUMENT, "ets.capi.1", "ets_predict_batch: job_ids[", index, "] is NULL");
+    }
   for (size_t i = 0; i < n_envs; ++i)
-    if (!envs[i]) return fail(ETS_INVALID_ARGUMENT, "ets.capi.1", "ets_predict_batch: envs[" + std::to_string(i) + "] is NULL");
+    if (!envs[i]) {
+      std::snprintf(index, sizeof index, "%zu", i);
+      return fail(ETS_INVALID_ARGUMENT, "ets.capi.1", "ets_predict_batch: envs[", index, "] is NULL");
+    }
   return guarded([&] {
     const std::vector<std::string> j(job_ids, job_ids + n_jobs), e(envs, envs + n_envs);
     const auto m = p->impl.predict_batch(j, e);
