@@ -24,8 +24,9 @@ using File = std::unique_ptr<std::FILE, FileCloser>;
 constexpr std::size_t kChunk = std::size_t{1} << 18;
 // Deflate expands at most ~1032:1, so a gzip trailer claiming more than that is forged or corrupt.
 constexpr std::uint64_t kMaxDeflateRatio = 1032;
-// Each inflate call writes into at most this much fresh space, so a wrong size hint is never zero-filled whole.
-constexpr std::size_t kOutWindow = std::size_t{1} << 24;
+// Each inflate call writes into at most this much fresh (zero-filled) space: a wrong size hint is never filled
+// whole, and a call that runs out of input wastes at most this much filling.
+constexpr std::size_t kOutWindow = std::size_t{1} << 20;
 
 std::uint64_t file_size(std::FILE* f) {
   if (std::fseek(f, 0, SEEK_END) != 0) return 0;
