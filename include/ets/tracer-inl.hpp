@@ -21,27 +21,75 @@ ETS_INLINE Tracer::Scope Tracer::op(std::string name, Phase phase, std::vector<T
                                     double flops) {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::int64_t gen = static_cast<std::int64_t>(generation_) << 32;
-  if (depth_++ > 0) return Scope(this, gen | 0xffffffffLL);
+  OpRecord rec;
+  rec.raw_name = name;
+  rec.name = std::move(name);
+  rec.phase = phase;
+  rec.inputs = std::move(inputs);
+  rec.hyper = std::move(hyper);
+  rec.flops = flops;
+  rec.start_us = now_us();
+  if (op_open_) {  // inside the open op: kept aside in case it outlives it (`s = tracer.op(...)` does)
+    const std::uint32_t id = next_nested_id_++ & 0x7fffffffu;
+    nested_.push_back({id, std::move(rec)});
+    return Scope(this, gen | kNested | static_cast<std::int64_t>(id));
+  }
   Live l;
-  l.rec.raw_name = name;
-  l.rec.name = std::move(name);
-  l.rec.phase = phase;
-  l.rec.inputs = std::move(inputs);
-  l.rec.hyper = hyper;
-  l.rec.flops = flops;
-  l.rec.start_us = now_us();
+  l.rec = std::move(rec);
   open_.push_back(std::move(l));
+  op_open_ = true;
+  open_nested_id_ = -1;
   return Scope(this, gen | static_cast<std::int64_t>(open_.size() - 1));
+}
+
+// Ends the open op at t. The oldest scope opened inside it that is still open outlived it: it becomes the next op,
+// starting at t, and the scopes opened after it stay nested in it.
+ETS_INLINE void Tracer::end_op(double t) {
+  open_.back().end_us = t;
+  op_open_ = false;
+  open_nested_id_ = -1;
+  if (nested_.empty()) return;
+  Live l;
+  l.rec = std::move(nested_.front().rec);
+  l.rec.start_us = t;
+  const std::uint32_t id = nested_.front().id;
+  nested_.erase(nested_.begin());
+  open_.push_back(std::move(l));
+  op_open_ = true;
+  open_nested_id_ = id;
 }
 
 ETS_INLINE void Tracer::close(std::int64_t index) noexcept {
   const double t = now_us();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (depth_ > 0) --depth_;
   const auto gen = static_cast<std::uint32_t>(static_cast<std::uint64_t>(index) >> 32);
-  const auto slot = static_cast<std::uint32_t>(index & 0xffffffffLL);
-  if (gen != generation_ || slot == 0xffffffffu || slot >= open_.size()) return;
-  open_[slot].end_us = t;
+  if (gen != generation_) return;  // cut at a step() already
+  const auto low = static_cast<std::uint32_t>(index & 0xffffffffLL);
+  if (low & static_cast<std::uint32_t>(kNested)) {
+    const std::uint32_t id = low & 0x7fffffffu;
+    if (op_open_ && open_nested_id_ == static_cast<std::int64_t>(id)) {
+      try {
+        end_op(t);
+      } catch (...) {  // out of memory promoting the next scope: it stays folded into this op
+        op_open_ = false;
+        nested_.clear();
+      }
+      return;
+    }
+    for (auto it = nested_.rbegin(); it != nested_.rend(); ++it)  // usually the newest
+      if (it->id == id) {
+        nested_.erase(std::next(it).base());
+        return;
+      }
+    return;
+  }
+  if (!op_open_ || open_nested_id_ >= 0 || low + 1 != open_.size()) return;
+  try {
+    end_op(t);
+  } catch (...) {
+    op_open_ = false;
+    nested_.clear();
+  }
 }
 
 ETS_INLINE void Tracer::step() {
@@ -56,6 +104,9 @@ ETS_INLINE void Tracer::step() {
     done_.push_back(std::move(d));
   }
   open_.clear();
+  nested_.clear();
+  op_open_ = false;
+  open_nested_id_ = -1;
   ++generation_;
   last_boundary_us_ = t;
 }

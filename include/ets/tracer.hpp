@@ -57,7 +57,9 @@ class Tracer {
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
 
-  /// Opens a scope; the op ends when the returned Scope is destroyed (or end() is called on it).
+  /// Opens a scope; the op ends when the returned Scope is destroyed (or end() is called on it). Only the outermost
+  /// open scope is an op; a nested scope still open when its op ends becomes the next op from then on (so
+  /// `s = tracer.op(...)`, which opens before it ends the old op, records both).
   [[nodiscard]] ETS_INLINE Scope op(std::string name, Phase phase, std::vector<TensorInfo> inputs = {},
                                     HyperParams hyper = {}, double flops = kUnknown);
   /// Marks the end of the current iteration (and the start of the next).
@@ -92,7 +94,7 @@ class Tracer {
     friend class Tracer;
     Scope(Tracer* t, std::int64_t index) : tracer_(t), index_(index) {}
     Tracer* tracer_ = nullptr;
-    std::int64_t index_ = -1;  ///< generation << 32 | slot in the open iteration (slot 0xffffffff: nested)
+    std::int64_t index_ = -1;  ///< generation << 32 | slot in the open iteration, or | kNested | id of a nested scope
   };
 
  private:
@@ -108,15 +110,26 @@ class Tracer {
     std::int64_t iteration;
   };
 
+  /// A scope opened while an op was open: folded into it, unless it outlives it (then it becomes the next op).
+  struct Nested {
+    std::uint32_t id;
+    OpRecord rec;
+  };
+  static constexpr std::int64_t kNested = std::int64_t{1} << 31;
+
   ETS_INLINE double now_us() const noexcept;
   ETS_INLINE void close(std::int64_t index) noexcept;
+  ETS_INLINE void end_op(double t);
 
   mutable std::mutex mutex_;
   TraceMeta meta_;
   Clock::time_point origin_;
-  int depth_ = 0;
   std::uint32_t generation_ = 0;  ///< bumped by step(); a scope still open at step() was cut at the boundary
-  std::vector<Live> open_;
+  std::vector<Live> open_;        ///< ops of the open iteration; only the last one can still be open
+  bool op_open_ = false;          ///< open_.back() has not ended
+  std::int64_t open_nested_id_ = -1;  ///< when the open op was a nested scope promoted to an op: its id
+  std::vector<Nested> nested_;    ///< scopes open inside the open op, oldest first
+  std::uint32_t next_nested_id_ = 0;
   std::vector<Done> done_;
   double last_boundary_us_ = kUnknown;
   std::int64_t next_iteration_ = 0;

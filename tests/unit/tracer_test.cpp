@@ -142,3 +142,55 @@ TEST_CASE("Tracer::load reads a pipe to its end: no size, no seeking, gzip or pl
     CHECK(got.front().measured_us == from_file.front().measured_us);
   }
 }
+
+TEST_CASE("live scopes: a scope that outlives the op it opened in becomes the next op") {
+  Tracer tracer;
+  {
+    // `s = tracer.op(...)` opens the new op before the assignment ends the old one
+    auto s = tracer.op("forward", Phase::Forward);
+    spin_us(100);
+    s = tracer.op("backward", Phase::Backward);
+    spin_us(100);
+    s = tracer.op("optimizer", Phase::Update);
+    spin_us(100);
+  }
+  tracer.step();
+  // an outer scope ended before its inner one: the inner one carries on as an op, later ones nest in it
+  {
+    auto a = tracer.op("a", Phase::Forward);
+    auto b = tracer.op("b", Phase::Forward);
+    spin_us(50);
+    a.end();
+    spin_us(50);
+    auto c = tracer.op("c", Phase::Forward);  // inside b
+    c.end();
+    b.end();
+    auto d = tracer.op("d", Phase::Forward);
+  }
+  tracer.step();
+  // a scope left open across step() is cut there and no longer swallows the next iteration's ops
+  auto z = tracer.op("z", Phase::Forward);
+  tracer.step();
+  { auto x = tracer.op("x", Phase::Forward); }
+  { auto y = tracer.op("y", Phase::Forward); }
+  z.end();
+  tracer.step();
+
+  const auto its = tracer.take();
+  REQUIRE(its.size() == 4);
+  const auto names = [](const ExecutionTrace& t) {
+    std::string s;
+    for (const auto& op : t.ops) s += op.name + " ";
+    return s;
+  };
+  CHECK(names(its[0]) == "forward backward optimizer ");
+  for (const auto& op : its[0].ops) CHECK(op.time_us >= 90);
+  CHECK(its[0].ops[1].phase == Phase::Backward);
+  CHECK(names(its[1]) == "a b d ");
+  CHECK(its[1].ops[0].time_us >= 45);  // a ran until its end(), not until b opened inside it
+  CHECK(its[1].ops[1].time_us >= 45);  // b from a's end to its own
+  CHECK(names(its[2]) == "z ");
+  CHECK(names(its[3]) == "x y ");
+  CHECK(its[0].sum_us() == Approx(its[0].measured_us).epsilon(1e-9));
+  for (const auto& t : its) CHECK(t.sum_us() <= t.measured_us + 1e-6);  // from the first op, not the step() before
+}
