@@ -14,7 +14,8 @@ endif()
 find_path(ETS_CUDNN_INCLUDE_DIR cudnn.h
   HINTS ${CUDNN_ROOT} ENV CUDNN_ROOT ${CUDAToolkit_INCLUDE_DIRS}
   PATH_SUFFIXES include)
-find_library(ETS_CUDNN_LIBRARY cudnn
+# The nvidia-cudnn pip wheel ships only libcudnn.so.9 (no unversioned link), so ask for that name as well.
+find_library(ETS_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9
   HINTS ${CUDNN_ROOT} ENV CUDNN_ROOT ${CUDAToolkit_LIBRARY_DIR}
   PATH_SUFFIXES lib lib64)
 if(NOT ETS_CUDNN_INCLUDE_DIR OR NOT ETS_CUDNN_LIBRARY)

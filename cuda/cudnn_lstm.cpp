@@ -226,6 +226,9 @@ void CudnnBackend::Impl::pack(ExecContext& ctx, const LstmWeights& w) {
   head_w.reserve(w.head_w.size() * sizeof(float));
   ETS_CUDA_CHECK(cudaMemcpy(head_w.get(), w.head_w.data(), w.head_w.size() * sizeof(float), cudaMemcpyHostToDevice));
   head_b = w.head_b;
+  // cudaMemset and pageable cudaMemcpy may return before the device has the bytes, and the forward streams are
+  // non-blocking (no implicit order with the legacy stream): wait, so no forward reads half-written weights.
+  ETS_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 void CudnnBackend::Impl::reshape(ExecContext& ctx, int windows, int width) const {

@@ -54,14 +54,17 @@ constexpr CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MARKER,
 };
 
+// A callback announces itself, then reads g_active; stop() clears g_active, then waits for the count to drain.
+// Store-then-load on two different atomics is only ordered under seq_cst (release/acquire lets each side miss the
+// other's write), so these four operations use the default seq_cst order.
 struct CallbackScope {
-  CallbackScope() noexcept { g_in_callback.fetch_add(1, std::memory_order_acq_rel); }
-  ~CallbackScope() { g_in_callback.fetch_sub(1, std::memory_order_acq_rel); }
+  CallbackScope() noexcept { g_in_callback.fetch_add(1); }
+  ~CallbackScope() { g_in_callback.fetch_sub(1); }
 };
 
 void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept {
   CallbackScope scope;
-  TracerState* st = g_active.load(std::memory_order_acquire);
+  TracerState* st = g_active.load();
   const std::size_t bytes = st ? st->options.buffer_bytes : (8u << 20);
   *max_records = 0;  // as many as fit
   *buffer = static_cast<uint8_t*>(std::malloc(bytes));  // malloc alignment (16) exceeds CUPTI's 8
@@ -117,7 +120,7 @@ void append(TracerState& st, const CUpti_Activity* rec) {
 void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t /*size*/,
                                   size_t valid) noexcept {
   CallbackScope scope;
-  TracerState* st = g_active.load(std::memory_order_acquire);
+  TracerState* st = g_active.load();
   if (st && buffer) {
     try {
       std::lock_guard<std::mutex> lock(st->mu);
@@ -210,15 +213,17 @@ std::vector<ExecutionTrace> CuptiTracer::stop() {
   // Work still queued would otherwise be missing; a failure here (no context yet) is not the tracer's concern.
   (void)cudaDeviceSynchronize();
   (void)cudaGetLastError();
-  const CUptiResult flush_all = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // Disable, then flush: records made between a flush and the disable would stay in CUPTI's buffers and reach the
+  // next capture. The flush delivers everything recorded so far to this capture's callbacks.
   CUptiResult disable_all = CUPTI_SUCCESS;
   for (CUpti_ActivityKind k : state_->enabled) {
     const CUptiResult r = cuptiActivityDisable(k);
     if (disable_all == CUPTI_SUCCESS) disable_all = r;
   }
   state_->enabled.clear();
-  g_active.store(nullptr, std::memory_order_release);
-  while (g_in_callback.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+  const CUptiResult flush_all = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  g_active.store(nullptr);
+  while (g_in_callback.load() > 0) std::this_thread::yield();
   state_->running = false;
 
   import::ActivityCapture capture;

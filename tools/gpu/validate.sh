@@ -5,12 +5,15 @@
 #   tools/gpu/validate.sh             # on the GPU machine (H200, CUDA 13, torch 2.x); ≤ 8 min
 #   tools/gpu/validate.sh --dry-run   # CPU-only machine: the same steps at toy sizes, GPU parts skip (CI)
 #
-# Environment: OUT (default ./gpu-out), BUILD (default ./build-gpu), JOBS (default: nproc), PYTHON (default
+# Environment: WORK (where everything is written; default ./gpu-out), OUT (when set, e.g. by the device tool, which
+# brings back at most 8 files: summary.json and validate.log are copied there at the end), BUILD (default
+# ./build-gpu), JOBS (default: nproc), PYTHON (default
 # python3 on the GPU machine, /usr/bin/python3 in a dry run), TOTAL_S (overall budget, default 420 s; 600 s dry),
 # EXTRA_CMAKE_ARGS (e.g. "-DCMAKE_PREFIX_PATH=$PWD/.deps" for C++ dependencies carried to the GPU machine),
 # CUDNN_ROOT (default: the nvidia-cudnn wheel's folder when the toolkit has no cudnn.h).
-# Results: $OUT/summary.json (one entry per step plus the figures), $OUT/validate.log (all output),
-# $OUT/bench/bench.json, $OUT/nvtx_loop.json, $OUT/inspect.jsonl, $OUT/data/ (collected traces).
+# Results: $WORK/summary.json (one entry per step plus the figures, bench and nvtx_loop included), $WORK/validate.log
+# (all output), $WORK/bench/bench.json, $WORK/nvtx_loop.json, $WORK/inspect.jsonl, $WORK/data/ (collected traces);
+# the full summary is also printed at the end.
 # Exit status: 0 when every step passed or was skipped for a stated reason, 1 otherwise.
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -22,12 +25,13 @@ for a in "$@"; do
     *) echo "validate.sh: unknown argument '$a'" >&2; exit 2 ;;
   esac
 done
-OUT=$(mkdir -p "${OUT:-$PWD/gpu-out}" && cd "${OUT:-$PWD/gpu-out}" && pwd)
+RESULTS=${OUT:-}
+WORK=$(mkdir -p "${WORK:-$PWD/gpu-out}" && cd "${WORK:-$PWD/gpu-out}" && pwd)
 BUILD=${BUILD:-$PWD/build-gpu}
 JOBS=${JOBS:-$(nproc)}
 if [ $DRY = 1 ]; then PY=${PYTHON:-/usr/bin/python3}; TOTAL_S=${TOTAL_S:-600}; else PY=${PYTHON:-python3}; TOTAL_S=${TOTAL_S:-420}; fi
-LOG=$OUT/validate.log
-STEPS=$OUT/steps.jsonl
+LOG=$WORK/validate.log
+STEPS=$WORK/steps.jsonl
 : >"$LOG"
 : >"$STEPS"
 DEADLINE=$(( $(date +%s) + TOTAL_S ))
@@ -64,7 +68,7 @@ skip() {  # skip NAME REASON
   echo "{\"step\":\"$1\",\"status\":\"skipped\",\"seconds\":0,\"note\":\"$2\"}" >>"$STEPS"
 }
 
-log "root $ROOT, out $OUT, build $BUILD, jobs $JOBS, python $PY, dry-run $DRY, budget ${TOTAL_S}s"
+log "root $ROOT, work $WORK, results ${RESULTS:-none}, build $BUILD, jobs $JOBS, python $PY, dry-run $DRY, budget ${TOTAL_S}s"
 command -v nvidia-smi >/dev/null && nvidia-smi -L >>"$LOG" 2>&1
 
 # 1-2. Configure and build what the later steps run (the whole tree is not needed and costs minutes).
@@ -96,7 +100,7 @@ fi
 if [ $BUILT = 1 ]; then
   if [ $DRY = 1 ]; then BENCH_ARGS=(--windows "1,8" --hidden 16 --features 8 --reps 3)
   else BENCH_ARGS=(--windows "1,64,256,1024" --hidden 64 --features 32 --reps 20); fi
-  step bench 120 "$PY" "$ROOT/tools/gpu/bench_cudnn.py" --bench "$BUILD/bench/cudnn_bench" --out "$OUT/bench" \
+  step bench 120 "$PY" "$ROOT/tools/gpu/bench_cudnn.py" --bench "$BUILD/bench/cudnn_bench" --out "$WORK/bench" \
     "${BENCH_ARGS[@]}"
 else
   skip bench "build failed"
@@ -108,7 +112,7 @@ if [ $BUILT = 1 ] && [ -f "$CAPI" ]; then
   CUPTI_LIB=$(ldd "$CAPI" 2>/dev/null | awk '/libcupti/ {print $3; exit}')
   log "NVTX_INJECTION64_PATH=${CUPTI_LIB:-unset}"
   step nvtx_loop 90 env ${CUPTI_LIB:+NVTX_INJECTION64_PATH=$CUPTI_LIB} "$PY" "$ROOT/tools/gpu/nvtx_loop.py" \
-    --lib "$CAPI" --steps 6 --out "$OUT/nvtx_loop.json"
+    --lib "$CAPI" --steps 6 --out "$WORK/nvtx_loop.json"
 else
   skip nvtx_loop "libets_cupti_capi.so was not built"
 fi
@@ -121,42 +125,42 @@ elif [ $BUILT = 0 ]; then
   skip collect "build failed (the collector labels with the ets tool)"
 else
   if [ $DRY = 1 ]; then
-    grep -v '^#' "$ROOT/tools/gpu/configs.txt" | head -2 >"$OUT/configs.txt"
+    grep -v '^#' "$ROOT/tools/gpu/configs.txt" | head -2 >"$WORK/configs.txt"
     DEVICE=cpu
   else
-    cp "$ROOT/tools/gpu/configs.txt" "$OUT/configs.txt"
+    cp "$ROOT/tools/gpu/configs.txt" "$WORK/configs.txt"
     DEVICE=cuda
   fi
   # Resumable: a timeout keeps whatever finished; the import step reports how much that was.
-  step collect 200 "$PY" "$COLLECT" --configs "$OUT/configs.txt" --device $DEVICE --passes 1 --quick \
-    --out "$OUT/data" --raw "$OUT/data/raw" --ets "$BUILD/ets"
+  step collect 200 "$PY" "$COLLECT" --configs "$WORK/configs.txt" --device $DEVICE --passes 1 --quick \
+    --out "$WORK/data" --raw "$WORK/data/raw" --ets "$BUILD/ets"
 fi
 
 # 7. Import every collected trace and compare Σ(time+gap) with the ProfilerStep spans.
 # shellcheck disable=SC2317  # run through "bash -c" under timeout
 inspect_all() {
-  : >"$OUT/inspect.jsonl"
+  : >"$WORK/inspect.jsonl"
   local n=0 bad=0
   while IFS= read -r f; do
     n=$((n + 1))
-    if ! "$BUILD/ets" inspect --json "$f" >>"$OUT/inspect.jsonl" 2>>"$LOG"; then
+    if ! "$BUILD/ets" inspect --json "$f" >>"$WORK/inspect.jsonl" 2>>"$LOG"; then
       bad=$((bad + 1))
-      echo "{\"path\":\"$f\",\"error\":true}" >>"$OUT/inspect.jsonl"
+      echo "{\"path\":\"$f\",\"error\":true}" >>"$WORK/inspect.jsonl"
     fi
-  done < <(find "$OUT/data/raw" -name 'pass*.json.gz' 2>/dev/null | sort)
+  done < <(find "$WORK/data/raw" -name 'pass*.json.gz' 2>/dev/null | sort)
   log "inspected $n trace(s), $bad failed to import"
   [ $n -gt 0 ] && [ $bad = 0 ]
 }
-if [ $BUILT = 1 ] && [ -d "$OUT/data/raw" ]; then
+if [ $BUILT = 1 ] && [ -d "$WORK/data/raw" ]; then
   export -f inspect_all log
-  export OUT BUILD LOG
+  export WORK BUILD LOG
   step inspect 60 bash -c inspect_all
 else
   skip inspect "no collected traces"
 fi
 
 # 8. Summary: step statuses plus the figures that matter.
-"$PY" - "$OUT" "$DRY" <<'PY' 2>>"$LOG"
+"$PY" - "$WORK" "$DRY" <<'PY' 2>>"$LOG"
 import json, os, statistics, sys
 out, dry = sys.argv[1], sys.argv[2] == "1"
 def load(p):
@@ -191,7 +195,10 @@ s["import"] = {"files": files, "import_errors": errors, "iterations": iters,
                    "within_5pct": sum(r <= 0.05 for r in rel) / len(rel)}}
 with open(os.path.join(out, "summary.json"), "w") as fh:
     json.dump(s, fh, indent=1)
-print(json.dumps({k: s[k] for k in ("steps", "import")}, indent=1))
+print(json.dumps(s, indent=1))
 PY
-log "summary: $OUT/summary.json"
+log "summary: $WORK/summary.json"
+if [ -n "$RESULTS" ] && [ "$(mkdir -p "$RESULTS" && cd "$RESULTS" && pwd)" != "$WORK" ]; then
+  cp "$WORK/summary.json" "$WORK/validate.log" "$RESULTS/" 2>/dev/null || true
+fi
 exit $FAILED
