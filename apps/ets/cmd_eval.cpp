@@ -60,6 +60,11 @@ int run_eval(const Args& a) {
   const bool json = a.flag("--json");
   const ModelFile model = load_model(model_path);
   const auto test = DatasetSplit::load(data, split, threads);
+  std::size_t labelled = 0;
+  for (const auto& t : test.traces) labelled += Evaluator::truth_us(t) > 0;
+  ETS_CHECK(labelled > 0, Errc::invalid_argument, "ets.eval.4",
+            "split '{}' of '{}' holds no trace with a measured or labelled iteration time ({} traces): nothing to "
+            "evaluate", split, data, test.traces.size());
 
   Aggregator::Options aggregation;
   const std::string agg = a.value("--aggregate", "mean");

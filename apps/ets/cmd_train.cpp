@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
@@ -96,23 +97,34 @@ int run_train(const Args& a) {
   save_model(r.model, out);
   const auto& tr = r.training;
   const double wall_s = seconds_so_far();
+  // -1 means "not validated"; a diverged validation can be NaN or infinite, which JSON cannot hold
+  const auto metric = [](double v) { return std::isfinite(v) ? fmt::format("{:.6f}", v) : std::string("null"); };
   if (a.flag("--json")) {
     std::string history;
     for (const auto& e : tr.history)
-      history += fmt::format("{}{{\"epoch\":{},\"train_loss\":{:.6f},\"val_mre\":{:.6f},\"lr\":{:.3g},\"seconds\":{:.1f}}}",
-                             history.empty() ? "" : ",", e.epoch, e.train_loss, e.val_metric, e.lr, e.seconds);
-    std::printf("{\"model\":\"%s\",\"train_traces\":%zu,\"val_traces\":%zu,\"train_windows\":%lld,\"epochs\":%d,"
-                "\"best_epoch\":%d,\"steps\":%lld,\"batch\":%d,\"val_mre\":%.6f,\"seconds\":%.1f,\"wall_seconds\":%.1f,"
-                "\"windows_per_s\":%.0f,\"early_stopped\":%s,\"out_of_time\":%s,\"history\":[%s]}\n",
-                out.c_str(), r.train_traces, r.val_traces, static_cast<long long>(r.train_windows), tr.epochs_run,
-                tr.best_epoch, static_cast<long long>(tr.steps), t.batch, r.val_mre, tr.seconds, wall_s, tr.windows_per_s,
-                tr.early_stopped ? "true" : "false", tr.out_of_time ? "true" : "false", history.c_str());
+      history += fmt::format("{}{{\"epoch\":{},\"train_loss\":{},\"val_mre\":{},\"lr\":{:.3g},\"seconds\":{:.1f}}}",
+                             history.empty() ? "" : ",", e.epoch, metric(e.train_loss), metric(e.val_metric), e.lr,
+                             e.seconds);
+    std::printf("%s\n",
+                fmt::format("{{\"model\":\"{}\",\"train_traces\":{},\"val_traces\":{},\"train_windows\":{},\"epochs\":{},"
+                            "\"best_epoch\":{},\"steps\":{},\"batch\":{},\"val_mre\":{},\"seconds\":{:.1f},"
+                            "\"wall_seconds\":{:.1f},\"windows_per_s\":{:.0f},\"early_stopped\":{},\"out_of_time\":{},"
+                            "\"history\":[{}]}}",
+                            json_escape(out), r.train_traces, r.val_traces, r.train_windows, tr.epochs_run, tr.best_epoch,
+                            tr.steps, t.batch, metric(r.val_mre), tr.seconds, wall_s, tr.windows_per_s,
+                            tr.early_stopped ? "true" : "false", tr.out_of_time ? "true" : "false", history)
+                    .c_str());
   } else {
-    std::printf("wrote %s: %zu train traces (%lld windows), %d epochs (best %d%s), val MRE %.2f%%, trained in %s "
-                "(%s in all), %.0f windows/s\n",
-                out.c_str(), r.train_traces, static_cast<long long>(r.train_windows), tr.epochs_run, tr.best_epoch + 1,
-                tr.early_stopped ? ", early stop" : tr.out_of_time ? ", time budget" : "", 100 * r.val_mre,
-                hms(tr.seconds).c_str(), hms(wall_s).c_str(), tr.windows_per_s);
+    std::printf("%s\n",
+                fmt::format("wrote {}: {} train traces ({} windows), {} epochs (best {}{}), val MRE {}, trained in {} "
+                            "({} in all), {:.0f} windows/s",
+                            out, r.train_traces, r.train_windows, tr.epochs_run,
+                            tr.best_epoch >= 0 ? std::to_string(tr.best_epoch + 1) : std::string("none"),
+                            tr.early_stopped ? ", early stop" : tr.out_of_time ? ", time budget" : "",
+                            r.val_mre >= 0 && std::isfinite(r.val_mre) ? fmt::format("{:.2f}%", 100 * r.val_mre)
+                                                                       : std::string("n/a"),
+                            hms(tr.seconds), hms(wall_s), tr.windows_per_s)
+                    .c_str());
   }
   return 0;
 }

@@ -25,7 +25,7 @@ class Evaluator {
     double mre = 0;      ///< mean of |pred − true| / true
     double rmse_ms = 0;  ///< √mean((pred − true)²) in milliseconds
     double bias = 0;     ///< mean of (pred − true) / true: > 0 over-predicts, < 0 under-predicts on average
-    std::size_t n = 0;
+    std::size_t n = 0;   ///< traces with a positive truth; mre, rmse_ms and bias are NaN when it is 0
   };
 
   /// One predictor's results on the evaluated traces.

@@ -69,6 +69,8 @@ class Trainer {
     bool resume = false;            ///< continue from checkpoint_path if it exists
     /// Validation metric of a candidate (lower is better), e.g. iteration-level MRE on the validation traces.
     /// When empty, the masked MAE of the validation windows passed to fit() is used; with neither, no early stop.
+    /// A negative value means "not validated" (the latest weights are kept); NaN or infinity counts as no
+    /// improvement, and the latest weights are kept until a finite value is seen.
     std::function<double(const LstmWeights&)> validate;
     /// Return false to stop training after the current step (best weights are still returned).
     std::function<bool(const Progress&)> progress;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -45,7 +46,11 @@ Evaluator::Metrics Evaluator::metrics(const std::vector<double>& pred, const std
     se += (pred[i] - truth[i]) * (pred[i] - truth[i]);
     ++m.n;
   }
-  if (m.n) {
+  if (m.n == 0) {  // nothing labelled: no error to report, and 0 would read as a perfect score
+    m.mre = m.rmse_ms = m.bias = std::numeric_limits<double>::quiet_NaN();
+    return m;
+  }
+  {
     m.mre /= static_cast<double>(m.n);
     m.bias /= static_cast<double>(m.n);
     m.rmse_ms = std::sqrt(se / static_cast<double>(m.n)) / 1000.0;

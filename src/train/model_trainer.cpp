@@ -73,7 +73,17 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   Trainer::Options topt = opt.train;
   const bool own_validation = !topt.validate && !val.empty();
   if (own_validation)
-    topt.validate = [&](const LstmWeights& w) { return Evaluator::mre(w, encoder, val, opt.threads); };
+    topt.validate = [&](const LstmWeights& w) {
+      try {
+        return Evaluator::mre(w, encoder, val, opt.threads);
+      } catch (const Error& e) {
+        // predictions too large to denormalise: the weights diverged even if the loss is still finite
+        if (e.id() != "ets.aggregate.3") throw;
+        ETS_THROW(Errc::invalid_argument, "ets.train.12",
+                  "training diverged (the validation predictions are not finite numbers: {}); lower the learning rate",
+                  e.message());
+      }
+    };
   if (opt.max_seconds > 0) {
     // at least a moment, so one step is trained and validated even when encoding used the whole budget
     const double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_call).count();

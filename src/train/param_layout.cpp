@@ -12,6 +12,11 @@ ParamLayout::ParamLayout(const LstmConfig& c) : config(c) {
   ETS_CHECK(c.input_size > 0 && c.hidden > 0 && c.layers > 0 && c.outputs > 0, Errc::invalid_argument,
             "ets.train.2", "LSTM config must have positive sizes (input {}, hidden {}, layers {}, outputs {})",
             c.input_size, c.hidden, c.layers, c.outputs);
+  // The model file's limits; they also keep gates × hidden and 2 × hidden (layer_input) far from int overflow.
+  ETS_CHECK(c.input_size <= (1 << 16) && c.hidden <= (1 << 16) && c.layers <= 64 && c.outputs <= (1 << 16),
+            Errc::invalid_argument, "ets.train.2",
+            "LSTM config beyond what a model file holds (input {} / hidden {} / outputs {} ≤ 65536, layers {} ≤ 64)",
+            c.input_size, c.hidden, c.outputs, c.layers);
   const std::size_t g = c.gate_rows();
   std::size_t off = 0;
   for (int l = 0; l < c.layers; ++l) {
@@ -34,6 +39,10 @@ ParamLayout::ParamLayout(const LstmConfig& c) : config(c) {
   head_b = off;
   off += static_cast<std::size_t>(c.outputs);
   size = off;
+  // Parameters, Adam's two moments, gradients per thread: past 2^31 floats that is tens of GB, never a model.
+  ETS_CHECK(size <= (std::size_t{1} << 31), Errc::invalid_argument, "ets.train.2",
+            "LSTM config has {} parameters, more than 2^31 (input {}, hidden {}, layers {})", size, c.input_size,
+            c.hidden, c.layers);
 }
 
 std::vector<ParamLayout::Tensor> ParamLayout::tensors() const {

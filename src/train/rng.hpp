@@ -40,9 +40,14 @@ class Rng {
     o << gen_;
     return o.str();
   }
-  void load(const std::string& s) {
+  /// false (and the generator unchanged) when s is not a saved state.
+  bool load(const std::string& s) {
     std::istringstream i(s);
-    i >> gen_;
+    std::mt19937_64 g;
+    i >> g;
+    if (!i) return false;
+    gen_ = g;
+    return true;
   }
 
  private:

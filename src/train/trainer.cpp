@@ -152,7 +152,7 @@ struct Trainer::Impl {
     for (double v : sums) total += v;
     std::size_t real = 0;
     for (auto m : b.mask) real += m != 0;
-    return real ? total / (static_cast<double>(real) * layout.config.outputs) : 0.0;
+    return real ? total / (static_cast<double>(real) * layout.config.outputs) : -1.0;  // -1: nothing to validate on
   }
 };
 
@@ -258,14 +258,22 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
               Errc::shape, "ets.train.9", "checkpoint {} is for a different network shape", ck);
     start_epoch = read_pod<std::int32_t>(in);
     step = read_pod<std::int64_t>(in);
-    adam.set_steps(read_pod<std::int64_t>(in));
+    const auto adam_steps = read_pod<std::int64_t>(in);
     res.best_epoch = read_pod<std::int32_t>(in);
     bad_evals = read_pod<std::int32_t>(in);
     best_metric = read_pod<double>(in);
     const auto rs = read_pod<std::uint64_t>(in);
     std::string rstate(static_cast<std::size_t>(std::min<std::uint64_t>(rs, 1 << 20)), '\0');
     in.read(rstate.data(), static_cast<std::streamsize>(rstate.size()));
-    rng.load(rstate);
+    // Counters as save_checkpoint writes them; anything else is damage (a negative epoch would loop ~2^31 times).
+    ETS_CHECK(in && start_epoch >= 0 && step >= 0 && adam_steps >= 0 && bad_evals >= 0 &&
+                  res.best_epoch >= -1 && res.best_epoch < start_epoch &&
+                  (best_metric == -1 || (std::isfinite(best_metric) && best_metric >= 0)) && rng.load(rstate),
+              Errc::parse, "ets.train.9",
+              "checkpoint {} holds inconsistent counters (epoch {}, step {}, Adam steps {}, best epoch {}, evaluations "
+              "without improvement {}, best metric {}) or no generator state",
+              ck, start_epoch, step, adam_steps, res.best_epoch, bad_evals, best_metric);
+    adam.set_steps(adam_steps);
     im.params = read_floats(in, im.layout.size, ck);
     adam.m() = read_floats(in, im.layout.size, ck);
     adam.v() = read_floats(in, im.layout.size, ck);
@@ -285,6 +293,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     // the weight average: empty when the interrupted run kept none (or predates version 2)
     std::vector<float> saved = v1 ? std::vector<float>{} : read_floats(in, im.layout.size, ck, true);
     if (opt.ema_decay > 0) ema = saved.empty() ? im.params : std::move(saved);
+    res.epochs_run = start_epoch;
     log(LogLevel::info, "resuming from {} at epoch {}", ck, start_epoch);
   }
 
@@ -338,7 +347,9 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   };
   std::int64_t windows_trained = 0;
   const std::int64_t step0 = step;
-  bool stop = false;
+  // A run that had early-stopped is finished: resuming it must not train another epoch each time.
+  bool stop = opt.patience > 0 && bad_evals >= opt.patience;
+  res.early_stopped = stop;
   Progress pr;
   pr.epochs = opt.epochs;
   pr.steps_total = total_steps;
@@ -437,6 +448,12 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       } else if (metric < 0) {
         best = candidate;  // no validation: keep the latest
         res.best_epoch = epoch;
+      } else {  // NaN or infinite: no improvement; until a finite one is seen, keep the latest, not the start
+        ++bad_evals;
+        if (best_metric < 0) {
+          best = candidate;
+          res.best_epoch = epoch;
+        }
       }
       rec.val_metric = metric;
       res.history.push_back(rec);

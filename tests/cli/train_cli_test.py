@@ -2,7 +2,8 @@
 # `ets train` output contract on the committed pilot dataset with a tiny network: the --json summary (epochs,
 # steps, history, wall time), the reported val MRE equals what `ets eval` computes for the written model (with and
 # without the weight average, and for a GRU), a time budget ends the run early but still writes a usable model, and
-# bad budgets, decays or cells are refused.
+# bad budgets, decays or cells are refused; the JSON escapes the output path, divergence is ets.train.12, and eval of a
+# split without labels is refused.
 # Values are checked against each other, never hard-coded.
 # Usage: train_cli_test.py ETS DATA_DIR WORK_DIR
 import json
@@ -92,6 +93,19 @@ for option, value in (("--max-minutes", "-1"), ("--ema", "1"), ("--ema", "-0.5")
                        capture_output=True, text=True)
     check(p.returncode == 2 and option in p.stderr, f"{option} {value}: rc {p.returncode}; {p.stderr}")
 check(not os.path.exists(os.path.join(work, "never.etsm")), "nothing written for a refused command")
+
+# ---- an output path JSON must escape, and divergence reported as such (not as an aggregator error)
+odd = os.path.join(work, 'q"x\\y.etsm')
+j = run_train(odd, "--epochs", "1", "--max-minutes", "0")
+check(j.get("model") == odd, f"--json echoes the output path {odd!r} as {j.get('model')!r}")
+p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "diverged.etsm"), *TINY, "--epochs", "1",
+                    "--max-minutes", "0", "--lr", "1e9"], capture_output=True, text=True)
+check(p.returncode == 1 and "ets.train.12" in p.stderr, f"--lr 1e9 diverges with ets.train.12: rc {p.returncode} {p.stderr}")
+# ---- ets eval of a split without a labelled trace is refused, not scored 0%
+empty = os.path.join(work, "empty-split")
+os.makedirs(os.path.join(empty, "traces", "test"), exist_ok=True)
+p = subprocess.run([ets, "eval", "--model", model, "--data", empty, "--split", "test"], capture_output=True, text=True)
+check(p.returncode == 1 and "ets.eval.4" in p.stderr, f"eval of an empty split: rc {p.returncode} {p.stderr}")
 
 if failures:
     print("\n".join("FAIL: " + f for f in failures))

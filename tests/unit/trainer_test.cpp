@@ -2,12 +2,15 @@
 // Trainer behaviour: learns a context-dependent target, is reproducible, early-stops, resumes from checkpoints.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -273,4 +276,71 @@ TEST_CASE("trainer rejects inconsistent input with ets::Error", "[train]") {
   o = small_options();
   o.ema_decay = 1.0;  // an average that never moves
   CHECK_THROWS_AS(ets::Trainer(init, o), ets::Error);
+}
+
+TEST_CASE("validation that yields no number keeps the trained weights, not the starting ones", "[train]") {
+  const auto train = synthetic(64, 11);
+  const auto init = ets::Trainer::init(small_config(), 3);
+  auto opt = small_options();
+  opt.epochs = 3;
+  opt.patience = 2;
+  // a metric that is never a number (every val trace diverged, say): no improvement, but training happened
+  opt.validate = [](const ets::LstmWeights&) { return std::numeric_limits<double>::quiet_NaN(); };
+  auto res = ets::Trainer(init, opt).fit(train);
+  CHECK(res.best_epoch >= 0);
+  CHECK(res.weights.head_w != init.head_w);
+  CHECK(res.early_stopped);  // two evaluations without improvement
+  // validation windows that are all padding: nothing to validate on, not a perfect score of 0
+  auto pad = synthetic(8, 12);
+  std::fill(pad.mask.begin(), pad.mask.end(), 0);
+  opt.validate = nullptr;
+  opt.patience = 1;
+  auto res2 = ets::Trainer(init, opt).fit(train, &pad);
+  CHECK_FALSE(res2.early_stopped);
+  CHECK(res2.epochs_run == 3);
+  CHECK(res2.best_epoch == 2);  // the latest
+}
+
+TEST_CASE("a checkpoint with impossible counters is refused; an early-stopped run stays finished", "[train]") {
+  const auto train = synthetic(64, 13);
+  const auto init = ets::Trainer::init(small_config(), 4);
+  const auto path = (std::filesystem::temp_directory_path() / "ets_trainer_counters.ckpt").string();
+  std::filesystem::remove(path);
+  auto opt = small_options();
+  opt.epochs = 30;
+  opt.patience = 1;
+  opt.checkpoint_path = path;
+  int calls = 0;
+  opt.validate = [&](const ets::LstmWeights&) { return 1.0 + calls++; };  // worse every time: stops after 2
+  auto first = ets::Trainer(init, opt).fit(train);
+  REQUIRE(first.early_stopped);
+  REQUIRE(first.epochs_run == 2);
+  opt.resume = true;
+  auto again = ets::Trainer(init, opt).fit(train);
+  CHECK(again.early_stopped);
+  CHECK(again.epochs_run == 2);  // no further epoch
+  CHECK(again.steps == first.steps);
+  CHECK(again.weights.head_w == first.weights.head_w);
+
+  // start epoch (the int32 after the 8-byte magic and five int32 shape words) set to INT32_MIN
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  REQUIRE(bytes.size() > 32);
+  const std::int32_t bad = std::numeric_limits<std::int32_t>::min();
+  std::memcpy(&bytes[28], &bad, 4);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  CHECK_THROWS_WITH(ets::Trainer(init, opt).fit(train), Catch::Contains("ets.train.9"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a network beyond what a model file holds is refused before anything is allocated", "[train]") {
+  auto c = small_config();
+  c.hidden = 2000000000;  // 4 × hidden would overflow int
+  CHECK_THROWS_WITH(ets::Trainer::init(c, 1), Catch::Contains("ets.train.2"));
+  c.hidden = 65536;  // within the file's limit, but ~2^35 parameters
+  c.input_size = 65536;
+  CHECK_THROWS_WITH(ets::Trainer::init(c, 1), Catch::Contains("ets.train.2"));
 }
