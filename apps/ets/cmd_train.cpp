@@ -59,6 +59,7 @@ int run_train(const Args& a) {
   t.max_windows_per_epoch = integer_option(a, "--max-windows", 0, 0, std::numeric_limits<long long>::max());
   t.checkpoint_path = a.value("--checkpoint");
   t.resume = a.flag("--resume");
+  if (t.resume && t.checkpoint_path.empty()) throw std::invalid_argument("--resume needs --checkpoint PATH");
   o.hardware_env = a.value("--environment");
   o.provenance["dataset"] = data;
   if (a.has("--commit")) o.provenance["git_commit"] = a.value("--commit");

@@ -31,7 +31,10 @@ using train::ParamLayout;
 namespace {
 
 // Version 2 appends the weight average (empty without ema_decay); version 1 files, which lack it, still resume.
-constexpr char kCkptMagic[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '2'};
+// Version 3 adds the step inside the epoch a run stopped in (a time budget or a cancel cuts epochs short);
+// version 2 the weight average. Older versions are read as stopping at an epoch boundary.
+constexpr char kCkptMagic[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '3'};
+constexpr char kCkptMagicV2[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '2'};
 constexpr char kCkptMagicV1[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '1'};
 
 // The checkpoint's fifth shape word: bit 0 bidirectional, bit 1 GRU cell. LSTM checkpoints hold 0 or 1 as before,
@@ -241,6 +244,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   double best_metric = -1;
   int bad_evals = 0, start_epoch = 0;
   std::int64_t step = 0;
+  std::int64_t resume_step = 0;  // steps of start_epoch already trained before the checkpoint
 
   const std::string& ck = opt.checkpoint_path;
   if (opt.resume && !ck.empty() && std::filesystem::exists(ck)) {
@@ -248,7 +252,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     char magic[8] = {};
     in.read(magic, 8);
     const bool v1 = in && std::memcmp(magic, kCkptMagicV1, 8) == 0;
-    ETS_CHECK(in && (v1 || std::memcmp(magic, kCkptMagic, 8) == 0), Errc::parse, "ets.train.9",
+    const bool v2 = in && std::memcmp(magic, kCkptMagicV2, 8) == 0;
+    ETS_CHECK(in && (v1 || v2 || std::memcmp(magic, kCkptMagic, 8) == 0), Errc::parse, "ets.train.9",
               "{} is not an ETS checkpoint", ck);
     const auto cfg_words = std::array<std::int32_t, 5>{read_pod<std::int32_t>(in), read_pod<std::int32_t>(in),
                                                         read_pod<std::int32_t>(in), read_pod<std::int32_t>(in),
@@ -267,7 +272,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     in.read(rstate.data(), static_cast<std::streamsize>(rstate.size()));
     // Counters as save_checkpoint writes them; anything else is damage (a negative epoch would loop ~2^31 times).
     ETS_CHECK(in && start_epoch >= 0 && step >= 0 && adam_steps >= 0 && bad_evals >= 0 &&
-                  res.best_epoch >= -1 && res.best_epoch < start_epoch &&
+                  res.best_epoch >= -1 && res.best_epoch <= start_epoch &&
                   (best_metric == -1 || (std::isfinite(best_metric) && best_metric >= 0)) && rng.load(rstate),
               Errc::parse, "ets.train.9",
               "checkpoint {} holds inconsistent counters (epoch {}, step {}, Adam steps {}, best epoch {}, evaluations "
@@ -293,11 +298,19 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     // the weight average: empty when the interrupted run kept none (or predates version 2)
     std::vector<float> saved = v1 ? std::vector<float>{} : read_floats(in, im.layout.size, ck, true);
     if (opt.ema_decay > 0) ema = saved.empty() ? im.params : std::move(saved);
+    if (!v1 && !v2) {
+      resume_step = read_pod<std::int64_t>(in);
+      ETS_CHECK(in && resume_step >= 0 && resume_step < steps_per_epoch, Errc::parse, "ets.train.9",
+                "checkpoint {} stops at step {} of an epoch of {} steps", ck, resume_step, steps_per_epoch);
+      // the cut epoch's partial record gives way to the whole epoch's
+      if (resume_step > 0 && !res.history.empty() && res.history.back().epoch == start_epoch) res.history.pop_back();
+    }
     res.epochs_run = start_epoch;
     log(LogLevel::info, "resuming from {} at epoch {}", ck, start_epoch);
   }
 
-  auto save_checkpoint = [&](int next_epoch) {
+  // next_epoch / epoch_step: where a resumed run continues; rstate: the generator state its shuffle starts from
+  auto save_checkpoint = [&](int next_epoch, std::int64_t epoch_step, const std::string& rstate) {
     if (ck.empty()) return;
     const std::string tmp = ck + ".tmp";
     {
@@ -311,7 +324,6 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       write_pod<std::int32_t>(o, res.best_epoch);
       write_pod<std::int32_t>(o, bad_evals);
       write_pod<double>(o, best_metric);
-      const std::string rstate = rng.save();
       write_pod<std::uint64_t>(o, rstate.size());
       o.write(rstate.data(), static_cast<std::streamsize>(rstate.size()));
       write_floats(o, im.params);
@@ -327,11 +339,16 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         write_pod<double>(o, r.seconds);
       }
       write_floats(o, ema);
+      write_pod<std::int64_t>(o, epoch_step);
       ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", tmp);
     }
     std::error_code ec;
     std::filesystem::rename(tmp, ck, ec);
-    ETS_CHECK(!ec, Errc::io, "ets.train.11", "cannot move checkpoint into place at {}: {}", ck, ec.message());
+    if (ec) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);  // leave nothing half-done behind
+      ETS_THROW(Errc::io, "ets.train.11", "cannot move checkpoint into place at {}: {}", ck, ec.message());
+    }
   };
 
   double train_seconds = 0;
@@ -358,10 +375,14 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     const auto e_start = clock::now();
     // the permutation depends only on the generator state, so a resumed run shuffles exactly like an unbroken one
     for (int i = 0; i < N; ++i) order[static_cast<std::size_t>(i)] = i;
+    const std::string rng_before_shuffle = rng.save();
     rng.shuffle(order);
     double epoch_loss = 0, epoch_weight = 0;
     double lr = 0;
-    for (std::int64_t k = 0; k < steps_per_epoch && !stop; ++k) {
+    const std::int64_t first_k = epoch == start_epoch ? resume_step : 0;  // a resumed cut epoch goes on where it stopped
+    std::int64_t k_next = first_k;  // the first step not yet trained
+    for (std::int64_t k = first_k; k < steps_per_epoch && !stop; ++k) {
+      k_next = k + 1;
       const auto s_start = clock::now();
       const int b0 = static_cast<int>(k * opt.batch);
       const int n = static_cast<int>(std::min<std::int64_t>(opt.batch, per_epoch - b0));
@@ -465,7 +486,11 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         stop = true;
         res.out_of_time = true;
       }
-      save_checkpoint(epoch + 1);
+      // an epoch cut short resumes inside itself, from the same shuffle; a whole one at the next epoch
+      if (k_next < steps_per_epoch)
+        save_checkpoint(epoch, k_next, rng_before_shuffle);
+      else
+        save_checkpoint(epoch + 1, 0, rng.save());
       if (opt.progress) {
         pr.epoch = epoch;
         pr.step = step;

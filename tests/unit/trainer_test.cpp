@@ -237,9 +237,9 @@ TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterr
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     in.close();
     REQUIRE(bytes.size() > 16);
-    REQUIRE(bytes.compare(0, 8, "ETSCKPT2") == 0);
+    REQUIRE(bytes.compare(0, 8, "ETSCKPT3") == 0);
     bytes[7] = '1';
-    bytes.resize(bytes.size() - 8);  // the empty average's element count
+    bytes.resize(bytes.size() - 16);  // the step within the epoch, then the empty average's element count
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   }
   opt.progress = nullptr;
@@ -343,4 +343,31 @@ TEST_CASE("a network beyond what a model file holds is refused before anything i
   c.hidden = 65536;  // within the file's limit, but ~2^35 parameters
   c.input_size = 65536;
   CHECK_THROWS_WITH(ets::Trainer::init(c, 1), Catch::Contains("ets.train.2"));
+}
+
+TEST_CASE("a run cut inside an epoch resumes inside it, with the same batches as an unbroken run", "[train]") {
+  const auto train = synthetic(96, 7);  // 3 steps of 32 per epoch
+  const auto path = (std::filesystem::temp_directory_path() / "ets_trainer_midepoch.ckpt").string();
+  std::filesystem::remove(path);
+  auto opt = small_options();
+  opt.epochs = 3;
+  opt.threads = 1;
+  const auto init = ets::Trainer::init(small_config(), 5);
+  const auto full = ets::Trainer(init, opt).fit(train);
+  REQUIRE(full.steps == 9);
+
+  opt.checkpoint_path = path;
+  opt.progress_every = 1;
+  opt.progress = [](const ets::Trainer::Progress& p) { return p.evaluated || p.step != 5; };  // stop in epoch 1
+  const auto part = ets::Trainer(init, opt).fit(train);
+  REQUIRE(part.cancelled);
+  REQUIRE(part.steps == 5);
+  opt.progress = nullptr;
+  opt.resume = true;
+  const auto resumed = ets::Trainer(init, opt).fit(train);
+  CHECK(resumed.steps == 9);  // 4 more: the cut epoch's last step and epoch 2's three
+  CHECK(resumed.history.size() == 3);  // one record per epoch, the cut one replaced by the whole
+  CHECK(resumed.weights.head_w == full.weights.head_w);
+  CHECK(resumed.weights.cells[3].w_hh == full.weights.cells[3].w_hh);
+  std::filesystem::remove(path);
 }
