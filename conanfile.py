@@ -188,5 +188,9 @@ class EtsConan(ConanFile):
             cu.defines = ["ETS_HAS_CUDA_BACKEND=1"]
             cu.requires = ["ets"]
             if not self.options.shared:
-                # A static libets_cuda.a needs these at the consumer's link; they come from the CUDA install.
-                cu.system_libs = ["cudnn", "cupti", "cudart"]
+                # A static libets_cuda.a needs these at the consumer's link; they come from the CUDA install
+                # (cuBLAS for the head GEMM of the cuDNN backend).
+                cu.system_libs = ["cudnn", "cupti", "cublas", "cudart"]
+                cuda_lib = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64")
+                if os.path.isdir(cuda_lib):
+                    cu.libdirs = ["lib", cuda_lib]

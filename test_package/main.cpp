@@ -8,6 +8,9 @@
 #include <ets/log.hpp>
 #include <ets/trace.hpp>
 #include <ets/version.hpp>
+#if defined(ETS_TEST_CUDA)
+#include <ets/cuda/device.hpp>
+#endif
 
 int main() {
   ets::ExecutionTrace trace;
@@ -31,6 +34,10 @@ int main() {
   } catch (const ets::Error& e) {
     if (e.code() != ets::Errc::invalid_argument || e.id() != "ets.test.1") return 3;
   }
+#if defined(ETS_TEST_CUDA)
+  std::string why;
+  std::printf("cuda device: %d (%s)\n", ets::cuda::device_available(&why) ? 1 : 0, why.c_str());
+#endif
   std::printf("ets %s test_package ok (cuda: %d)\n", ets::version_string(), ets::built_with_cuda() ? 1 : 0);
   return 0;
 }

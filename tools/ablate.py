@@ -71,6 +71,12 @@ def main() -> None:
             json.dump(done, open(a.out, "w"), indent=1)
             continue
         cell = {"width": w, "stride": s, "train": tr, "train_wall_s": time.time() - t0}
+        if a.split == "val" and not (isinstance(tr.get("val_mre"), (int, float)) and tr["val_mre"] >= 0):
+            # null: validation diverged; -1: nothing was validated. Either way no figure for the table.
+            done[key] = {"width": w, "stride": s, "train": tr, "train_wall_s": cell["train_wall_s"],
+                         "failed": f"no validation MRE (val_mre {tr.get('val_mre')})"}
+            json.dump(done, open(a.out, "w"), indent=1)
+            continue
         if a.split == "val":
             cell["mean"] = {"mre": tr["val_mre"]}
         else:

@@ -124,8 +124,11 @@ def main():
     files = a.files or sorted(glob.glob(os.path.join(src_dir, "docs", "*.md"))) + [os.path.join(src_dir, "README.md")]
     snippets, skipped = [], 0
     for f in files:
+        if not os.path.exists(f) and os.path.exists(os.path.join(src_dir, f)):
+            f = os.path.join(src_dir, f)  # relative to the source tree, as the defaults are
         if not os.path.exists(f):
-            continue
+            print(f"doc snippets: no such file '{f}'", file=sys.stderr)
+            return 2
         s, k = extract(os.path.abspath(f))
         snippets += s
         skipped += k

@@ -17,12 +17,16 @@ predictors = [p for p in dict.fromkeys(r["predictor"] for r in rows) if p != "or
 fig, ax = plt.subplots(figsize=(9, 4))
 width = 0.8 / max(1, len(predictors))
 for k, pred in enumerate(predictors):
-    ys = []
-    for pol, col, _ in metrics:
+    ys, xs = [], [i + (k - (len(predictors) - 1) / 2) * width for i in range(len(metrics))]
+    for i, (pol, col, _) in enumerate(metrics):
         oracle = next(float(r[col]) for r in rows if r["policy"] == pol and r["predictor"] == "oracle")
         v = next(float(r[col]) for r in rows if r["policy"] == pol and r["predictor"] == pred)
-        ys.append(100.0 * (v - oracle) / oracle if oracle else 0.0)
-    ax.bar([i + (k - (len(predictors) - 1) / 2) * width for i in range(len(metrics))], ys, width, label=pred)
+        if oracle:
+            ys.append(100.0 * (v - oracle) / oracle)
+        else:  # the oracle scored 0 (no deadline missed): no percentage exists, so say the value instead
+            ys.append(float("nan"))
+            ax.annotate(f"{v:g} vs 0", (xs[i], 0), rotation=90, ha="center", va="bottom", fontsize=7)
+    ax.bar(xs, ys, width, label=pred)
 ax.axhline(0, color="black", linewidth=0.8)
 for y in (-10, 10):
     ax.axhline(y, color="grey", linewidth=0.6, linestyle="--")

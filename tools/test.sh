@@ -13,6 +13,7 @@ if [[ $cuda == auto ]]; then
   if [[ -x $nvcc ]] && [[ -f $(dirname "$nvcc")/../include/cudnn.h || -f /usr/include/cudnn.h ]]; then cuda=ON; fi
 fi
 echo "test.sh: ETS_WITH_CUDA=$cuda"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DETS_WITH_CUDA="$cuda"
+# ETS_BUILD_TESTS=ON: a reused build/ configured without tests must not "pass" with none (hence --no-tests=error)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DETS_WITH_CUDA="$cuda" -DETS_BUILD_TESTS=ON
 cmake --build build -j "$jobs"
-ctest --test-dir build -LE cuda -j "$jobs" --output-on-failure
+ctest --test-dir build -LE cuda -j "$jobs" --output-on-failure --no-tests=error
