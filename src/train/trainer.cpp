@@ -247,6 +247,16 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   std::int64_t resume_step = 0;  // steps of start_epoch already trained before the checkpoint
 
   const std::string& ck = opt.checkpoint_path;
+  if (!ck.empty()) {  // find out now, not after the first epoch's training, that checkpoints cannot be written
+    const std::string probe = ck + ".tmp";
+    const bool existed = std::filesystem::exists(probe);
+    {
+      std::ofstream o(probe, std::ios::binary | std::ios::app);
+      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", probe);
+    }
+    std::error_code ignored;
+    if (!existed) std::filesystem::remove(probe, ignored);
+  }
   if (opt.resume && !ck.empty() && std::filesystem::exists(ck)) {
     std::ifstream in(ck, std::ios::binary);
     char magic[8] = {};

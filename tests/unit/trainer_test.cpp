@@ -371,3 +371,16 @@ TEST_CASE("a run cut inside an epoch resumes inside it, with the same batches as
   CHECK(resumed.weights.cells[3].w_hh == full.weights.cells[3].w_hh);
   std::filesystem::remove(path);
 }
+
+TEST_CASE("a checkpoint path that cannot be written fails before any training", "[train]") {
+  const auto train = synthetic(32, 14);
+  auto opt = small_options();
+  opt.epochs = 2;
+  opt.checkpoint_path = "/nonexistent-dir/ets.ckpt";
+  opt.progress_every = 1;
+  int steps = 0;
+  opt.progress = [&](const ets::Trainer::Progress&) { return ++steps > 0; };
+  CHECK_THROWS_WITH(ets::Trainer(ets::Trainer::init(small_config(), 6), opt).fit(train),
+                    Catch::Contains("ets.train.11"));
+  CHECK(steps == 0);
+}
