@@ -29,6 +29,12 @@ constexpr int kMaxDims = 4;
 // The load-time self-test costs positions × parameters; this bound keeps it a small multiple of reading the weights.
 constexpr std::size_t kMaxSelfTestPositions = 4096;
 
+// The one label normalisation ETS writes and reads: log1p, finite means, positive scales.
+bool valid_labels(const ModelFile::LabelNorm& l) {
+  return l.transform == "log1p" && std::isfinite(l.time_mean) && std::isfinite(l.gap_mean) &&
+         std::isfinite(l.time_scale) && l.time_scale > 0 && std::isfinite(l.gap_scale) && l.gap_scale > 0;
+}
+
 enum MetaType : std::uint8_t { kInt = 1, kFloat = 2, kString = 3, kBytes = 4 };
 enum DType : std::uint8_t { kF32 = 1 };
 
@@ -168,9 +174,7 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
               positions * static_cast<std::size_t>(c.outputs));
   }
   const ModelFile::LabelNorm& ln = m.labels;
-  ETS_CHECK(ln.transform == "log1p" && std::isfinite(ln.time_mean) && std::isfinite(ln.gap_mean) &&
-                std::isfinite(ln.time_scale) && ln.time_scale > 0 && std::isfinite(ln.gap_scale) && ln.gap_scale > 0,
-            Errc::invalid_argument, "ets.model.10",
+  ETS_CHECK(valid_labels(ln), Errc::invalid_argument, "ets.model.10",
             "labels must be a log1p transform with finite means and positive scales (transform '{}', time {} / {}, "
             "gap {} / {})",
             ln.transform, ln.time_mean, ln.time_scale, ln.gap_mean, ln.gap_scale);
@@ -404,10 +408,7 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
   m.labels.time_scale = get_float("labels.time_scale", 1.0);
   m.labels.gap_mean = get_float("labels.gap_mean", 0.0);
   m.labels.gap_scale = get_float("labels.gap_scale", 1.0);
-  ETS_CHECK(m.labels.transform == "log1p" && std::isfinite(m.labels.time_mean) && std::isfinite(m.labels.gap_mean) &&
-                std::isfinite(m.labels.time_scale) && m.labels.time_scale > 0 && std::isfinite(m.labels.gap_scale) &&
-                m.labels.gap_scale > 0,
-            Errc::parse, "ets.model.6",
+  ETS_CHECK(valid_labels(m.labels), Errc::parse, "ets.model.6",
             "labels.* metadata is not a log1p transform with finite means and positive scales (transform '{}', time "
             "{} / {}, gap {} / {})",
             m.labels.transform, m.labels.time_mean, m.labels.time_scale, m.labels.gap_mean, m.labels.gap_scale);
