@@ -34,18 +34,25 @@ thread_local std::string t_error;
 thread_local std::string t_error_id;
 
 // Takes views, not a std::string: every allocation of the report happens inside the try, so even out of memory no
-// exception leaves an extern "C" function.
-ets_status fail(ets_status s, const char* id, std::string_view a, std::string_view b = {},
-                std::string_view c = {}) noexcept {
+// exception leaves an extern "C" function. `prefix` goes before the message pieces ("[id] " unless the message
+// carries it already, as an ets::Error's what() does).
+ets_status report(ets_status s, const char* id, bool prefix, std::string_view a, std::string_view b = {},
+                  std::string_view c = {}) noexcept {
   try {
     t_error_id = id;
     t_error.clear();
-    t_error.append("[").append(id).append("] ").append(a).append(b).append(c);
+    if (prefix) t_error.append("[").append(id).append("] ");
+    t_error.append(a).append(b).append(c);
   } catch (...) {  // out of memory while reporting: keep whatever fits
     t_error.clear();
     t_error_id.clear();
   }
   return s;
+}
+
+ets_status fail(ets_status s, const char* id, std::string_view a, std::string_view b = {},
+                std::string_view c = {}) noexcept {
+  return report(s, id, true, a, b, c);
 }
 
 // Runs f, mapping every exception to a status; the message of the last failure stays readable on this thread.
@@ -55,9 +62,7 @@ ets_status guarded(F&& f) noexcept {
     f();
     return ETS_OK;
   } catch (const ets::Error& e) {
-    const std::string_view w = e.what();  // "[id] message"
-    const std::size_t skip = e.id().size() + 3;
-    return fail(static_cast<ets_status>(e.code()), e.id().c_str(), w.size() >= skip ? w.substr(skip) : w);
+    return report(static_cast<ets_status>(e.code()), e.id().c_str(), false, e.what());  // what() is "[id] message"
   } catch (const std::bad_alloc&) {
     return fail(ETS_INTERNAL, "ets.capi.3", "out of memory");
   } catch (const std::exception& e) {
