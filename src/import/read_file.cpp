@@ -35,9 +35,12 @@ std::uint64_t file_size(std::FILE* f) {
   return n > 0 ? static_cast<std::uint64_t>(n) : 0;
 }
 
+bool is_gzip(const unsigned char* p, std::size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
+
 // The gzip trailer's ISIZE (size mod 2^32) is a good first reservation when it is plausible; the string still grows
-// if it lies.
+// if it lies. `trailer`: the file's last 4 bytes, or null when there is no usable trailer.
 std::uint64_t gzip_size_hint(const unsigned char* trailer, std::uint64_t compressed) {
+  if (!trailer) return compressed * 4;
   const std::uint64_t isize = trailer[0] | (trailer[1] << 8) | (trailer[2] << 16) | (std::uint64_t(trailer[3]) << 24);
   return isize >= compressed / 2 && isize <= compressed * kMaxDeflateRatio ? isize : compressed * 4;
 }
@@ -91,10 +94,6 @@ std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t s
   return out;
 }
 
-bool is_gzip(const std::string& bytes) {
-  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
-}
-
 // A pipe or character device (/dev/stdin, <(zcat …)): no size to ask for and no seeking, so read it to the end
 // and inflate from memory when it is gzip.
 std::string read_stream(std::FILE* f, const std::string& path) {
@@ -107,7 +106,8 @@ std::string read_stream(std::FILE* f, const std::string& path) {
     if (n == 0) break;
   }
   if (std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
-  if (!is_gzip(raw)) return raw;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
+  if (!is_gzip(bytes, raw.size())) return raw;
   std::size_t pos = 0;
   auto read = [&](unsigned char* buf, std::size_t n) {
     const std::size_t k = std::min(n, raw.size() - pos);
@@ -115,9 +115,8 @@ std::string read_stream(std::FILE* f, const std::string& path) {
     pos += k;
     return k;
   };
-  unsigned char trailer[4] = {0, 0, 0, 0};
-  if (raw.size() >= 18) std::memcpy(trailer, raw.data() + raw.size() - 4, 4);
-  return inflate_stream(read, path, gzip_size_hint(trailer, raw.size()));
+  // 18 bytes: a gzip header and trailer at the least
+  return inflate_stream(read, path, gzip_size_hint(raw.size() >= 18 ? bytes + raw.size() - 4 : nullptr, raw.size()));
 }
 
 }  // namespace
@@ -134,17 +133,17 @@ std::string read_file_bytes(const std::string& path) {
   unsigned char magic[2] = {0, 0};
   const std::size_t got = std::fread(magic, 1, 2, f.get());
   std::fseek(f.get(), 0, SEEK_SET);
-  if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+  if (is_gzip(magic, got)) {
     unsigned char trailer[4] = {0, 0, 0, 0};
-    if (size < 18 || std::fseek(f.get(), -4, SEEK_END) != 0 || std::fread(trailer, 1, 4, f.get()) != 4)
-      std::memset(trailer, 0, sizeof trailer);  // no usable trailer: the hint falls back to a multiple of the size
+    const bool have_trailer =
+        size >= 18 && std::fseek(f.get(), -4, SEEK_END) == 0 && std::fread(trailer, 1, 4, f.get()) == 4;
     std::fseek(f.get(), 0, SEEK_SET);
     auto read = [&](unsigned char* buf, std::size_t n) {
       const std::size_t k = std::fread(buf, 1, n, f.get());
       if (k == 0 && std::ferror(f.get())) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
       return k;
     };
-    return inflate_stream(read, path, gzip_size_hint(trailer, size));
+    return inflate_stream(read, path, gzip_size_hint(have_trailer ? trailer : nullptr, size));
   }
   std::string out;
   out.reserve(size + 64);  // slack lets parsers pad in place
