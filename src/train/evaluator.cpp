@@ -29,6 +29,17 @@ std::string Evaluator::ops_bucket(std::size_t ops) {
   return std::to_string(lo) + "-" + std::to_string(lo + 200);
 }
 
+namespace {
+// A number the labeler wrote into meta.extra (label.*), or NaN when the key is absent or holds no number.
+double extra_number(const ExecutionTrace& t, const char* key) {
+  const auto it = t.meta.extra.find(key);
+  if (it == t.meta.extra.end()) return std::numeric_limits<double>::quiet_NaN();
+  char* end = nullptr;
+  const double v = std::strtod(it->second.c_str(), &end);
+  return end == it->second.c_str() ? std::numeric_limits<double>::quiet_NaN() : v;
+}
+}  // namespace
+
 std::string Evaluator::disagreement_bucket(double d) {
   if (!std::isfinite(d) || d < 0) return "";
   return d < 0.10 ? "<10%" : d < 0.25 ? "10-25%" : d < 0.50 ? "25-50%" : "50%+";
@@ -50,11 +61,9 @@ Evaluator::Metrics Evaluator::metrics(const std::vector<double>& pred, const std
     m.mre = m.rmse_ms = m.bias = std::numeric_limits<double>::quiet_NaN();
     return m;
   }
-  {
-    m.mre /= static_cast<double>(m.n);
-    m.bias /= static_cast<double>(m.n);
-    m.rmse_ms = std::sqrt(se / static_cast<double>(m.n)) / 1000.0;
-  }
+  m.mre /= static_cast<double>(m.n);
+  m.bias /= static_cast<double>(m.n);
+  m.rmse_ms = std::sqrt(se / static_cast<double>(m.n)) / 1000.0;
   return m;
 }
 
@@ -117,12 +126,8 @@ Evaluator::Method Evaluator::method(std::string name, const std::vector<Executio
     auto& o = ops[ops_bucket(traces[i].ops.size())];
     o.first.push_back(pred[i]);
     o.second.push_back(truth[i]);
-    const auto d = traces[i].meta.extra.find("label.disagreement");
-    if (d == traces[i].meta.extra.end()) continue;
-    char* end = nullptr;
-    const double v = std::strtod(d->second.c_str(), &end);
-    const std::string k = end == d->second.c_str() ? "" : disagreement_bucket(v);
-    if (k.empty()) continue;
+    const std::string k = disagreement_bucket(extra_number(traces[i], "label.disagreement"));
+    if (k.empty()) continue;  // not carried, or not a number
     dis[k].first.push_back(pred[i]);
     dis[k].second.push_back(truth[i]);
   }
@@ -164,11 +169,8 @@ double Evaluator::noise_floor(const std::vector<ExecutionTrace>& traces, std::si
   double s = 0;
   std::size_t k = 0;
   for (const auto& t : traces) {
-    auto it = t.meta.extra.find("label.single_pass_deviation");
-    if (it == t.meta.extra.end()) continue;
-    char* end = nullptr;
-    const double v = std::strtod(it->second.c_str(), &end);
-    if (end == it->second.c_str() || !std::isfinite(v)) continue;
+    const double v = extra_number(t, "label.single_pass_deviation");
+    if (!std::isfinite(v)) continue;
     s += v;
     ++k;
   }
