@@ -37,26 +37,29 @@ ETS_INLINE Tracer::Scope Tracer::op(std::string name, Phase phase, std::vector<T
   Live l;
   l.rec = std::move(rec);
   open_.push_back(std::move(l));
-  op_open_ = true;
-  open_nested_id_ = -1;
+  op_open_ = true;  // open_nested_id_ is already -1: no op was open
   return Scope(this, gen | static_cast<std::int64_t>(open_.size() - 1));
 }
 
 // Ends the open op at t. The oldest scope opened inside it that is still open outlived it: it becomes the next op,
 // starting at t, and the scopes opened after it stay nested in it.
-ETS_INLINE void Tracer::end_op(double t) {
+ETS_INLINE void Tracer::end_op(double t) noexcept {
   open_.back().end_us = t;
   op_open_ = false;
   open_nested_id_ = -1;
   if (nested_.empty()) return;
-  Live l;
-  l.rec = std::move(nested_.front().rec);
-  l.rec.start_us = t;
-  const std::uint32_t id = nested_.front().id;
-  nested_.erase(nested_.begin());
-  open_.push_back(std::move(l));
-  op_open_ = true;
-  open_nested_id_ = id;
+  try {
+    Live l;
+    l.rec = std::move(nested_.front().rec);
+    l.rec.start_us = t;
+    const std::uint32_t id = nested_.front().id;
+    nested_.erase(nested_.begin());
+    open_.push_back(std::move(l));
+    op_open_ = true;
+    open_nested_id_ = id;
+  } catch (...) {  // out of memory promoting the next scope: it and those inside it stay folded into this op
+    nested_.clear();
+  }
 }
 
 ETS_INLINE void Tracer::close(std::int64_t index) noexcept {
@@ -67,15 +70,7 @@ ETS_INLINE void Tracer::close(std::int64_t index) noexcept {
   const auto low = static_cast<std::uint32_t>(index & 0xffffffffLL);
   if (low & static_cast<std::uint32_t>(kNested)) {
     const std::uint32_t id = low & 0x7fffffffu;
-    if (op_open_ && open_nested_id_ == static_cast<std::int64_t>(id)) {
-      try {
-        end_op(t);
-      } catch (...) {  // out of memory promoting the next scope: it stays folded into this op
-        op_open_ = false;
-        nested_.clear();
-      }
-      return;
-    }
+    if (op_open_ && open_nested_id_ == static_cast<std::int64_t>(id)) return end_op(t);
     for (auto it = nested_.rbegin(); it != nested_.rend(); ++it)  // usually the newest
       if (it->id == id) {
         nested_.erase(std::next(it).base());
@@ -83,13 +78,7 @@ ETS_INLINE void Tracer::close(std::int64_t index) noexcept {
       }
     return;
   }
-  if (!op_open_ || open_nested_id_ >= 0 || low + 1 != open_.size()) return;
-  try {
-    end_op(t);
-  } catch (...) {
-    op_open_ = false;
-    nested_.clear();
-  }
+  if (op_open_ && open_nested_id_ < 0 && low + 1 == open_.size()) end_op(t);
 }
 
 ETS_INLINE void Tracer::step() {

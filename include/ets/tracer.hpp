@@ -119,7 +119,7 @@ class Tracer {
 
   ETS_INLINE double now_us() const noexcept;
   ETS_INLINE void close(std::int64_t index) noexcept;
-  ETS_INLINE void end_op(double t);
+  ETS_INLINE void end_op(double t) noexcept;
 
   mutable std::mutex mutex_;
   TraceMeta meta_;
