@@ -82,32 +82,32 @@ Args parse(const Spec& spec, const std::vector<std::string>& argv) {
   return args;
 }
 
-double number_option(const Args& args, const std::string& name, double fallback) {
-  if (!args.has(name)) return fallback;
-  const std::string& s = args.value(name);
+// The whole string as a finite number, or NaN (not a number, trailing characters, out of double's range).
+static double whole_number(const std::string& s) {
   try {
     std::size_t used = 0;
     const double v = std::stod(s, &used);
     if (used == s.size() && std::isfinite(v)) return v;
-  } catch (const std::exception&) {  // not a number, or out of double's range
+  } catch (const std::exception&) {
   }
-  throw std::invalid_argument("option " + name + " needs a number, got '" + s + "'");
+  return NAN;
+}
+
+double number_option(const Args& args, const std::string& name, double fallback) {
+  if (!args.has(name)) return fallback;
+  const double v = whole_number(args.value(name));
+  if (std::isnan(v)) throw std::invalid_argument("option " + name + " needs a number, got '" + args.value(name) + "'");
+  return v;
 }
 
 long long integer_option(const Args& args, const std::string& name, long long fallback, long long lo, long long hi) {
   if (!args.has(name)) return fallback;
-  const std::string& s = args.value(name);
-  double v = NAN;
-  try {
-    std::size_t used = 0;
-    v = std::stod(s, &used);
-    if (used != s.size()) v = NAN;
-  } catch (const std::exception&) {
-  }
+  const double v = whole_number(args.value(name));
   // ≤ 2^53: every whole double there is exact, so the cast below neither rounds nor overflows.
   if (!(std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= 9007199254740992.0 &&
         v >= static_cast<double>(lo) && v <= static_cast<double>(hi)))
-    throw std::invalid_argument(fmt::format("option {} needs a whole number in [{}, {}], got '{}'", name, lo, hi, s));
+    throw std::invalid_argument(
+        fmt::format("option {} needs a whole number in [{}, {}], got '{}'", name, lo, hi, args.value(name)));
   return static_cast<long long>(v);
 }
 
