@@ -247,15 +247,15 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   std::int64_t resume_step = 0;  // steps of start_epoch already trained before the checkpoint
 
   const std::string& ck = opt.checkpoint_path;
+  const std::string ck_tmp = ck + ".tmp";  // written in full, then renamed over ck
   if (!ck.empty()) {  // find out now, not after the first epoch's training, that checkpoints cannot be written
-    const std::string probe = ck + ".tmp";
-    const bool existed = std::filesystem::exists(probe);
+    const bool existed = std::filesystem::exists(ck_tmp);
     {
-      std::ofstream o(probe, std::ios::binary | std::ios::app);
-      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", probe);
+      std::ofstream o(ck_tmp, std::ios::binary | std::ios::app);
+      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", ck_tmp);
     }
     std::error_code ignored;
-    if (!existed) std::filesystem::remove(probe, ignored);
+    if (!existed) std::filesystem::remove(ck_tmp, ignored);
   }
   if (opt.resume && !ck.empty() && std::filesystem::exists(ck)) {
     std::ifstream in(ck, std::ios::binary);
@@ -322,7 +322,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   // next_epoch / epoch_step: where a resumed run continues; rstate: the generator state its shuffle starts from
   auto save_checkpoint = [&](int next_epoch, std::int64_t epoch_step, const std::string& rstate) {
     if (ck.empty()) return;
-    const std::string tmp = ck + ".tmp";
+    const std::string& tmp = ck_tmp;
     {
       std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
       ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", tmp);
