@@ -25,7 +25,8 @@ struct Options {
 std::string read_file_bytes(const std::string& path);
 
 Format detect_format(std::string_view head, const std::string& path);
-/// The first record of `bytes` (a UTF-8 BOM skipped) is a CSV header naming every required ETS CSV column.
+/// The first record of `bytes` (a UTF-8 BOM skipped) is a CSV header with the columns op, dir and params, in any
+/// order: an ETS CSV, whose reader then names any other required column that is missing.
 bool is_ets_csv_header(std::string_view bytes);
 
 // One reader per format. `bytes` is the (uncompressed) content; `path` is used for messages and metadata.
