@@ -19,10 +19,14 @@ namespace fspec {
 
 // Welford's update: stable for the wide ranges of tensor sizes and hyper-parameters we see.
 struct Welford {
+  // A hyper-parameter of 1e154 would overflow the variance (and ±1.7e308 the mean), spoiling the statistic of
+  // every op of its type. Such values stay out of the statistics; encoding then clips them to ±hyper_clip.
+  static constexpr double kMaxValue = 1e150;
   std::int64_t n = 0;
   double mean = 0.0;
   double m2 = 0.0;
   void add(double x) noexcept {
+    if (!(std::fabs(x) <= kMaxValue)) return;
     ++n;
     const double d = x - mean;
     mean += d / static_cast<double>(n);
@@ -346,6 +350,24 @@ ETS_INLINE std::vector<std::string> FeatureSpec::feature_names() const {
   return names;
 }
 
+ETS_INLINE const std::string& FeatureSpec::type_name(int rank) const {
+  ETS_CHECK(rank >= 0 && rank < vocab_size(), Errc::invalid_argument, "ets.encoder.13",
+            "op type rank {} is outside [0, {})", rank, vocab_size());
+  return types_[static_cast<std::size_t>(rank)].name;
+}
+
+ETS_INLINE std::int64_t FeatureSpec::type_count(int rank) const {
+  ETS_CHECK(rank >= 0 && rank < vocab_size(), Errc::invalid_argument, "ets.encoder.13",
+            "op type rank {} is outside [0, {})", rank, vocab_size());
+  return types_[static_cast<std::size_t>(rank)].count;
+}
+
+ETS_INLINE const FeatureSpec::Moments& FeatureSpec::label_moments(int channel) const {
+  ETS_CHECK(channel >= 0 && channel < kLabelCount, Errc::invalid_argument, "ets.encoder.11",
+            "label channel {} is not 0 (time) or 1 (gap)", channel);
+  return labels_[static_cast<std::size_t>(channel)];
+}
+
 ETS_INLINE int FeatureSpec::type_rank(std::string_view name) const {
   const auto it = index_.find(std::string(name));
   return it == index_.end() ? -1 : it->second;
@@ -366,7 +388,7 @@ ETS_INLINE FeatureSpec::MetaCode FeatureSpec::encode_meta(const TraceMeta& meta)
   mc.optimizer = detail::fspec::optimizer_code(meta.optimizer);
   if (meta.batch_size > 0) {
     const Moments& m = cont_[static_cast<std::size_t>(cont_flops() + 2)];
-    mc.batch_z = static_cast<float>((std::log1p(static_cast<double>(meta.batch_size)) - m.mean) / m.stdev);
+    if (m.n > 0) mc.batch_z = static_cast<float>((std::log1p(static_cast<double>(meta.batch_size)) - m.mean) / m.stdev);
     mc.batch_known = 1.f;
   }
   return mc;
@@ -376,9 +398,11 @@ ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, 
                                         EncodeStats* stats) const {
   const Layout& l = layout_;
   std::fill(row, row + l.features, 0.f);
+  // A column no training op had (e.g. FLOPs never known, an input slot never used) is written as 0, the value
+  // the model was trained on, like an unfitted hyper-parameter; the raw value would drive untrained weights.
   auto z = [this](int c, double v) {
     const Moments& m = cont_[static_cast<std::size_t>(c)];
-    return static_cast<float>((v - m.mean) / m.stdev);
+    return m.n > 0 ? static_cast<float>((v - m.mean) / m.stdev) : 0.f;
   };
 
   const auto it = index_.find(op.name);

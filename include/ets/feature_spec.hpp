@@ -55,8 +55,9 @@ class FeatureSpec {
   /// Op types seen in training, most frequent first; the first one_hot_count() have their own column.
   int vocab_size() const noexcept { return static_cast<int>(types_.size()); }
   int one_hot_count() const noexcept { return one_hot_; }
-  const std::string& type_name(int rank) const { return types_.at(static_cast<std::size_t>(rank)).name; }
-  std::int64_t type_count(int rank) const { return types_.at(static_cast<std::size_t>(rank)).count; }
+  /// Name / training count of the type of frequency rank `rank`; ets.encoder.13 outside [0, vocab_size()).
+  ETS_INLINE const std::string& type_name(int rank) const;
+  ETS_INLINE std::int64_t type_count(int rank) const;
   /// Frequency rank of a type name; -1 when the type was never seen in training.
   ETS_INLINE int type_rank(std::string_view name) const;
   std::int64_t fitted_ops() const noexcept { return total_ops_; }
@@ -98,7 +99,8 @@ class FeatureSpec {
     ETS_INLINE bool operator==(const Moments& o) const noexcept;
   };
   /// Statistics of log1p(µs) behind normalize_label (channel 0 = time, 1 = gap), for code that needs them in closed form.
-  const Moments& label_moments(int channel) const { return labels_.at(static_cast<std::size_t>(channel)); }
+  /// ets.encoder.11 for a channel other than 0 / 1.
+  ETS_INLINE const Moments& label_moments(int channel) const;
 
  private:
   friend class WindowEncoder;  // writes rows straight into windows, with the per-trace part computed once

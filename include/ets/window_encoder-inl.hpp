@@ -46,24 +46,28 @@ ETS_INLINE WindowBatch WindowEncoder::encode(const std::vector<const ExecutionTr
 }
 
 ETS_INLINE void WindowEncoder::encode_into(const ExecutionTrace& trace, WindowBatch& out, EncodeStats* stats) const {
-  encode_into(std::vector<const ExecutionTrace*>{&trace}, out, stats);
+  const ExecutionTrace* one = &trace;
+  encode_span(&one, 1, out, stats);
 }
 
-ETS_INLINE void WindowEncoder::encode_into(const std::vector<const ExecutionTrace*>& traces, WindowBatch& b,
+ETS_INLINE void WindowEncoder::encode_into(const std::vector<const ExecutionTrace*>& traces, WindowBatch& out,
+                                           EncodeStats* stats) const {
+  encode_span(traces.data(), traces.size(), out, stats);
+}
+
+ETS_INLINE void WindowEncoder::encode_span(const ExecutionTrace* const* traces, std::size_t count, WindowBatch& b,
                                            EncodeStats* stats) const {
   constexpr std::int64_t kMaxIndex = std::numeric_limits<std::int32_t>::max();
-  ETS_CHECK(static_cast<std::int64_t>(traces.size()) <= kMaxIndex, Errc::invalid_argument, "ets.encoder.10",
-            "too many traces in one batch ({})", traces.size());
+  ETS_CHECK(static_cast<std::int64_t>(count) <= kMaxIndex, Errc::invalid_argument, "ets.encoder.10",
+            "too many traces in one batch ({})", count);
   std::int64_t windows = 0;
-  std::size_t longest = 0;
   bool labelled = true;
   EncodeStats local;
-  for (std::size_t t = 0; t < traces.size(); ++t) {
+  for (std::size_t t = 0; t < count; ++t) {
     ETS_CHECK(traces[t] != nullptr, Errc::invalid_argument, "ets.encoder.10", "trace {} is null", t);
     const auto n = static_cast<std::int64_t>(traces[t]->ops.size());
     ETS_CHECK(n <= kMaxIndex, Errc::invalid_argument, "ets.encoder.10", "trace {} has too many ops ({})", t, n);
     windows += window_count(n);
-    longest = std::max(longest, traces[t]->ops.size());
     if (n > 0 && !FeatureSpec::has_labels(*traces[t])) {
       labelled = false;
       ++local.unlabelled_traces;
@@ -89,20 +93,14 @@ ETS_INLINE void WindowEncoder::encode_into(const std::vector<const ExecutionTrac
 
   // Window k > 0 shares its first W − S ops with window k − 1 (always full, since only the last window of a
   // trace can be short): those rows are copied from the previous window, still in cache; only new ops are
-  // encoded. Each op is encoded exactly once and the tensor is written once, front to back.
+  // encoded. Each op is encoded exactly once and the tensor is written once, front to back. Labels likewise.
   const std::size_t overlap = w - static_cast<std::size_t>(stride_);
-  std::vector<float> labels(labelled ? longest * 2 : 0);
   std::size_t n = 0;  // next window
-  for (std::size_t t = 0; t < traces.size(); ++t) {
+  for (std::size_t t = 0; t < count; ++t) {
     const ExecutionTrace& tr = *traces[t];
     const std::size_t len = tr.ops.size();
     if (len == 0) continue;
     const FeatureSpec::MetaCode mc = spec_.encode_meta(tr.meta);
-    if (labelled)
-      for (std::size_t i = 0; i < len; ++i) {
-        labels[2 * i] = static_cast<float>(spec_.normalize_label(0, tr.ops[i].time_us));
-        labels[2 * i + 1] = static_cast<float>(spec_.normalize_label(1, tr.ops[i].gap_us));
-      }
     const std::int64_t nw = window_count(static_cast<std::int64_t>(len));
     for (std::int64_t k = 0; k < nw; ++k, ++n) {
       const std::size_t start = static_cast<std::size_t>(k) * static_cast<std::size_t>(stride_);
@@ -123,18 +121,22 @@ ETS_INLINE void WindowEncoder::encode_into(const std::vector<const ExecutionTrac
       std::fill(idx + real, idx + w, std::int32_t{-1});
       if (labelled) {
         float* y = b.y.data() + n * w * 2;
-        std::memcpy(y, labels.data() + start * 2, real * 2 * sizeof(float));
+        if (reused > 0) std::memcpy(y, y - w * 2 + static_cast<std::size_t>(stride_) * 2, reused * 2 * sizeof(float));
+        for (std::size_t p = reused; p < real; ++p) {
+          y[2 * p] = static_cast<float>(spec_.normalize_label(0, tr.ops[start + p].time_us));
+          y[2 * p + 1] = static_cast<float>(spec_.normalize_label(1, tr.ops[start + p].gap_us));
+        }
         std::fill(y + real * 2, y + w * 2, 0.f);
       }
       b.trace_index[n] = static_cast<std::int32_t>(t);
       local.padded_positions += static_cast<std::int64_t>(w - real);
     }
   }
-  local.traces = static_cast<std::int64_t>(traces.size());
+  local.traces = static_cast<std::int64_t>(count);
   local.windows = windows;
   // Still encodable (the shared "other" column), but the model has learnt nothing about any of these ops.
   std::int64_t real_ops = 0;
-  for (const ExecutionTrace* t : traces) real_ops += static_cast<std::int64_t>(t->ops.size());
+  for (std::size_t t = 0; t < count; ++t) real_ops += static_cast<std::int64_t>(traces[t]->ops.size());
   if (real_ops > 0 && local.unknown_ops == real_ops)
     log(LogLevel::warn, "[ets.encoder.12] none of the {} ops encoded has a type the FeatureSpec was fitted on "
         "(e.g. '{}'): their predictions are unreliable", real_ops, local.unknown_types.begin()->first);

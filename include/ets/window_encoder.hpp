@@ -2,6 +2,7 @@
 // tensor N × W × F, with mask, op/trace indices and normalised labels), the predictor's and trainer's input.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -20,7 +21,9 @@ class WindowEncoder {
  public:
   static constexpr int kDefaultWidth = 12;
   static constexpr int kDefaultStride = 4;
-  static constexpr int kMaxWidth = 1 << 16;
+  /// The model file stores windows up to this width (ets.model.10), so a wider encoder could train a model that
+  /// cannot be saved.
+  static constexpr int kMaxWidth = 4096;
 
   /// Throws ets.encoder.8 unless 1 <= width <= kMaxWidth and 1 <= stride <= width; ets.encoder.9 if unfitted.
   ETS_INLINE explicit WindowEncoder(FeatureSpec spec, int width = kDefaultWidth, int stride = kDefaultStride);
@@ -41,13 +44,17 @@ class WindowEncoder {
   /// Same, without copying traces (e.g. a training mini-batch drawn from a larger set).
   ETS_INLINE WindowBatch encode(const std::vector<const ExecutionTrace*>& traces, EncodeStats* stats = nullptr) const;
 
-  /// Like encode(), but reuses `out`'s buffers: on repeated calls no memory is allocated or page-faulted, which
-  /// for large batches costs more than the encoding itself. Every element of `out` is overwritten.
+  /// Like encode(), but reuses `out`'s buffers: on repeated calls with batches no larger than before, the tensors
+  /// are neither allocated nor page-faulted, which for large batches costs more than the encoding itself. (Ops of a
+  /// type the spec was not fitted on are still tallied by name, which allocates.) Every element of `out` is overwritten.
   ETS_INLINE void encode_into(const std::vector<const ExecutionTrace*>& traces, WindowBatch& out,
                               EncodeStats* stats = nullptr) const;
   ETS_INLINE void encode_into(const ExecutionTrace& trace, WindowBatch& out, EncodeStats* stats = nullptr) const;
 
  private:
+  ETS_INLINE void encode_span(const ExecutionTrace* const* traces, std::size_t count, WindowBatch& out,
+                              EncodeStats* stats) const;
+
   FeatureSpec spec_;
   int width_;
   int stride_;

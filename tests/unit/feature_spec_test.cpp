@@ -226,7 +226,7 @@ TEST_CASE("tensor sizes, cost, dtype, phase, batch and optimizer features") {
   for (const char* n : {"in1.present", "in1.log_numel", "in1.rank", "in2.present"}) CHECK(at(s, r, n) == 0.f);
   CHECK(at(s, r, "cost.log_flops") == Approx(-1.0));  // the lower of two known values
   CHECK(at(s, r, "cost.flops_known") == 1.f);
-  CHECK(at(s, r, "cost.log_bytes") == Approx(std::log1p(10.0)));  // no bytes in training: identity scaling
+  CHECK(at(s, r, "cost.log_bytes") == 0.f);  // no bytes in training: the value the model saw there, not log1p(10)
   CHECK(at(s, r, "cost.bytes_known") == 1.f);
   CHECK(at(s, r, "dtype.bfloat16") == 1.f);
   CHECK(at(s, r, "dtype.float32") == 0.f);
@@ -422,4 +422,60 @@ TEST_CASE("a tensor whose element count exceeds double's range still encodes fin
   // an empty tensor beside overflowing dims has no elements
   huge.inputs.front().dims.push_back(0);
   CHECK(std::isfinite(at(s, row(s, huge), "in0.log_numel")));
+}
+
+TEST_CASE("columns no training op had are written as 0, whatever the value") {
+  // The model saw only zeros there, so its weights on them are untrained; a raw log value (≈ 20 for 1e9 FLOPs)
+  // would shift its predictions arbitrarily. The known / present flags still say the value exists.
+  ets::ExecutionTrace t;  // no FLOPs, no bytes, no batch size, only 1-D single inputs
+  auto a = make_op("mm");
+  a.inputs = {{{8}, ets::DType::Float32}};
+  t.ops = {a, a};
+  const auto s = ets::FeatureSpec::fit({t});
+  auto probe = make_op("mm");
+  probe.inputs = {{{4, 5, 6}, ets::DType::Float32}, {{7, 9, 11}, ets::DType::Float32}};
+  probe.flops = 1e9;
+  probe.bytes = 1e8;
+  ets::TraceMeta meta;
+  meta.batch_size = 256;
+  const auto r = row(s, probe, meta);
+  for (const char* n : {"cost.log_flops", "cost.log_bytes", "batch.log_size", "in1.log_numel", "in1.rank",
+                        "in1.log_dim[-1]", "in0.log_dim[-2]"})
+    CHECK(at(s, r, n) == 0.f);
+  for (const char* n : {"cost.flops_known", "cost.bytes_known", "batch.known", "in1.present"}) CHECK(at(s, r, n) == 1.f);
+  // columns that had training values are still z-scored
+  CHECK(at(s, r, "in0.rank") == Approx(2.0));  // rank 3 against a constant rank 1 (std 0 → 1)
+}
+
+TEST_CASE("hyper-parameter values beyond ±1e150 stay out of the statistics and are clipped") {
+  // One such value used to overflow the running variance (or, at ±1.7e308, the mean), making the slot NaN for every
+  // op of the type and the serialised spec unreadable.
+  ets::ExecutionTrace t;
+  for (double v : {1.7e308, -1.7e308, 1.7e308, 3.0, 0.0, 1e200, 1.0, 2.0}) {
+    auto op = make_op("conv2d");
+    op.hyper.set(Hyper::KernelH, v);
+    t.ops.push_back(op);
+  }
+  const auto s = ets::FeatureSpec::fit({t});
+  const auto ms = mean_std({3, 0, 1, 2});
+  auto probe = make_op("conv2d");
+  probe.hyper.set(Hyper::KernelH, 0);
+  CHECK(at(s, row(s, probe), "hyper.kernel_h") == Approx((0 - ms.mean) / ms.sd));
+  probe.hyper.set(Hyper::KernelH, 1e200);
+  CHECK(at(s, row(s, probe), "hyper.kernel_h") == Approx(10.0));  // hyper_clip
+  probe.hyper.set(Hyper::KernelH, -1.7e308);
+  CHECK(at(s, row(s, probe), "hyper.kernel_h") == Approx(-10.0));
+  const auto back = ets::FeatureSpec::deserialize(s.serialize());
+  CHECK(back == s);
+}
+
+TEST_CASE("accessors outside the vocabulary or label channels throw ets::Error") {
+  ets::ExecutionTrace t;
+  t.ops = {make_op("mm"), make_op("relu")};
+  const auto s = ets::FeatureSpec::fit({t});
+  CHECK(s.type_rank(s.type_name(0)) == 0);
+  CHECK(error_id([&] { (void)s.type_name(-1); }) == "ets.encoder.13");
+  CHECK(error_id([&] { (void)s.type_count(s.vocab_size()); }) == "ets.encoder.13");
+  CHECK(error_id([&] { (void)s.label_moments(2); }) == "ets.encoder.11");
+  CHECK(error_id([&] { (void)s.label_moments(1); }) == "no error");
 }

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -11,6 +13,24 @@
 #include "encoder_fixtures.hpp"
 #include "ets/error.hpp"
 #include "ets/window_encoder.hpp"
+
+// Counts this thread's allocations while `counting` is set: encode_into's reuse promise is about allocations.
+// (GCC flags free() in a replaced operator delete as mismatched once both are inlined; they are a matched pair.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+namespace {
+thread_local bool counting = false;
+thread_local long allocations = 0;
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (counting) ++allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -157,6 +177,21 @@ TEST_CASE("encode_into a reused batch overwrites every element") {
     CHECK(b.op_index == fresh.op_index);
     CHECK(b.trace_index == fresh.trace_index);
   }
+  // Repeated calls on batches no larger than before allocate nothing, labelled or not, one trace or many.
+  const auto t1 = ets_test::synthetic_trace(61, 3), t2 = ets_test::synthetic_trace(40, 4);
+  const std::vector<const ets::ExecutionTrace*> both{&t1, &t2};
+  ets::WindowBatch reused;
+  enc.encode_into(both, reused);
+  REQUIRE_FALSE(reused.y.empty());
+  counting = true;
+  allocations = 0;
+  enc.encode_into(both, reused);
+  enc.encode_into(t1, reused);
+  enc.encode_into(t2, reused);
+  counting = false;
+  CHECK(allocations == 0);
+  CHECK(reused.y == enc.encode(t2).y);
+
   auto bare = ets_test::synthetic_trace(10, 2);
   for (auto& op : bare.ops) op.time_us = op.gap_us = 0;
   enc.encode_into(bare, b);
@@ -185,6 +220,9 @@ TEST_CASE("invalid window shapes and unfitted specs are rejected") {
   CHECK(error_id([] { ets::WindowEncoder(spec(), -3, -3); }) == "ets.encoder.8");
   CHECK(error_id([] { ets::WindowEncoder(ets::FeatureSpec{}); }) == "ets.encoder.9");
   CHECK(error_id([] { ets::WindowEncoder(spec(), 12, 12); }) == "no error");
+  // the model file stores windows up to 4096 wide: a wider encoder would train a model that cannot be saved
+  CHECK(error_id([] { ets::WindowEncoder(spec(), 4097, 4); }) == "ets.encoder.8");
+  CHECK(error_id([] { ets::WindowEncoder(spec(), ets::WindowEncoder::kMaxWidth, 4); }) == "no error");
   CHECK(error_id([] { ets::WindowEncoder(spec()).encode(std::vector<const ets::ExecutionTrace*>{nullptr}); }) ==
         "ets.encoder.10");
 }
