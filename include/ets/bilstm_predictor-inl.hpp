@@ -5,6 +5,8 @@
 #include "ets/bilstm_predictor.hpp"
 
 #include <atomic>
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "ets/detail/cpu_lstm.hpp"
@@ -60,9 +62,13 @@ ETS_INLINE BiLstmPredictor::BiLstmPredictor(LstmWeights weights, std::unique_ptr
 }
 
 ETS_INLINE std::vector<float> BiLstmPredictor::predict(const WindowBatch& batch) const {
+  ETS_CHECK(batch.windows >= 0 && batch.width > 0 &&
+                static_cast<std::int64_t>(batch.windows) * batch.width <= std::numeric_limits<std::int32_t>::max(),
+            Errc::invalid_argument, "ets.predictor.5", "invalid batch shape: {} windows of width {}", batch.windows,
+            batch.width);
   ETS_CHECK(batch.features == config().input_size, Errc::shape, "ets.predictor.4",
             "batch has {} features per position, the model expects {}", batch.features, config().input_size);
-  ETS_CHECK(batch.windows >= 0 && batch.width > 0 && batch.x.size() == batch.positions() * static_cast<std::size_t>(batch.features),
+  ETS_CHECK(batch.x.size() == batch.positions() * static_cast<std::size_t>(batch.features),
             Errc::shape, "ets.predictor.4", "batch holds {} values, {} windows × {} × {} need {}", batch.x.size(),
             batch.windows, batch.width, batch.features, batch.positions() * static_cast<std::size_t>(batch.features));
   std::vector<float> y(batch.positions() * static_cast<std::size_t>(config().outputs));

@@ -22,7 +22,9 @@ class InferenceBackend {
  public:
   virtual ~InferenceBackend() = default;
 
-  /// x: windows × width × input_size (row-major, padding positions arbitrary but finite);
+  /// x: windows × width × input_size (row-major; padding rows zero, as WindowEncoder writes them: the reverse
+  /// direction starts at the window's last position, as in PyTorch's unpacked batches, so padding does reach the
+  /// real positions' outputs, and the model was trained with zeros there);
   /// y: windows × width × outputs. Each window is processed independently.
   virtual void forward(const float* x, int windows, int width, float* y) const = 0;
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,11 @@ class Predictor {
   struct Matrix {
     std::size_t jobs = 0, envs = 0;
     std::vector<Estimate> values;
-    const Estimate& at(std::size_t job, std::size_t env) const { return values.at(job * envs + env); }
+    /// std::out_of_range unless job < jobs and env < envs (each index on its own, so no index wraps into the next row).
+    const Estimate& at(std::size_t job, std::size_t env) const {
+      if (job >= jobs || env >= envs) throw std::out_of_range("Predictor::Matrix::at: index outside jobs × envs");
+      return values.at(job * envs + env);
+    }
   };
 
   /// State of one observe() correction.
@@ -79,7 +84,8 @@ class Predictor {
   // ---- models (one per hardware environment) ----
 
   /// Loads an .etsm file for `env` ("" = the model's own hardware_env, or "default" when that is empty), replacing
-  /// any model of that env. Returns the env id used. Throws the model reader's errors (ets.model.*).
+  /// any model of that env. observe() corrections on a replaced env are dropped: they measured the old model's bias.
+  /// Returns the env id used. Throws the model reader's errors (ets.model.*).
   std::string add_model(const std::string& env, const std::string& path);
   /// Same, from a model in memory (e.g. fresh from ModelTrainer).
   std::string add_model(const std::string& env, const ModelFile& model);

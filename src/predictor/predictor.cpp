@@ -42,7 +42,10 @@ struct Model {
   std::unique_ptr<Aggregator> aggregator;
 };
 
+// Log ratios measured against one model (by serial): a replacement model has its own bias, so observations of
+// the model it replaced no longer apply.
 struct Observations {
+  std::uint64_t serial = 0;
   double sum_log = 0;
   std::int64_t n = 0;
 };
@@ -99,10 +102,14 @@ struct Predictor::Impl {
     return out;
   }
 
-  Correction correction_of(const Job& job, const std::string& env) const {
+  // Raw predictions (cached per model serial) of jobs × models, corrected by each job's observations.
+  Matrix estimate(const std::vector<std::shared_ptr<Job>>& jobs,
+                  const std::vector<std::shared_ptr<const Model>>& models) const;
+
+  Correction correction_of(const Job& job, const Model& model) const {
     Correction c;
-    auto it = job.obs.find(env);
-    if (it == job.obs.end() || it->second.n == 0) return c;
+    auto it = job.obs.find(model.env);
+    if (it == job.obs.end() || it->second.n == 0 || it->second.serial != model.serial) return c;
     c.observations = it->second.n;
     c.mean_log_ratio = it->second.sum_log / static_cast<double>(it->second.n);
     c.factor = std::exp(it->second.sum_log / (static_cast<double>(it->second.n) + opt.prior_weight));
@@ -326,6 +333,11 @@ Predictor::Matrix Predictor::predict_batch(const std::vector<std::string>& job_i
     jobs.reserve(job_ids.size());
     for (const auto& id : job_ids) jobs.push_back(impl_->job_locked(id));
   }
+  return impl_->estimate(jobs, models);
+}
+
+Predictor::Matrix Predictor::Impl::estimate(const std::vector<std::shared_ptr<Job>>& jobs,
+                                            const std::vector<std::shared_ptr<const Model>>& models) const {
   const std::size_t nj = jobs.size(), ne = models.size();
   Matrix out;
   out.jobs = nj;
@@ -340,7 +352,7 @@ Predictor::Matrix Predictor::predict_batch(const std::vector<std::string>& job_i
   std::vector<bool> model_missing(ne, false);
   for (std::size_t j = 0; j < nj; ++j) {
     bool any = false;
-    if (impl_->opt.cache) {
+    if (opt.cache) {
       std::lock_guard lk(jobs[j]->mu);
       for (std::size_t e = 0; e < ne; ++e) {
         auto it = jobs[j]->cache.find(models[e]->serial);
@@ -375,13 +387,13 @@ Predictor::Matrix Predictor::predict_batch(const std::vector<std::string>& job_i
     for (std::size_t j : miss_jobs) {
       const std::size_t t = seen.at(jobs[j].get());
       std::unique_lock<std::mutex> lk(jobs[j]->mu, std::defer_lock);
-      if (impl_->opt.cache) lk.lock();
+      if (opt.cache) lk.lock();
       for (std::size_t e = 0; e < ne; ++e) {
         if (have[j * ne + e]) continue;
         const std::size_t m = static_cast<std::size_t>(
             std::find(mm.begin(), mm.end(), models[e].get()) - mm.begin());
         raw[j * ne + e] = computed[t * mm.size() + m];
-        if (impl_->opt.cache) jobs[j]->cache[models[e]->serial] = raw[j * ne + e];
+        if (opt.cache) jobs[j]->cache[models[e]->serial] = raw[j * ne + e];
       }
     }
   }
@@ -389,7 +401,7 @@ Predictor::Matrix Predictor::predict_batch(const std::vector<std::string>& job_i
     std::lock_guard lk(jobs[j]->mu);
     for (std::size_t e = 0; e < ne; ++e) {
       const Raw& r = raw[j * ne + e];
-      const Correction c = impl_->correction_of(*jobs[j], models[e]->env);
+      const Correction c = correction_of(*jobs[j], *models[e]);
       Estimate& est = out.values[j * ne + e];
       est.raw_us = r.iteration_us;
       est.correction = c.factor;
@@ -450,22 +462,36 @@ Prediction Predictor::predict_detailed(const ExecutionTrace& trace, const std::s
 void Predictor::observe(const std::string& job_id, const std::string& env, double measured_us) {
   ETS_CHECK(std::isfinite(measured_us) && measured_us > 0, Errc::invalid_argument, "ets.predict.3",
             "observed iteration time {} µs of job '{}' must be finite and > 0", measured_us, job_id);
-  const std::shared_ptr<Job> job = impl_->job(job_id);
-  const double raw = predict_batch({job_id}, {env}).values.front().raw_us;
+  std::shared_ptr<Job> job;
+  std::shared_ptr<const Model> model;
+  {
+    std::shared_lock lock(impl_->mu);
+    job = impl_->job_locked(job_id);
+    model = impl_->resolve_envs({env}).front();
+  }
+  const double raw = impl_->estimate({job}, {model}).values.front().raw_us;
   ETS_CHECK(std::isfinite(raw) && raw > 0, Errc::invalid_argument, "ets.predict.3",
             "job '{}' on '{}' has a non-positive prediction ({} µs); nothing to correct", job_id, env, raw);
   const double lim = std::log(impl_->opt.max_ratio);
   const double r = std::clamp(std::log(measured_us / raw), -lim, lim);
   std::lock_guard lk(job->mu);
   auto& o = job->obs[env];
+  if (o.serial != model->serial) o = Observations{model->serial, 0, 0};  // the first against this model
   o.sum_log += r;
   ++o.n;
 }
 
 Predictor::Correction Predictor::correction(const std::string& job_id, const std::string& env) const {
-  const std::shared_ptr<Job> job = impl_->job(job_id);
+  std::shared_ptr<Job> job;
+  std::shared_ptr<const Model> model;
+  {
+    std::shared_lock lock(impl_->mu);
+    job = impl_->job_locked(job_id);
+    model = impl_->find_model(env);
+  }
+  if (!model) return {};  // no model, so nothing observed against one
   std::lock_guard lk(job->mu);
-  return impl_->correction_of(*job, env);
+  return impl_->correction_of(*job, *model);
 }
 
 void Predictor::reset_observations(const std::string& job_id) {

@@ -222,6 +222,10 @@ TEST_CASE("bad weights and batches are rejected with stable ids") {
   expect_id([&] { p.predict(batch_of(std::vector<float>(7), 2, 12, 6)); }, "ets.predictor.4");
   expect_id([&] { p.predict(nullptr, 2, 12, nullptr); }, "ets.predictor.5");
   expect_id([&] { p.predict(nullptr, 1, 0, nullptr); }, "ets.predictor.5");
+  // a batch of a bad shape is .5, as the raw form, before its size is compared (which wrapped for N < 0)
+  expect_id([&] { p.predict(batch_of({}, -1, 12, 6)); }, "ets.predictor.5");
+  expect_id([&] { p.predict(batch_of({}, 1, 0, 6)); }, "ets.predictor.5");
+  expect_id([&] { p.predict(batch_of({}, 1 << 20, 1 << 12, 6)); }, "ets.predictor.5");
   CHECK(p.predict(batch_of({}, 0, 12, 6)).empty());
 }
 

@@ -158,6 +158,26 @@ TEST_CASE("observe() converges to a constant bias and leaves other jobs and envs
     p.reset_observations("biased");
     CHECK(p.predict("biased", "a").correction == 1.0);
   }
+  SECTION("replacing an environment's model drops the corrections measured against the old one") {
+    // A correction measured the old model's bias; applied to a new model it would push that one off.
+    const double r_old = p.predict("other", "b").raw_us;
+    p.observe("other", "b", 2.0 * r_old);
+    REQUIRE(p.correction("other", "b").observations == 1);
+    p.add_model("b", ets_test::small_model(traces, 7));
+    const auto est = p.predict("other", "b");
+    CHECK(est.raw_us != r_old);
+    CHECK(est.correction == 1.0);
+    CHECK(est.observations == 0);
+    CHECK(est.iteration_us == est.raw_us);
+    CHECK(p.correction("other", "b").observations == 0);
+    // the other environment keeps its corrections, and new observations count against the new model only
+    CHECK(p.correction("biased", "a").observations == 60);
+    p.observe("other", "b", 0.5 * est.raw_us);
+    const auto c = p.correction("other", "b");
+    CHECK(c.observations == 1);
+    CHECK(c.mean_log_ratio == Approx(std::log(0.5)));
+    CHECK(p.correction("other", "no-such-env").observations == 0);
+  }
   SECTION("no shrinkage: one observation sets the factor exactly") {
     ets::Predictor::Options o = cpu();
     o.prior_weight = 0;
@@ -187,6 +207,12 @@ TEST_CASE("Predictor errors carry stable ids", "[predictor]") {
   CHECK(error_id([&] { p.add_job("e", ets::ExecutionTrace{}); }) == "ets.predict.5");
   CHECK(error_id([&] { p.add_job("", traces[0]); }) == "ets.predict.1");
   CHECK(error_id([&] { ets::Predictor::representative_iteration({}); }) == "ets.predict.4");
+  // Matrix::at checks each index on its own: (0, 1) of a 2 × 1 matrix must not land on (1, 0)
+  p.add_job("k", traces[1]);
+  const auto m21 = p.predict_batch({"j", "k"}, {"a"});
+  CHECK(&m21.at(1, 0) == &m21.values[1]);
+  CHECK_THROWS_AS(m21.at(0, 1), std::out_of_range);
+  CHECK_THROWS_AS(m21.at(2, 0), std::out_of_range);
   CHECK(error_id([&] { p.load_job("f", ets_test::fixture("does-not-exist.json")); }).rfind("ets.", 0) == 0);
   ets::Predictor::Options bad = cpu();
   bad.prior_weight = -1;
