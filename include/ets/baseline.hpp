@@ -44,7 +44,8 @@ class Baseline {
   static std::vector<Kind> all_kinds() { return {Kind::OpSum, Kind::PerOpMlp, Kind::WholeTrace}; }
 
   /// Trains on `train` (labelled traces), choosing epochs / ridge strength by the iteration-level MRE on `val`
-  /// (may be empty). The spec is the one ETS uses (fitted on the same training traces).
+  /// (may be empty; traces without ops or a positive iteration time are left out, ets.train.17 when that leaves
+  /// none). The spec is the one ETS uses (fitted on the same training traces).
   static Baseline fit(Kind kind, const FeatureSpec& spec, const std::vector<ExecutionTrace>& train,
                       const std::vector<ExecutionTrace>& val, const Options& options);
   static Baseline fit(Kind kind, const FeatureSpec& spec, const std::vector<ExecutionTrace>& train,

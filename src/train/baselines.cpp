@@ -2,6 +2,8 @@
 // ETS and tuned on the validation split's iteration-level MRE (never on test), as the comparison demands.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <numeric>
 
 #include <Eigen/Cholesky>
@@ -34,7 +36,8 @@ Eigen::VectorXd trace_features(const FeatureSpec& spec, const ExecutionTrace& t)
   }
   double phase[kPhaseCount] = {0, 0, 0}, flops = 0, bytes = 0;
   for (const auto& op : t.ops) {
-    phase[static_cast<int>(op.phase)] += 1;
+    const int p = static_cast<int>(op.phase);
+    if (p >= 0 && p < kPhaseCount) phase[p] += 1;  // a Phase cast from a bad integer counts nowhere
     if (std::isfinite(op.flops) && op.flops > 0) flops += op.flops;
     if (std::isfinite(op.bytes) && op.bytes > 0) bytes += op.bytes;
   }
@@ -47,6 +50,12 @@ Eigen::VectorXd trace_features(const FeatureSpec& spec, const ExecutionTrace& t)
   f(F + 6) = std::log1p(static_cast<double>(std::max<std::int64_t>(0, t.meta.batch_size)));
   f(F + 7) = t.meta.batch_size > 0 ? 1.0 : 0.0;
   return f;
+}
+
+// A validation MRE m replaces the best so far only when it is finite and lower (or the best is not finite): a
+// NaN from a diverged candidate must neither win nor freeze the choice.
+bool improves(double m, double best) {
+  return std::isfinite(m) && m >= 0 && (!std::isfinite(best) || best < 0 || m < best);
 }
 
 }  // namespace
@@ -112,16 +121,23 @@ double Baseline::val_mre() const noexcept { return impl_->val_mre; }
 double Baseline::predict(const ExecutionTrace& trace) const { return impl_->predict(trace); }
 
 Baseline Baseline::fit(Kind kind, const FeatureSpec& spec, const std::vector<ExecutionTrace>& train,
-                       const std::vector<ExecutionTrace>& val, const Options& opt) {
+                       const std::vector<ExecutionTrace>& val_in, const Options& opt) {
   ETS_CHECK(spec.fitted(), Errc::invalid_argument, "ets.train.15", "baseline needs a fitted FeatureSpec");
   std::vector<const ExecutionTrace*> usable;
   for (const auto& t : train)
     if (FeatureSpec::has_labels(t) && truth_us(t) > 0) usable.push_back(&t);
   ETS_CHECK(!usable.empty(), Errc::invalid_argument, "ets.train.16", "baseline {}: no labelled training traces",
             kind_name(kind));
-  for (const auto& t : val)
-    ETS_CHECK(truth_us(t) > 0, Errc::invalid_trace, "ets.train.17",
-              "validation trace '{}' has no positive iteration time", t.meta.source_path);
+  // Validation traces without a measurement are left out, as ModelTrainer does; a validation set with none left
+  // would silently leave the baseline untuned.
+  std::vector<ExecutionTrace> val_subset;
+  const auto keep_val = [](const ExecutionTrace& t) { return !t.ops.empty() && truth_us(t) > 0; };
+  const bool all_usable = std::all_of(val_in.begin(), val_in.end(), keep_val);
+  if (!all_usable) std::copy_if(val_in.begin(), val_in.end(), std::back_inserter(val_subset), keep_val);
+  const std::vector<ExecutionTrace>& val = all_usable ? val_in : val_subset;
+  ETS_CHECK(val_in.empty() || !val.empty(), Errc::invalid_trace, "ets.train.17",
+            "baseline {}: none of the {} validation traces has ops and a positive iteration time", kind_name(kind),
+            val_in.size());
   auto impl = std::make_shared<Impl>();
   impl->kind = kind;
   impl->spec = spec;
@@ -153,7 +169,7 @@ Baseline Baseline::fit(Kind kind, const FeatureSpec& spec, const std::vector<Exe
       impl->w = A.ldlt().solve(r);
       const double m = impl->mre(val);
       if (opt.progress) opt.progress(step++, lambda, m);
-      if (best_w.size() == 0 || (m >= 0 && m < best)) {
+      if (best_w.size() == 0 || improves(m, best)) {
         best = m;
         best_w = impl->w;
       }
@@ -189,7 +205,7 @@ Baseline Baseline::fit(Kind kind, const FeatureSpec& spec, const std::vector<Exe
   std::vector<std::int32_t> order(total);
   std::vector<float> grad(impl->mlp.params().size());
   std::vector<float> best = impl->mlp.params();
-  double best_mre = -1;
+  double best_mre = std::numeric_limits<double>::quiet_NaN();
   int bad = 0;
   const int B = std::max(1, opt.batch);
   Eigen::MatrixXf xb(F, B), yb(O, B);
@@ -213,7 +229,9 @@ Baseline Baseline::fit(Kind kind, const FeatureSpec& spec, const std::vector<Exe
     loss /= static_cast<double>(use) * O;
     const double m = impl->mre(val);
     if (opt.progress) opt.progress(epoch, loss, m);
-    if (m < 0 || best_mre < 0 || m < best_mre) {
+    // Without validation (m = −1) the latest weights win; a non-finite MRE never beats a finite one, and the
+    // latest weights are kept until a finite one appears.
+    if (m < 0 || !std::isfinite(best_mre) || improves(m, best_mre)) {
       best_mre = m;
       best = impl->mlp.params();
       bad = 0;

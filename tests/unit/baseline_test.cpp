@@ -54,3 +54,30 @@ TEST_CASE("baseline names round-trip and bad input throws", "[train][baseline]")
   CHECK_THROWS_AS(ets::Baseline::fit(ets::Baseline::Kind::OpSum, ets::FeatureSpec{}, ets_test::learnable_set(1, 2), {}),
                   ets::Error);
 }
+
+TEST_CASE("validation traces without a measurement are left out, not fatal", "[train][baseline]") {
+  const auto train = ets_test::learnable_set(1, 20), val = ets_test::learnable_set(2, 5);
+  const auto spec = ets::FeatureSpec::fit(train);
+  ets::Baseline::Options o;
+  o.epochs = 3;
+  auto with_unlabelled = val;
+  ets::ExecutionTrace unlabelled = val.front();
+  unlabelled.measured_us = ets::kUnknown;
+  for (auto& op : unlabelled.ops) op.time_us = op.gap_us = 0;
+  with_unlabelled.insert(with_unlabelled.begin() + 2, unlabelled);
+  with_unlabelled.push_back(ets::ExecutionTrace{});  // no ops
+  for (auto kind : ets::Baseline::all_kinds()) {
+    INFO(ets::Baseline::kind_name(kind));
+    const auto clean = ets::Baseline::fit(kind, spec, train, val, o);
+    const auto mixed = ets::Baseline::fit(kind, spec, train, with_unlabelled, o);
+    CHECK(mixed.val_mre() == clean.val_mre());  // the same traces chose the same model
+    CHECK(mixed.predict(val[1]) == clean.predict(val[1]));
+    // a validation set with no usable trace at all would leave the baseline silently untuned
+    try {
+      (void)ets::Baseline::fit(kind, spec, train, {unlabelled}, o);
+      FAIL("no error for an all-unlabelled validation set");
+    } catch (const ets::Error& e) {
+      CHECK(e.id() == "ets.train.17");
+    }
+  }
+}
