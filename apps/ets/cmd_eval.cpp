@@ -58,6 +58,11 @@ int run_eval(const Args& a) {
   if (model_path.empty() || data.empty()) throw std::invalid_argument("needs --model M and --data DIR");
   const int threads = static_cast<int>(integer_option(a, "--threads", 0, 0, std::numeric_limits<int>::max()));
   const bool json = a.flag("--json");
+  const std::string train_split = a.value("--train-split", "train"), val_split = a.value("--val-split", "val");
+  // Baselines tuned or trained on the evaluated traces would be scored on what they were fitted to.
+  if (a.flag("--baselines") && (train_split == split || val_split == split))
+    throw std::invalid_argument("--split '" + split + "' must differ from --train-split '" + train_split +
+                                "' and --val-split '" + val_split + "'");
   const ModelFile model = load_model(model_path);
   const auto test = DatasetSplit::load(data, split, threads);
   std::size_t labelled = 0;
@@ -73,8 +78,8 @@ int run_eval(const Args& a) {
   std::vector<Evaluator::Method> methods;
   methods.push_back(Evaluator::method("ets", test.traces, Evaluator::predict(model, test.traces, threads, aggregation)));
   if (a.flag("--baselines")) {
-    const auto train = DatasetSplit::load(data, a.value("--train-split", "train"), threads);
-    const auto val = DatasetSplit::load(data, a.value("--val-split", "val"), threads);
+    const auto train = DatasetSplit::load(data, train_split, threads);
+    const auto val = DatasetSplit::load(data, val_split, threads);
     const FeatureSpec spec = FeatureSpec::deserialize(model.encoder_state);
     for (auto kind : Baseline::all_kinds()) {
       if (!json) std::fprintf(stderr, "ets eval: training baseline %s ...\n", Baseline::kind_name(kind));

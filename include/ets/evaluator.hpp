@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -22,9 +23,10 @@ namespace ets {
 class Evaluator {
  public:
   struct Metrics {
-    double mre = 0;      ///< mean of |pred − true| / true
-    double rmse_ms = 0;  ///< √mean((pred − true)²) in milliseconds
-    double bias = 0;     ///< mean of (pred − true) / true: > 0 over-predicts, < 0 under-predicts on average
+    double mre = std::numeric_limits<double>::quiet_NaN();      ///< mean of |pred − true| / true
+    double rmse_ms = std::numeric_limits<double>::quiet_NaN();  ///< √mean((pred − true)²) in milliseconds
+    /// Mean of (pred − true) / true: > 0 over-predicts, < 0 under-predicts on average.
+    double bias = std::numeric_limits<double>::quiet_NaN();
     std::size_t n = 0;   ///< traces with a positive truth; mre, rmse_ms and bias are NaN when it is 0
   };
 
@@ -32,13 +34,14 @@ class Evaluator {
   struct Method {
     std::string name;                                    ///< "ets", "opsum", "perop_mlp", "whole_trace"
     Metrics all;
+    /// Groups hold only traces with a positive truth; a group without one is not listed.
     std::map<std::string, Metrics> by_family;            ///< meta.family ("" → "unknown")
     std::vector<std::pair<std::string, Metrics>> by_ops; ///< op-count buckets 0–200, …, 1200+ (empty ones skipped)
     /// Buckets of the label's pass disagreement (label.disagreement, max/min − 1 of its timing passes): "<10%",
     /// "10-25%", "25-50%", "50%+"; empty ones and traces that do not carry it are skipped.
     std::vector<std::pair<std::string, Metrics>> by_disagreement;
     bool has_phases = false;                             ///< per-phase predictions exist (per-op methods)
-    std::array<Metrics, kPhaseCount> by_phase{};         ///< error of Σ(time + gap) per phase vs its labels
+    std::array<Metrics, kPhaseCount> by_phase{};         ///< error of Σ(time + gap) per phase (n = 0 without)
     std::vector<double> predicted_us;                    ///< per trace, input order
   };
 

@@ -22,8 +22,16 @@ std::vector<std::string> DatasetSplit::list(const std::string& dir, const std::s
   ETS_CHECK(fs::is_directory(d, ec), Errc::io, "ets.eval.1",
             "dataset split '{}' not found: neither {}/traces/{} nor {}/{} is a directory", split, dir, split, dir, split);
   std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(d)) {
-    if (!e.is_regular_file()) continue;
+  // error_code overloads: an unreadable directory is ets.eval.1; an entry whose status cannot be read (a symlink
+  // loop, a dangling link) is not a trace file and is skipped.
+  fs::directory_iterator it(d, ec);
+  for (;;) {
+    ETS_CHECK(!ec, Errc::io, "ets.eval.1", "cannot list dataset split directory {}: {}", d.string(), ec.message());
+    if (it == fs::directory_iterator()) break;
+    const fs::directory_entry e = *it;
+    it.increment(ec);
+    std::error_code sec;
+    if (!e.is_regular_file(sec) || sec) continue;
     const std::string n = e.path().filename().string();
     auto ends = [&](const std::string& s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
     if (ends(".etst") || ends(".etst.gz")) files.push_back(e.path().string());

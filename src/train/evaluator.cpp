@@ -48,21 +48,18 @@ std::string Evaluator::disagreement_bucket(double d) {
 Evaluator::Metrics Evaluator::metrics(const std::vector<double>& pred, const std::vector<double>& truth) {
   ETS_CHECK(pred.size() == truth.size(), Errc::shape, "ets.eval.2", "{} predictions for {} traces", pred.size(),
             truth.size());
-  Metrics m;
-  double se = 0;
+  Metrics m;  // NaN until something labelled is scored: 0 would read as a perfect score
+  double rel = 0, signed_rel = 0, se = 0;
   for (std::size_t i = 0; i < pred.size(); ++i) {
     if (!(truth[i] > 0)) continue;  // an unlabelled trace has no error to report
-    m.mre += std::abs(pred[i] - truth[i]) / truth[i];
-    m.bias += (pred[i] - truth[i]) / truth[i];
+    rel += std::abs(pred[i] - truth[i]) / truth[i];
+    signed_rel += (pred[i] - truth[i]) / truth[i];
     se += (pred[i] - truth[i]) * (pred[i] - truth[i]);
     ++m.n;
   }
-  if (m.n == 0) {  // nothing labelled: no error to report, and 0 would read as a perfect score
-    m.mre = m.rmse_ms = m.bias = std::numeric_limits<double>::quiet_NaN();
-    return m;
-  }
-  m.mre /= static_cast<double>(m.n);
-  m.bias /= static_cast<double>(m.n);
+  if (m.n == 0) return m;
+  m.mre = rel / static_cast<double>(m.n);
+  m.bias = signed_rel / static_cast<double>(m.n);
   m.rmse_ms = std::sqrt(se / static_cast<double>(m.n)) / 1000.0;
   return m;
 }
@@ -120,6 +117,7 @@ Evaluator::Method Evaluator::method(std::string name, const std::vector<Executio
 
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> fam, ops, dis;
   for (std::size_t i = 0; i < traces.size(); ++i) {
+    if (!(truth[i] > 0)) continue;  // unlabelled: in no group, so a group of only unlabelled traces is not listed
     const std::string f = traces[i].meta.family.empty() ? "unknown" : traces[i].meta.family;
     fam[f].first.push_back(pred[i]);
     fam[f].second.push_back(truth[i]);
@@ -189,7 +187,12 @@ Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::v
     simdjson::ondemand::document doc = parser.iterate(json);
     for (auto entry : doc["labels"].get_object()) {
       const std::string id(std::string_view(entry.unescaped_key()));
-      const double us = entry.value()["measured_us"].get_double();
+      // A configuration re-collected without a label (card.py writes null) or an entry without one is skipped;
+      // only a malformed file is an error.
+      double us = 0;
+      const auto err = entry.value()["measured_us"].get_double().get(us);
+      if (err == simdjson::INCORRECT_TYPE || err == simdjson::NO_SUCH_FIELD) continue;
+      if (err) throw simdjson::simdjson_error(err);
       if (std::isfinite(us) && us > 0) again[id] = us;
     }
   } catch (const simdjson::simdjson_error& e) {

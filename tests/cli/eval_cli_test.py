@@ -2,7 +2,8 @@
 # `ets eval` output contract on the committed pilot dataset: --json keys, --predictions CSV (one row per test trace,
 # consistent with the JSON metrics), --aggregate nearest (the overlap ablation) changes predictions but not truths,
 # the test-retest floor from a retest.json, the bias and the pass-disagreement buckets, and a bad --aggregate or
-# --threads value, an unwritable --predictions path or a damaged retest.json is refused.
+# --threads value, an unwritable --predictions path, a damaged retest.json or baselines fitted on the evaluated split
+# is refused.
 # Values are checked against each other, never hard-coded.
 # Usage: eval_cli_test.py ETS MODEL DATA_DIR WORK_DIR
 import csv
@@ -117,6 +118,12 @@ p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "t
 check(p.returncode == 1 and "ets.cli.1" in p.stderr, f"unwritable --predictions: rc {p.returncode} {p.stderr}")
 p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--threads", "two"], capture_output=True, text=True)
 check(p.returncode == 2 and "--threads" in p.stderr, f"--threads two: rc {p.returncode} {p.stderr}")
+
+# baselines tuned or trained on the evaluated split would be scored on their own fitting data
+for extra in (["--split", "val"], ["--split", "test", "--val-split", "test"], ["--train-split", "test"]):
+    p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--baselines", *extra], capture_output=True,
+                       text=True)
+    check(p.returncode == 2 and "must differ" in p.stderr, f"eval --baselines {extra}: rc {p.returncode} {p.stderr}")
 
 p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--aggregate", "median"], capture_output=True, text=True)
 check(p.returncode != 0 and "--aggregate" in p.stderr, f"bad --aggregate refused: rc {p.returncode} {p.stderr}")

@@ -126,6 +126,21 @@ TEST_CASE("ModelTrainer leaves out unlabelled traces and honours its time budget
   CHECK_THROWS_WITH(ets::ModelTrainer::train(none, val, o), Catch::Contains("ets.train.18"));
 }
 
+TEST_CASE("a split directory lists its trace files and skips entries whose status cannot be read", "[train][eval]") {
+  const fs::path dir = fs::temp_directory_path() / "ets_split_list_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "test" / "sub.etst");  // a directory named like a trace is not one
+  ets::write_trace_file((dir / "test" / "a.etst.gz").string(), {ets_test::learnable_set(5, 1).front()});
+  std::ofstream(dir / "test" / "notes.txt") << "x";
+  fs::create_symlink("loop.etst", dir / "test" / "loop.etst");  // status: too many levels of symbolic links
+  fs::create_symlink("missing", dir / "test" / "dangling.etst.gz");
+  const auto files = ets::DatasetSplit::list(dir.string(), "test");
+  REQUIRE(files.size() == 1);
+  CHECK(fs::path(files[0]).filename() == "a.etst.gz");
+  CHECK(ets::DatasetSplit::load(dir.string(), "test", 1).traces.size() == 1);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("the test-retest figures compare re-collected labels with the traces' labels by config id", "[train][eval]") {
   auto traces = ets_test::learnable_set(4, 3, "famR");
   traces[0].meta.extra["config_id"] = "famR-0000";
@@ -140,8 +155,10 @@ TEST_CASE("the test-retest figures compare re-collected labels with the traces' 
     std::ofstream f(path);
     f << "{\"collected\":\"2026-11-29\",\"labels\":{\"famR-0000\":{\"measured_us\":" << 1.1 * t0
       << ",\"pass_median_us\":[]},\"famR-0001\":{\"measured_us\":" << 0.8 * t1
-      << "},\"other-0009\":{\"measured_us\":5}}}";
+      << "},\"other-0009\":{\"measured_us\":5},\"famR-0002\":{\"measured_us\":null},\"famR-0003\":{},"
+      << "\"famR-0004\":null}}";
   }
+  // entries without a usable label (card.py writes null for a re-collection that failed) are skipped
   const ets::Evaluator::Retest r = ets::Evaluator::retest(path, traces);
   CHECK(r.mre == Approx((0.1 + 0.2) / 2));
   CHECK(r.predictor_bound == Approx(0.5 * (0.1 / 1.1 + 0.2 / 1.0) / 2));  // |L − R| / max(L, R), halved
@@ -183,6 +200,19 @@ TEST_CASE("the pass-disagreement buckets hold the traces that carry a readable l
   CHECK(m.by_disagreement[2].second.bias == Approx(-0.3));
   CHECK(m.all.n == 6);
   CHECK(m.all.bias == Approx((0.1 - 0.1 + 0.3 + 0.0 + 0.5 - 0.3) / 6));
+  CHECK(m.by_family.size() == 1);
+  // a trace without a truth is in no group: a family of only such traces is not listed as n = 0
+  auto more = traces;
+  more.push_back(ets::ExecutionTrace{});
+  more.back().meta.family = "unlabelled";
+  more.back().meta.extra["label.disagreement"] = "0.05";
+  const auto m2 = ets::Evaluator::method("x", more, std::vector<double>{110, 90, 130, 100, 150, 70, 80});
+  CHECK(m2.by_family.count("unlabelled") == 0);
+  CHECK(m2.by_disagreement[0].second.n == 2);
+  CHECK(m2.by_ops.size() == 1);
+  CHECK(m2.by_ops[0].second.n == 6);
+  CHECK(m2.all.n == 6);
+  CHECK(std::isnan(m2.by_phase[0].mre));  // no breakdown: n = 0, so NaN, not a perfect 0
 }
 
 TEST_CASE("evaluation metrics follow their definitions", "[train][eval]") {
