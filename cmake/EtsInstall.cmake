@@ -35,13 +35,14 @@ export(EXPORT etsTargets NAMESPACE ets:: FILE ${PROJECT_BINARY_DIR}/etsTargets.c
 
 # pkg-config for non-CMake users: `pkg-config --cflags --libs ets` links the compiled library.
 # A static libets.a cannot carry its dependencies, so they go on Libs (plain --libs must link);
-# a shared libets.so already records them, so they are only Libs.private there.
+# a shared libets.so already records them, so they are only Libs.private there. libets.a is C++: a C program
+# linked by the C compiler (the C ABI's users) also needs the C++ runtime and libm.
 set(_ets_pc_deps "-lsimdjson -lsqlite3 -lz")
 if(BUILD_SHARED_LIBS)
   set(ETS_PC_LIBS "-pthread")
   set(ETS_PC_LIBS_PRIVATE "${_ets_pc_deps}")
 else()
-  set(ETS_PC_LIBS "${_ets_pc_deps} -pthread")
+  set(ETS_PC_LIBS "${_ets_pc_deps} -lstdc++ -lm -pthread")
   set(ETS_PC_LIBS_PRIVATE "")
 endif()
 # Relocatable: the prefix is found from the .pc file's own location, so `cmake --install --prefix X`,

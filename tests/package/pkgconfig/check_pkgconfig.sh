@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Non-CMake consumer: installs an ETS build tree into a scratch prefix, compiles the package consumer with
-# `$CXX $(pkg-config --cflags --libs ets)` alone and runs it. Also checks the .pc file is relocatable.
-# usage: check_pkgconfig.sh <ets build dir> <work dir> [config]   env: CXX (default g++)
+# `$CXX $(pkg-config --cflags --libs ets)` alone and runs it, then a C program of the C ABI linked by `$CC` the
+# same way. Also checks the .pc file is relocatable.
+# usage: check_pkgconfig.sh <ets build dir> <work dir> [config]   env: CXX (default g++), CC (default cc)
 set -euo pipefail
 build=$1 work=$2 config=${3:-Release}
 here=$(cd "$(dirname "$0")" && pwd)
 cxx=${CXX:-g++}
+cc=${CC:-cc}
 rm -rf "$work" && mkdir -p "$work"
 prefix=$(cd "$work" && pwd)/prefix
 cmake --install "$build" --prefix "$prefix" --config "$config" >"$work/install.log"
@@ -26,3 +28,11 @@ echo "pkgconfig: $cxx -std=c++17 main.cpp $flags"
 out=$(LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/consumer")
 echo "pkgconfig: consumer says: $out"
 [[ $out == "ets $(pkg-config --modversion ets) ok" ]] || { echo "pkgconfig: unexpected output" >&2; exit 1; }
+
+# The C ABI's users link with the C compiler: the flags alone must bring libstdc++ and libm for a static libets.a.
+echo "pkgconfig: $cc -std=c99 c_consumer/main.c $flags"
+# shellcheck disable=SC2086
+"$cc" -std=c99 -Wall -Wextra -pedantic -o "$work/c_consumer" "$here/../c_consumer/main.c" $flags
+out=$(LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/c_consumer")
+echo "pkgconfig: C consumer says: $out"
+[[ $out == "ets $(pkg-config --modversion ets) abi "*" ok" ]] || { echo "pkgconfig: unexpected C output" >&2; exit 1; }
