@@ -55,7 +55,8 @@ namespace detail {
 }  // namespace ets
 
 /// Throws ets::Error: ETS_THROW(ets::Errc::parse, "ets.trace.3", "bad {} at {}", what, where).
-/// Debug builds append the throwing file:line, which also identifies backend status failures.
+/// Backend and internal errors (Errc::backend / Errc::internal) append the throwing file:line in every build: a CUDA,
+/// cuDNN or CUPTI status alone rarely tells which call failed.
 #define ETS_THROW(code, id, ...) \
   ::ets::detail::throw_error((code), (id), __FILE__, __LINE__, ::fmt::format(__VA_ARGS__))
 

@@ -34,8 +34,8 @@ typedef struct ets_estimate {
   double hi_us;
   double raw_us;       /* the model's own prediction before ets_observe() corrections */
   double correction;   /* factor applied: iteration_us = raw_us * correction */
-  long observations;   /* ets_observe() calls behind the correction */
-  long ops;            /* operators in the job's trace */
+  long observations;   /* ets_observe() calls behind the correction (saturates at LONG_MAX) */
+  long ops;            /* operators in the job's trace (< 2^31: the encoder's limit) */
 } ets_estimate;
 
 /* A predictor: models per hardware environment plus registered jobs. Thread-safe: one handle may be used by many

@@ -179,7 +179,7 @@ struct Reader {
   }
 };
 
-constexpr std::uint8_t kMagic[4] = {'E', 'T', 'S', 'F'};
+inline constexpr std::uint8_t kMagic[4] = {'E', 'T', 'S', 'F'};
 constexpr std::size_t kMomentsBytes = 24;
 
 }  // namespace fspec

@@ -2,9 +2,12 @@
 // ets_status plus a thread-local message, because an exception unwinding into C (or Go, or Python) is undefined.
 #include "ets/ets.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <new>
 #include <string>
 #include <string_view>
@@ -84,8 +87,11 @@ void copy(const ets::Predictor::Estimate& e, ets_estimate* o) {
   o->hi_us = e.hi_us;
   o->raw_us = e.raw_us;
   o->correction = e.correction;
-  o->observations = static_cast<long>(e.observations);
-  o->ops = static_cast<long>(e.ops);
+  // long is 32 bits on LLP64 (Windows); C89 has no wider portable type. ops stay below 2^31 (the encoder refuses
+  // more), and 2^31 observe() calls saturate rather than wrap.
+  constexpr std::int64_t kLongMax = std::numeric_limits<long>::max();
+  o->observations = static_cast<long>(std::min(e.observations, kLongMax));
+  o->ops = static_cast<long>(std::min(e.ops, kLongMax));
 }
 
 }  // namespace
