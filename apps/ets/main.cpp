@@ -178,6 +178,14 @@ static void print_help() {
   std::printf("\n'ets <command> --help' shows a command's options.\n");
 }
 
+// rc, unless what was printed to stdout was lost: a full disk or a closed pipe must not pass for success.
+static int stdout_written(const std::string& command, int rc) {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return rc;
+  const ets::Error e(ets::Errc::io, "ets.cli.2", "cannot write to standard output");
+  std::fprintf(stderr, "ets%s%s: %s\n", command.empty() ? "" : " ", command.c_str(), e.what());
+  return 1;
+}
+
 }  // namespace ets::cli
 
 int main(int argc, char** argv) {
@@ -190,11 +198,11 @@ int main(int argc, char** argv) {
   const std::string first = rest.front();
   if (first == "--version" || first == "-V") {
     std::printf("ets %s%s\n", ets::version_string(), ets::built_with_cuda() ? " (cuda)" : "");
-    return 0;
+    return stdout_written("", 0);
   }
   if (first == "--help" || first == "-h" || first == "help") {
     print_help();
-    return 0;
+    return stdout_written("", 0);
   }
   auto it = commands().find(first);
   if (it == commands().end()) {
@@ -210,7 +218,7 @@ int main(int argc, char** argv) {
   }
   if (help) {
     std::printf("usage: ets %s\n%s\n", cmd.spec.usage.c_str(), cmd.summary.c_str());
-    return 0;
+    return stdout_written(first, 0);
   }
   // The library is silent by default; the CLI shows warnings on stderr.
   ets::set_log_sink([](ets::LogLevel level, std::string_view msg) {
@@ -218,13 +226,7 @@ int main(int argc, char** argv) {
   }, ets::LogLevel::warn);
   try {
     Args args = parse(cmd.spec, rest);
-    const int rc = cmd.run(args);
-    // A full disk or a closed pipe must not pass for success: what was printed may be lost.
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      std::fprintf(stderr, "ets %s: cannot write to standard output\n", first.c_str());
-      return 1;
-    }
-    return rc;
+    return stdout_written(first, cmd.run(args));
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "ets %s: %s\n", first.c_str(), e.what());
     return 2;

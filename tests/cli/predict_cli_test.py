@@ -121,7 +121,11 @@ if os.path.exists("/dev/full"):
     with open("/dev/full", "w") as full:
         p = subprocess.run([ets, "predict", trace, "--model", model_a, "--json"], stdout=full, stderr=subprocess.PIPE,
                            text=True)
-    check(p.returncode == 1 and "standard output" in p.stderr, f"output to a full disk: rc {p.returncode} {p.stderr}")
+    check(p.returncode == 1 and "[ets.cli.2]" in p.stderr, f"output to a full disk: rc {p.returncode} {p.stderr}")
+    for args in (["--version"], ["--help"], ["predict", "--help"]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([ets, *args], stdout=full, stderr=subprocess.PIPE, text=True)
+        check(p.returncode == 1 and "[ets.cli.2]" in p.stderr, f"ets {args} to a full disk: rc {p.returncode} {p.stderr}")
 p = run(trace, "--model", model_a, "--help")
 check(p.stdout.startswith("usage: ets predict"), f"--help after other arguments prints the usage: {p.stdout}")
 for bad in ("0abc", "1.5", "nan", "99999999999"):
