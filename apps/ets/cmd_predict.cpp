@@ -36,7 +36,10 @@ std::vector<ModelArg> model_args(const Args& a) {
   std::vector<ModelArg> out;
   const std::string spec = a.value("--model");
   if (spec.empty()) {
-    const std::string path = Predictor::find_default_model({std::string(ETS_SOURCE_DIR) + "/models/default.etsm"});
+    // An installed ets prefers the model installed beside it over the source tree it was built from, which may
+    // have moved on since; an ets in its build tree finds neither installed location and uses the tree's.
+    std::string path = Predictor::find_default_model();
+    if (path.empty()) path = Predictor::find_default_model({std::string(ETS_SOURCE_DIR) + "/models/default.etsm"});
     ETS_CHECK(!path.empty(), Errc::io, "ets.predict.8",
               "no default model: pass --model M.etsm, set ETS_MODEL, or build models/default.etsm (see models/README.md)");
     out.push_back({a.value("--env"), path});

@@ -86,6 +86,23 @@ env = dict(os.environ, ETS_MODEL="/nonexistent/default.etsm")
 p = run(trace, env=env, expect_rc=1)
 check("ets.model." in p.stderr, f"ETS_MODEL pointing nowhere reports the model id: {p.stderr}")
 
+# an installed ets (bin/ beside share/ets/models/) uses its own default model, not the source tree it was built from
+import tempfile as _tf
+with _tf.TemporaryDirectory() as prefix:
+    os.makedirs(os.path.join(prefix, "bin"))
+    os.makedirs(os.path.join(prefix, "share", "ets", "models"))
+    installed = os.path.join(prefix, "bin", "ets")
+    shutil_copy = __import__("shutil").copy2
+    shutil_copy(ets, installed)
+    own = os.path.join(prefix, "share", "ets", "models", "default.etsm")
+    shutil_copy(model_b, own)
+    env = {k: v for k, v in os.environ.items() if k != "ETS_MODEL"}
+    p = subprocess.run([installed, "predict", trace, "--json"], capture_output=True, text=True, env=env)
+    check(p.returncode == 0, f"installed ets without --model: rc {p.returncode} {p.stderr}")
+    if p.returncode == 0:
+        used = json.loads(p.stdout.splitlines()[0]).get("model", "")
+        check(os.path.realpath(used) == os.path.realpath(own), f"installed ets used {used}, not its own {own}")
+
 # robustness of the tool's output: JSON stays valid for any file name, lost output is an error, numbers are checked
 import shutil
 import tempfile
