@@ -164,27 +164,42 @@ void sort_steps(std::vector<StepSpan>& steps) {
 }
 
 // Measure of the union of [a,b) intervals clipped to [lo, hi).
-double union_within(std::vector<std::pair<double, double>>& iv, double lo, double hi) {
-  if (!(hi > lo)) return 0;
-  std::sort(iv.begin(), iv.end());
-  double total = 0, cur_a = 0, cur_b = 0;
-  bool open = false;
-  for (auto [a, b] : iv) {
-    a = std::max(a, lo);
-    b = std::min(b, hi);
-    if (b <= a) continue;
-    if (open && a <= cur_b) {
-      cur_b = std::max(cur_b, b);
-    } else {
-      if (open) total += cur_b - cur_a;
-      cur_a = a;
-      cur_b = b;
-      open = true;
+// The device's busy time: the union of every counted activity, as disjoint sorted intervals with prefix sums, so
+// the busy measure inside any window is two binary searches.
+class BusyTime {
+ public:
+  explicit BusyTime(std::vector<std::pair<double, double>> iv) {
+    std::sort(iv.begin(), iv.end());
+    for (const auto& [a, b] : iv) {
+      if (!(b > a)) continue;
+      if (!merged_.empty() && a <= merged_.back().second)
+        merged_.back().second = std::max(merged_.back().second, b);
+      else
+        merged_.emplace_back(a, b);
     }
+    prefix_.assign(merged_.size() + 1, 0.0);
+    for (std::size_t i = 0; i < merged_.size(); ++i) prefix_[i + 1] = prefix_[i] + (merged_[i].second - merged_[i].first);
   }
-  if (open) total += cur_b - cur_a;
-  return total;
-}
+  // Measure of the busy intervals inside [lo, hi).
+  double within(double lo, double hi) const {
+    if (!(hi > lo)) return 0;
+    return before(hi) - before(lo);
+  }
+
+ private:
+  // Busy measure before t.
+  double before(double t) const {
+    // first interval starting at or after t; the one before it may straddle t
+    const auto it = std::lower_bound(merged_.begin(), merged_.end(), t,
+                                     [](const std::pair<double, double>& iv, double x) { return iv.first < x; });
+    const std::size_t k = static_cast<std::size_t>(it - merged_.begin());
+    if (k == 0) return 0;
+    const auto& last = merged_[k - 1];
+    return prefix_[k - 1] + (std::min(last.second, t) - last.first);
+  }
+  std::vector<std::pair<double, double>> merged_;
+  std::vector<double> prefix_;
+};
 
 }  // namespace
 
@@ -358,19 +373,35 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     std::stable_sort(groups[g].begin(), groups[g].end(), [](const Item& a, const Item& b) { return a.start < b.start; });
     kept_groups.push_back(g);
   }
-  // One global sequence with non-decreasing starts (multi-stream reordering across a boundary is absorbed here).
+  // One global sequence with non-decreasing starts. An iteration starts no earlier than the end of the previous
+  // one's device work: where streams overlap the boundary (the next batch's copies running during this step's
+  // compute), the earlier iteration keeps its ops' windows, so its last op is not cut to nothing.
   struct Seq {
     std::size_t slot;
     double start;
     std::size_t group;
   };
   std::vector<Seq> seq;
-  for (std::size_t g : kept_groups)
+  std::size_t early_groups = 0;  // iterations whose device work began before the previous one's last op
+  double earliest_by = 0;
+  double prev_end = -std::numeric_limits<double>::infinity();  // end of the previous iteration's device work
+  for (std::size_t g : kept_groups) {
+    if (!seq.empty() && groups[g].front().start < seq.back().start) {
+      ++early_groups;
+      earliest_by = std::max(earliest_by, seq.back().start - groups[g].front().start);
+    }
     for (const Item& it : groups[g]) {
-      const double st = seq.empty() ? it.start : std::max(it.start, seq.back().start);
+      const double st = seq.empty() ? it.start : std::max({it.start, seq.back().start, prev_end});
       seq.push_back({it.slot, st, g});
     }
+    for (const Item& it : groups[g])
+      for (const auto& p : iv[it.slot]) prev_end = std::max(prev_end, p.second);
+  }
   if (seq.empty()) return {};
+  if (early_groups > 0)
+    log(LogLevel::warn, "[ets.import.3] {}: the device work of {} iterations began before the previous iteration's "
+        "last operator (pipelined streams, up to {:.0f} µs early); they are placed at the end of the previous "
+        "iteration's device work, and their work before it counts in the previous iteration", in.meta.source_path, early_groups, earliest_by);
   // Activities without a launch (or whose launch lies outside every op) fall to the op window holding their start.
   for (const DeviceActivity* a : loose) {
     if (!devices.empty() && std::find(devices.begin(), devices.end(), a->device) == devices.end()) continue;
@@ -386,6 +417,13 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     if (s.group == seq.back().group)
       for (const auto& p : iv[s.slot]) last_end = std::max(last_end, p.second);
 
+  // Op time is the device's busy time in the op's window [start, next start), whoever launched the work: a kernel
+  // still running when the next op starts (another stream, or a long copy) counts for the later op, so gap is the
+  // device's real idle time and Σ(time + gap) stays the span.
+  std::vector<std::pair<double, double>> all;
+  for (const Seq& s : seq) all.insert(all.end(), iv[s.slot].begin(), iv[s.slot].end());
+  const BusyTime busy(std::move(all));
+
   std::vector<ExecutionTrace> out;
   std::size_t i = 0;
   while (i < seq.size()) {
@@ -399,7 +437,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
       const double next = i + 1 < seq.size() ? seq[i + 1].start : std::max(last_end, seq[i].start);
       OpRecord r = ops[seq[i].slot].rec;
       r.start_us = seq[i].start;
-      r.time_us = union_within(iv[seq[i].slot], seq[i].start, next);
+      r.time_us = busy.within(seq[i].start, next);
       r.gap_us = (next - seq[i].start) - r.time_us;
       if (r.gap_us < 0) r.gap_us = 0;
       r.kernels = nk[seq[i].slot];

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ets/log.hpp"
 #include "import/gpu_assembly.hpp"
 
 using namespace ets;
@@ -86,6 +87,57 @@ TEST_CASE("GPU: overlapping kernels of one op count once; overlap into the next 
   CHECK(its[0].ops[1].time_us == Approx(10));
   CHECK(sum(its[0]) == Approx(25));
   for (const auto& op : its[0].ops) CHECK(op.gap_us >= 0);
+}
+
+TEST_CASE("GPU: work still running when the next op starts is that op's time, not its gap") {
+  // a's kernel [10,40) on stream 7 runs on while b ([20,25) on stream 8) and c ([45,50)) start: the device is busy
+  // until 40, so b's window [20,45) holds 20 busy µs and 5 idle ones. (Counting only b's own kernel booked 15 µs of
+  // a's work as idle gap, and a's overflow as nobody's time.)
+  AssemblyInput in;
+  in.host = {span("aten::a", 0, 1), span("aten::b", 2, 3), span("aten::c", 4, 5)};
+  in.launches = {launch(1, 0.5), launch(2, 2.5), launch(3, 4.5)};
+  in.device = {kernel(10, 40, 1, 7), kernel(20, 25, 2, 8), kernel(45, 50, 3, 7)};
+  const auto its = assemble_gpu(in);
+  REQUIRE(its.size() == 1);
+  REQUIRE(its[0].ops.size() == 3);
+  const auto& ops = its[0].ops;
+  CHECK(ops[0].time_us == Approx(10));  // [10,20)
+  CHECK(ops[0].gap_us == Approx(0));
+  CHECK(ops[1].time_us == Approx(20));  // [20,40): b's kernel and the rest of a's
+  CHECK(ops[1].gap_us == Approx(5));    // idle [40,45)
+  CHECK(ops[2].time_us == Approx(5));
+  double busy = 0;
+  for (const auto& op : ops) busy += op.time_us;
+  CHECK(busy == Approx(35));  // the device's busy time [10,40) ∪ [45,50): every kernel µs counted exactly once
+  CHECK(sum(its[0]) == Approx(40));
+}
+
+TEST_CASE("GPU: an iteration whose device work starts inside the previous one is placed at the boundary, with a warning") {
+  // Step 2's copy (stream 16) runs at [45,55): before step 1's second op starts on the device at 50, and while
+  // step 1's work runs until 60.
+  AssemblyInput in;
+  in.steps = {{1, 0, 100, 100}, {2, 100, 200, 100}};
+  in.host = {span("aten::a", 10, 11), span("aten::b", 20, 21), span("aten::to", 110, 111), span("aten::c", 120, 121)};
+  in.launches = {launch(1, 10.5), launch(2, 20.5), launch(3, 110.5), launch(4, 120.5)};
+  in.device = {kernel(40, 45, 1), kernel(50, 60, 2), kernel(45, 55, 3, 16), kernel(70, 80, 4)};
+  std::vector<std::string> warnings;
+  ets::set_log_sink([&](ets::LogLevel, std::string_view m) { warnings.emplace_back(m); }, ets::LogLevel::warn);
+  const auto its = assemble_gpu(in);
+  ets::set_log_sink({});
+  REQUIRE(its.size() == 2);
+  REQUIRE(its[1].ops.size() == 2);
+  CHECK(its[1].start_us == 60);  // at the end of step 1's device work
+  CHECK(its[0].ops[0].time_us == Approx(5 + 5));  // a's window [40,50) holds a's kernel and the copy's first 5 µs
+  CHECK(its[0].ops[1].time_us == Approx(10));     // b keeps its own kernel: not cut to nothing by the copy
+  CHECK(its[1].ops[0].time_us == 0);              // the copy ran inside step 1's windows
+  CHECK(sum(its[0]) == Approx(20));
+  double busy = 0;
+  for (const auto& t : its)
+    for (const auto& op : t.ops) busy += op.time_us;
+  CHECK(busy == Approx(30));  // [40,60) ∪ [70,80): every busy µs once
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].rfind("[ets.import.3]", 0) == 0);
+  CHECK(warnings[0].find("1 iterations") != std::string::npos);
 }
 
 TEST_CASE("GPU: kernels without a launch fall to the op window holding them; NCCL kernels never count") {
