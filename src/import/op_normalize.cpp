@@ -147,6 +147,30 @@ bool is_tensor_type(const std::string& t) {
          t != "str" && t != "ScalarType" && t != "Layout" && t != "MemoryFormat";
 }
 
+double numel(const std::vector<std::int64_t>& d);
+
+// Element count of the shapes' broadcast (numpy rules, aligned at the last dim); where two dims clash the shapes
+// do not broadcast, and the largest element count stands in.
+double broadcast_numel(const std::vector<const std::vector<std::int64_t>*>& shapes) {
+  std::size_t rank = 0;
+  for (const auto* s : shapes) rank = std::max(rank, s->size());
+  double n = 1, largest = 1;
+  bool clash = false;
+  for (std::size_t j = 0; j < rank; ++j) {  // j-th dim from the end
+    std::int64_t d = 1;
+    for (const auto* s : shapes) {
+      if (j >= s->size()) continue;
+      const std::int64_t e = std::max<std::int64_t>(0, (*s)[s->size() - 1 - j]);  // as numel(): unknown is 0
+      if (e == d || e == 1) continue;
+      if (d == 1) d = e;
+      else clash = true;
+    }
+    n *= static_cast<double>(d);
+  }
+  for (const auto* s : shapes) largest = std::max(largest, numel(*s));
+  return clash ? largest : n;
+}
+
 double numel(const std::vector<std::int64_t>& d) {
   double n = 1;
   for (auto x : d) n *= static_cast<double>(x > 0 ? x : 0);
@@ -230,14 +254,26 @@ void fill_from_args(OpRecord& rec, const RawArgs& a) {
       h.set(Hyper::KernelW, static_cast<double>(w.size() >= 4 ? w[3] : 1));
       if (w[1] > 0) h.set(Hyper::Groups, static_cast<double>(x[1] / w[1]));
     }
-    // aten::conv2d (input, weight, bias, stride, padding, dilation, groups);
-    // aten::convolution / _convolution (..., dilation, transposed, output_padding, groups, ...).
-    const bool generic = rec.raw_name.find("convolution") != std::string::npos;
     if (bwd) return;  // convolution_backward's int args are (bias_sizes, stride, ...): not worth a second table
-    set_pair(h, Hyper::StrideH, Hyper::StrideW, conc(3));
-    set_pair(h, Hyper::PadH, Hyper::PadW, conc(4));
-    set_pair(h, Hyper::DilationH, Hyper::DilationW, conc(5));
-    const auto g = conc(generic ? 8 : 6);
+    // Argument positions of stride, padding, dilation and groups (torch >= 1.8 schemas):
+    //   conv1d/2d/3d (input, weight, bias, stride, padding, dilation, groups)
+    //   convolution / _convolution (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    //   mkldnn_convolution / miopen_convolution (self, weight, bias, padding, stride, dilation, groups, ...)
+    //   cudnn_convolution (self, weight, padding, stride, dilation, groups, ...)
+    struct Positions {
+      std::size_t stride, pad, dilation, groups;
+    };
+    const std::string& raw = rec.raw_name;
+    const Positions at = raw.find("cudnn_convolution") != std::string::npos      ? Positions{3, 2, 4, 5}
+                         : raw.find("mkldnn_convolution") != std::string::npos ||
+                                 raw.find("miopen_convolution") != std::string::npos
+                             ? Positions{4, 3, 5, 6}
+                         : raw.find("convolution") != std::string::npos ? Positions{3, 4, 5, 8}
+                                                                        : Positions{3, 4, 5, 6};
+    set_pair(h, Hyper::StrideH, Hyper::StrideW, conc(at.stride));
+    set_pair(h, Hyper::PadH, Hyper::PadW, conc(at.pad));
+    set_pair(h, Hyper::DilationH, Hyper::DilationW, conc(at.dilation));
+    const auto g = conc(at.groups);
     if (g.size() == 1 && g[0] > 0) h.set(Hyper::Groups, static_cast<double>(g[0]));
   } else if ((op == "linear" || op == "matmul" || op == "mm") && rec.inputs.size() >= 2 && !bwd) {
     // addmm lists (bias, x, w); one without its three tensors is read like mm (as fill_analytic does).
@@ -303,11 +339,20 @@ void fill_analytic(OpRecord& rec) {
     const bool addmm = rec.raw_name.find("addmm") != std::string::npos && in.size() >= 3;
     const auto& a = in[addmm ? 1 : 0].dims;
     const auto& b = in[addmm ? 2 : 1].dims;
-    if (!a.empty() && b.size() >= 2) {
+    const bool linear_w = op == "linear" && !addmm;  // weight [out, in]
+    if (op == "matmul" && a.size() >= 2 && b.size() >= 2) {
+      // batch dims of both operands broadcast: [20,16] @ [3,16,32] is 3 products of 20 × 16 × 32
+      const std::vector<std::int64_t> ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+      const double batch = broadcast_numel({&ba, &bb});
+      const double m = static_cast<double>(a[a.size() - 2]), k = static_cast<double>(a.back());
+      const double nn = static_cast<double>(b.back());
+      flops = 2 * batch * m * k * nn;
+      out_numel = batch * m * nn;
+    } else if (!a.empty() && (b.size() >= 2 || (op == "matmul" && b.size() == 1))) {
+      // a's leading dims are rows; a 1-D second operand (matrix × vector) has one column
       const double k = static_cast<double>(a.back());
       const double m = numel(a) / (k > 0 ? k : 1);
-      const bool linear_w = op == "linear" && !addmm;  // weight [out, in]
-      const double nn = static_cast<double>(linear_w ? b[0] : b.back());
+      const double nn = b.size() == 1 ? 1.0 : static_cast<double>(linear_w ? b[0] : b.back());
       flops = 2 * m * k * nn;
       out_numel = m * nn;
     }
@@ -324,8 +369,10 @@ void fill_analytic(OpRecord& rec) {
                              op == "rsqrt" || op == "exp" || op == "addcmul" || op == "addcdiv" ||
                              op == "batch_norm" || op == "layer_norm" || op == "softmax" || op == "log_softmax" ||
                              op == "dropout")) {
-    double n = 0;
-    for (const auto& t : in) n = std::max(n, t.dims.empty() ? 1.0 : numel(t.dims));
+    // the output has the inputs' broadcast shape: [64,1] + [1,32] is 64 × 32 elements
+    std::vector<const std::vector<std::int64_t>*> shapes;
+    for (const auto& t : in) shapes.push_back(&t.dims);
+    const double n = broadcast_numel(shapes);
     const double per = (op == "batch_norm" || op == "layer_norm" || op == "softmax" || op == "log_softmax") ? 5 : 1;
     flops = per * n;
     out_numel = n;

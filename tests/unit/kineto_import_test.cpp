@@ -2,6 +2,7 @@
 // Kineto / PyTorch-profiler JSON import on the committed CPU fixture and on synthetic 2021-schema snippets.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <string>
@@ -159,4 +160,48 @@ TEST_CASE("Kineto reader errors") {
   o.rank = 3;
   CHECK_THROWS_WITH(ets::import::read_kineto_json(R"({"distributedInfo": {"rank": 1}, "traceEvents": []})", "r.json", o),
                     Catch::Contains("ets.kineto.2"));
+}
+
+TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv arguments follow each schema") {
+  // One step of ops without a "flops" field, so FLOPs and bytes come from the shapes.
+  const std::string op = R"({{"ph": "X", "cat": "cpu_op", "name": "{0}", "pid": 7, "tid": 7, "ts": {1}, "dur": 5, "args": {{"External id": {2}, "Input Dims": {3}, "Input type": {4}, "Concrete Inputs": {5}}}}})";
+  std::string doc = R"({"schemaVersion": 1, "traceEvents": [)"
+                    R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 7, "tid": 7, "ts": 1000, "dur": 200, "args": {"External id": 1}},)";
+  const std::vector<std::array<std::string, 4>> ops = {
+      // [20,16] @ [3,16,32]: b's batch dim counts (3 products), [2,1,20,16] @ [1,3,16,32]: batch 2 × 3
+      {"aten::matmul", "[[20, 16], [3, 16, 32]]", R"(["float", "float"])", R"(["", ""])"},
+      {"aten::matmul", "[[2, 1, 20, 16], [1, 3, 16, 32]]", R"(["float", "float"])", R"(["", ""])"},
+      {"aten::matmul", "[[20, 16], [16]]", R"(["float", "float"])", R"(["", ""])"},  // matrix × vector
+      {"aten::add", "[[64, 1], [1, 32], []]", R"(["float", "float", "Scalar"])", R"(["", "", "1"])"},
+      // mkldnn_convolution(self, weight, bias, padding, stride, dilation, groups): stride 2, padding 1
+      {"aten::mkldnn_convolution", "[[1, 3, 16, 16], [8, 3, 3, 3], [8], [], [], [], []]",
+       R"(["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"])",
+       R"(["", "", "", "[1, 1]", "[2, 2]", "[1, 1]", "1"])"},
+      // cudnn_convolution(self, weight, padding, stride, dilation, groups, ...): padding 0, stride 1
+      {"aten::cudnn_convolution", "[[1, 3, 16, 16], [8, 3, 3, 3], [], [], [], [], [], [], []]",
+       R"(["float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"])",
+       R"(["", "", "[0, 0]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"])"}};
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    doc += fmt::format(op, ops[i][0], 1010 + 10 * i, 2 + i, ops[i][1], ops[i][2], ops[i][3]) + ",";
+  doc.back() = ']';
+  doc += "}";
+  const auto its = ets::import::read_kineto_json(doc, "flops.json", {});
+  REQUIRE(its.size() == 1);
+  const auto& t = its[0];
+  REQUIRE(t.ops.size() == ops.size());
+  CHECK(t.ops[0].flops == Approx(2.0 * 3 * 20 * 16 * 32));
+  CHECK(t.ops[0].bytes == Approx(4.0 * (20 * 16 + 3 * 16 * 32 + 3 * 20 * 32)));  // inputs + the [3,20,32] output
+  CHECK(t.ops[1].flops == Approx(2.0 * 6 * 20 * 16 * 32));
+  CHECK(t.ops[2].flops == Approx(2.0 * 20 * 16));
+  CHECK(t.ops[3].flops == Approx(64.0 * 32));                   // the broadcast [64,32] output
+  CHECK(t.ops[3].bytes == Approx(4.0 * (64 + 32 + 64 * 32)));   // the Scalar carries no bytes
+  const auto& mk = t.ops[4];
+  CHECK(mk.hyper.get(Hyper::StrideH) == 2);
+  CHECK(mk.hyper.get(Hyper::PadW) == 1);
+  CHECK(mk.flops == Approx(2.0 * 8 * 8 * 8 * 3 * 3 * 3));  // 16 + 2·1 − 3 = 15, /2 + 1 = 8 per side
+  const auto& cu = t.ops[5];
+  CHECK(cu.hyper.get(Hyper::PadH) == 0);
+  CHECK(cu.hyper.get(Hyper::StrideW) == 1);
+  CHECK(cu.hyper.get(Hyper::Groups) == 1);
+  CHECK(cu.flops == Approx(2.0 * 8 * 14 * 14 * 3 * 3 * 3));
 }
