@@ -23,8 +23,13 @@ namespace {
 std::string gavel_job_type(const ExecutionTrace& t, const std::string& path) {
   std::string name = t.meta.model.empty() ? std::filesystem::path(path).filename().string() : t.meta.model;
   if (t.meta.batch_size > 0) name += fmt::format(" (batch size {})", t.meta.batch_size);
+  return name;
+}
+
+// Gavel's job type key, "('<name>', <scale factor>)", as its parse_job_type_tuple reads it back (a Python literal).
+std::string gavel_key(const std::string& name) {
   std::string quoted;
-  for (char c : name) quoted += c == '\'' ? std::string("\\'") : std::string(1, c);
+  for (char c : name) quoted += c == '\'' || c == '\\' ? std::string(1, '\\') + c : std::string(1, c);
   return fmt::format("('{}', 1)", quoted);
 }
 
@@ -96,7 +101,9 @@ int run_predict(const Args& a) {
     ids.push_back(path);
     predictor.add_job(path, std::move(its[k]));
   }
-  const Predictor::Matrix m = predictor.predict_batch(ids, envs);
+  // --json prints the breakdown, which predict_detailed computes along with the estimate: one forward per trace,
+  // not a batch prediction and then the same forward again.
+  const Predictor::Matrix m = format == "json" ? Predictor::Matrix{} : predictor.predict_batch(ids, envs);
 
   if (format == "gavel") {
     // throughputs[env][job_type]["null"] = steps/s alone on one worker (Gavel's simulation_throughputs.json shape)
@@ -105,9 +112,12 @@ int run_predict(const Args& a) {
       s += fmt::format("{}\n  \"{}\": {{", e ? "," : "", json_escape(envs[e]));
       std::map<std::string, int> seen;
       for (std::size_t j = 0; j < ids.size(); ++j) {
-        std::string type = gavel_job_type(predictor.job_trace(ids[j]), ids[j]);
-        if (int n = ++seen[type]; n > 1) type += fmt::format("#{}", n);
-        s += fmt::format("{}\n    \"{}\": {{\"null\": {:.6f}}}", j ? "," : "", json_escape(type), 1e6 / m.at(j, e).iteration_us);
+        // Two jobs of one name would parse to one Gavel key: the second is told apart inside the name
+        std::string name = gavel_job_type(predictor.job_trace(ids[j]), ids[j]);
+        if (int n = ++seen[name]; n > 1) name += fmt::format(" #{}", n);
+        const double us = m.at(j, e).iteration_us;
+        s += fmt::format("{}\n    \"{}\": {{\"null\": {}}}", j ? "," : "", json_escape(gavel_key(name)),
+                         us > 0 && std::isfinite(1e6 / us) ? fmt::format("{:.6f}", 1e6 / us) : "null");
       }
       s += "\n  }";
     }
@@ -130,10 +140,13 @@ int run_predict(const Args& a) {
   for (std::size_t j = 0; j < ids.size(); ++j) {
     const ExecutionTrace t = predictor.job_trace(ids[j]);
     for (std::size_t e = 0; e < envs.size(); ++e) {
-      const Predictor::Estimate& est = m.at(j, e);
-      const double err = t.has_measurement() ? (est.iteration_us - t.measured_us) / t.measured_us : kUnknown;
       if (format == "json") {
         const Prediction d = predictor.predict_detailed(t, envs[e]);
+        Predictor::Estimate est;
+        est.iteration_us = d.iteration_us;
+        est.lo_us = d.lo_us;
+        est.hi_us = d.hi_us;
+        const double err = t.has_measurement() ? (est.iteration_us - t.measured_us) / t.measured_us : kUnknown;
         std::printf("%s\n",
                     fmt::format("{{\"trace\":\"{}\",\"iteration\":{},\"env\":\"{}\",\"model\":\"{}\",\"ops\":{},"
                                 "\"predicted_us\":{},\"measured_us\":{},\"interval_us\":[{},{}],\"rel_error\":{},"
@@ -145,6 +158,8 @@ int run_predict(const Args& a) {
                                 json_number(d.gap_us), json_number(d.forward_us), json_number(d.backward_us), json_number(d.update_us), d.unknown_ops)
                         .c_str());
       } else {
+        const Predictor::Estimate& est = m.at(j, e);
+        const double err = t.has_measurement() ? (est.iteration_us - t.measured_us) / t.measured_us : kUnknown;
         std::printf("%s\n", fmt::format("{} [{}]: predicted {:.3f} ms (interval {:.3f} .. {:.3f} ms), measured {}, "
                                         "{} ops, iteration {}",
                                         ids[j], envs[e], est.iteration_us / 1e3, est.lo_us / 1e3, est.hi_us / 1e3,

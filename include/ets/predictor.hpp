@@ -113,8 +113,9 @@ class Predictor {
   /// The registered trace; ets.predict.1 if unknown.
   ExecutionTrace job_trace(const std::string& job_id) const;
 
-  /// The iteration a multi-iteration file stands for: the one with the median measured time (steady state, not
-  /// the warm-up), or the last one when none carries a measurement. ets.predict.4 for an empty list.
+  /// The iteration a multi-iteration file stands for: the one with the median measured time among those with ops
+  /// (steady state, not the warm-up), or the last one with ops when none carries a measurement (the last one when
+  /// none has ops). ets.predict.4 for an empty list.
   static std::size_t representative_iteration(const std::vector<ExecutionTrace>& iterations);
 
   // ---- queries ----

@@ -128,8 +128,8 @@ struct ExecutionTrace {
   double sum_us() const noexcept;
   /// Σ gap_us / Σ(time_us + gap_us); 0 for an empty trace.
   double gap_share() const noexcept;
-  /// Whether measured_us is known.
-  bool has_measurement() const noexcept { return !std::isnan(measured_us); }
+  /// Whether measured_us is a measurement: finite and > 0 (an iteration timed at 0 µs was not timed).
+  bool has_measurement() const noexcept { return std::isfinite(measured_us) && measured_us > 0; }
 
   bool operator==(const ExecutionTrace& o) const noexcept;
 };

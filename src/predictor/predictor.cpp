@@ -316,7 +316,11 @@ std::size_t Predictor::representative_iteration(const std::vector<ExecutionTrace
   std::vector<std::size_t> measured;
   for (std::size_t i = 0; i < its.size(); ++i)
     if (its[i].has_measurement() && !its[i].ops.empty()) measured.push_back(i);
-  if (measured.empty()) return its.size() - 1;
+  if (measured.empty()) {  // the last iteration with ops (a capture's last step is often cut short)
+    for (std::size_t i = its.size(); i-- > 0;)
+      if (!its[i].ops.empty()) return i;
+    return its.size() - 1;
+  }
   std::sort(measured.begin(), measured.end(), [&](std::size_t a, std::size_t b) {
     return its[a].measured_us < its[b].measured_us || (its[a].measured_us == its[b].measured_us && a < b);
   });

@@ -69,6 +69,16 @@ for env in gavel:
     (jt, v), = gavel[env].items()
     check(jt.startswith("('") and jt.endswith("', 1)"), f"gavel job type key {jt}")
     check(set(v) == {"null"} and v["null"] > 0, f"gavel entry {v}")
+# Gavel reads a key back with re.match(r"\('(.*)', (\d+)\)"): two jobs of one name must differ inside the quotes
+import ast
+import re
+
+twice = json.loads(run(trace, trace, "--model", model_a, "--format", "gavel").stdout)
+keys = list(next(iter(twice.values())))
+parsed = [re.match(r"\('(.*)', (\d+)\)", k) for k in keys]
+check(len(keys) == 2 and all(parsed) and len({m.group(1) for m in parsed}) == 2,
+      f"gavel keys of two jobs of one name stay distinct after Gavel's parse: {keys}")
+check(all(isinstance(ast.literal_eval(k), tuple) for k in keys), f"gavel keys are Python tuple literals: {keys}")
 a_steps = gavel["a"][next(iter(gavel["a"]))]["null"]
 check(abs(a_steps - 1e6 / js["predicted_us"]) <= 1e-4 * a_steps, "steps/s = 1e6 / predicted_us")
 

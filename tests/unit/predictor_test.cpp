@@ -257,6 +257,14 @@ TEST_CASE("load_job imports a trace file and picks the median iteration", "[pred
   auto unmeasured = its;
   for (auto& t : unmeasured) t.measured_us = ets::kUnknown;
   CHECK(ets::Predictor::representative_iteration(unmeasured) == its.size() - 1);
+  // ... the last one with ops: a capture's last step is often cut short
+  unmeasured.push_back(ets::ExecutionTrace{});
+  CHECK(ets::Predictor::representative_iteration(unmeasured) == its.size() - 1);
+  // an iteration timed at 0 µs was not timed: no measurement, so it is not the median one
+  auto zeroed = its;
+  for (auto& t : zeroed) t.measured_us = 0;
+  CHECK_FALSE(zeroed[0].has_measurement());
+  CHECK(ets::Predictor::representative_iteration(zeroed) == its.size() - 1);
 }
 
 TEST_CASE("8 threads share one Predictor: batches, observations and job churn", "[predictor][threads]") {
