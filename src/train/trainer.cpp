@@ -112,12 +112,20 @@ struct Trainer::Impl {
 
   Impl(const LstmWeights& w, Options o) : opt(std::move(o)), layout(w.config), params(train::flatten(w, layout)) {
     threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    ETS_CHECK(opt.batch > 0 && opt.epochs >= 0 && opt.lr > 0 && opt.eval_every_epochs > 0 && opt.warmup_steps >= 0 &&
-                  opt.clip_norm >= 0 && opt.patience >= 0 && opt.min_lr_ratio >= 0 && opt.step_every_epochs > 0 &&
-                  opt.ema_decay >= 0 && opt.ema_decay < 1,
+    // Negated comparisons so that a NaN fails them too. A step_gamma ≤ 0 turned the Step schedule into gradient
+    // ascent, a min_lr_ratio > 1 made the cosine rise above the peak.
+    ETS_CHECK(opt.batch > 0 && opt.epochs >= 0 && opt.lr > 0 && std::isfinite(opt.lr) && opt.eval_every_epochs > 0 &&
+                  opt.warmup_steps >= 0 && opt.clip_norm >= 0 && opt.patience >= 0 && opt.min_lr_ratio >= 0 &&
+                  opt.min_lr_ratio <= 1 && opt.step_every_epochs > 0 && opt.step_gamma > 0 &&
+                  std::isfinite(opt.step_gamma) && opt.min_delta >= 0 && opt.weight_decay >= 0 &&
+                  opt.max_seconds >= 0 && opt.ema_decay >= 0 && opt.ema_decay < 1,
               Errc::invalid_argument, "ets.train.8",
-              "training options out of range (batch {}, epochs {}, lr {}, eval_every_epochs {}, ema_decay {})",
-              opt.batch, opt.epochs, opt.lr, opt.eval_every_epochs, opt.ema_decay);
+              "training options out of range (batch {}, epochs {}, lr {}, eval_every_epochs {}, warmup_steps {}, "
+              "clip_norm {}, patience {}, min_lr_ratio {}, step_every_epochs {}, step_gamma {}, min_delta {}, "
+              "weight_decay {}, max_seconds {}, ema_decay {})",
+              opt.batch, opt.epochs, opt.lr, opt.eval_every_epochs, opt.warmup_steps, opt.clip_norm, opt.patience,
+              opt.min_lr_ratio, opt.step_every_epochs, opt.step_gamma, opt.min_delta, opt.weight_decay,
+              opt.max_seconds, opt.ema_decay);
   }
 
   /// time_progress: fraction of the time budget used (0 without one); the cosine follows whichever of step and
@@ -143,10 +151,11 @@ struct Trainer::Impl {
     run_shards(threads, b.windows, [&](int s, int begin, int end) {
       auto eng = train::make_grad_engine(layout);
       std::vector<std::int32_t> idx;
-      for (int w0 = begin; w0 < end; w0 += chunk) {
-        const int n = std::min(chunk, end - w0);
+      // 64-bit: w0 + chunk overflows int for a batch near INT_MAX in a shard not starting at 0
+      for (std::int64_t w0 = begin; w0 < end; w0 += chunk) {
+        const int n = static_cast<int>(std::min<std::int64_t>(chunk, end - w0));
         idx.resize(static_cast<std::size_t>(n));
-        for (int j = 0; j < n; ++j) idx[static_cast<std::size_t>(j)] = w0 + j;
+        for (int j = 0; j < n; ++j) idx[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(w0 + j);
         eng->forward(p.data(), b, idx.data(), n);
         sums[static_cast<std::size_t>(s)] += eng->loss_sum(b, idx.data(), n);
       }
@@ -177,9 +186,10 @@ const Trainer::Options& Trainer::options() const noexcept { return impl_->opt; }
 
 double Trainer::loss(const LstmWeights& weights, const WindowBatch& batch) const {
   check_batch(batch, weights.config, true, "evaluation");
-  ParamLayout layout(weights.config);
-  ETS_CHECK(layout.size == impl_->layout.size, Errc::shape, "ets.train.1", "weights do not match the trainer's network");
-  return impl_->masked_mae(train::flatten(weights, layout), batch);
+  // The same network, not just as many parameters: a GRU of hidden 5 has as many as an LSTM of hidden 4.
+  ETS_CHECK(weights.config == impl_->layout.config, Errc::shape, "ets.train.1",
+            "weights do not match the trainer's network");
+  return impl_->masked_mae(train::flatten(weights, impl_->layout), batch);
 }
 
 std::vector<float> Trainer::forward(const LstmWeights& weights, const WindowBatch& batch) const {
@@ -191,10 +201,10 @@ std::vector<float> Trainer::forward(const LstmWeights& weights, const WindowBatc
   const int chunk = std::max(1, impl_->opt.batch);
   run_shards(impl_->threads, batch.windows, [&](int, int begin, int end) {
     auto eng = train::make_grad_engine(layout);
-    for (int w0 = begin; w0 < end; w0 += chunk) {
-      const int n = std::min(chunk, end - w0);
+    for (std::int64_t w0 = begin; w0 < end; w0 += chunk) {  // 64-bit, as in masked_mae
+      const int n = static_cast<int>(std::min<std::int64_t>(chunk, end - w0));
       std::vector<std::int32_t> idx(static_cast<std::size_t>(n));
-      for (int j = 0; j < n; ++j) idx[static_cast<std::size_t>(j)] = w0 + j;
+      for (int j = 0; j < n; ++j) idx[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(w0 + j);
       eng->forward(p.data(), batch, idx.data(), n);
       eng->predictions(out.data() + static_cast<std::size_t>(w0) * W * O);
     }
@@ -459,6 +469,17 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     EpochRecord rec{epoch, res.final_train_loss, -1, lr, std::chrono::duration<double>(clock::now() - e_start).count()};
     const bool last = epoch + 1 == opt.epochs || stop || out_of_budget();
     if ((epoch + 1) % opt.eval_every_epochs == 0 || last) {
+      // A cut epoch's validation of its half-trained weights serves this run's result, but the checkpoint keeps the
+      // choice as it stood before it: the resumed run finishes the epoch and validates it whole, as an unbroken
+      // run does. (Counted, a bad partial validation could end the resumed run at once as early-stopped.)
+      struct Choice {
+        std::vector<float> best;
+        double best_metric;
+        int best_epoch, bad_evals;
+      };
+      const bool cut = k_next < steps_per_epoch;
+      Choice before{};
+      if (cut) before = Choice{best, best_metric, res.best_epoch, bad_evals};
       double metric = -1;
       const auto v_start = clock::now();
       const std::vector<float>& candidate = ema.empty() ? im.params : ema;
@@ -497,10 +518,20 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         res.out_of_time = true;
       }
       // an epoch cut short resumes inside itself, from the same shuffle; a whole one at the next epoch
-      if (k_next < steps_per_epoch)
+      if (cut) {
+        Choice after{std::move(best), best_metric, res.best_epoch, bad_evals};
+        best = std::move(before.best);
+        best_metric = before.best_metric;
+        res.best_epoch = before.best_epoch;
+        bad_evals = before.bad_evals;
         save_checkpoint(epoch, k_next, rng_before_shuffle);
-      else
+        best = std::move(after.best);
+        best_metric = after.best_metric;
+        res.best_epoch = after.best_epoch;
+        bad_evals = after.bad_evals;
+      } else {
         save_checkpoint(epoch + 1, 0, rng.save());
+      }
       if (opt.progress) {
         pr.epoch = epoch;
         pr.step = step;

@@ -276,6 +276,35 @@ TEST_CASE("trainer rejects inconsistent input with ets::Error", "[train]") {
   o = small_options();
   o.ema_decay = 1.0;  // an average that never moves
   CHECK_THROWS_AS(ets::Trainer(init, o), ets::Error);
+  // schedules that would climb above the peak or turn into gradient ascent, and a negative improvement margin
+  for (auto broken : {+[](ets::Trainer::Options& x) { x.step_gamma = -1; }, +[](ets::Trainer::Options& x) { x.min_lr_ratio = 3; },
+                      +[](ets::Trainer::Options& x) { x.min_delta = -0.1; }, +[](ets::Trainer::Options& x) { x.max_seconds = -1; },
+                      +[](ets::Trainer::Options& x) { x.lr = std::nan(""); }}) {
+    o = small_options();
+    broken(o);
+    try {
+      ets::Trainer t(init, o);
+      FAIL("options out of range were accepted");
+    } catch (const ets::Error& e) {
+      CHECK(e.id() == "ets.train.8");
+    }
+  }
+  // loss() of another network with as many parameters: a 1-layer bidirectional LSTM of hidden 5 and GRU of hidden 6
+  // on 3 features both have 2·(4·5·8 + 8·5) + 22 = 2·(3·6·9 + 6·6) + 26 = 422 parameters
+  auto lstm = small_config();
+  lstm.layers = 1;
+  lstm.hidden = 5;
+  auto gru = small_config(ets::RnnCell::gru);
+  gru.layers = 1;
+  gru.hidden = 6;
+  const ets::Trainer t(ets::Trainer::init(lstm, 1), small_options());
+  try {
+    (void)t.loss(ets::Trainer::init(gru, 2), synthetic(4, 1));
+    FAIL("loss() accepted weights of another network");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.train.1");
+  }
+  CHECK(t.loss(ets::Trainer::init(lstm, 2), synthetic(4, 1)) > 0);
 }
 
 TEST_CASE("validation that yields no number keeps the trained weights, not the starting ones", "[train]") {
@@ -369,6 +398,38 @@ TEST_CASE("a run cut inside an epoch resumes inside it, with the same batches as
   CHECK(resumed.history.size() == 3);  // one record per epoch, the cut one replaced by the whole
   CHECK(resumed.weights.head_w == full.weights.head_w);
   CHECK(resumed.weights.cells[3].w_hh == full.weights.cells[3].w_hh);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a cut epoch's validation of half-trained weights does not count in the resumed run", "[train]") {
+  const auto train = synthetic(96, 7);  // 3 steps of 32 per epoch
+  const auto path = (std::filesystem::temp_directory_path() / "ets_trainer_cutvalidation.ckpt").string();
+  std::filesystem::remove(path);
+  auto opt = small_options();
+  opt.epochs = 3;
+  opt.threads = 1;
+  opt.patience = 1;
+  opt.checkpoint_path = path;
+  opt.progress_every = 1;
+  // epoch 0 scores 0.5; the half-trained epoch 1 scores worse (0.9), which with patience 1 would stop a run
+  std::vector<double> scores = {0.5, 0.9};
+  std::size_t calls = 0;
+  opt.validate = [&](const ets::LstmWeights&) { return scores.at(calls++); };
+  opt.progress = [](const ets::Trainer::Progress& p) { return p.evaluated || p.step != 5; };  // stop in epoch 1
+  const auto init = ets::Trainer::init(small_config(), 5);
+  const auto part = ets::Trainer(init, opt).fit(train);
+  REQUIRE(part.cancelled);
+  REQUIRE(calls == 2);
+  // resumed: the whole epoch 1 scores 0.4 and epoch 2 0.3, as in an unbroken run that never stops early
+  scores = {0.4, 0.3};
+  calls = 0;
+  opt.progress = nullptr;
+  opt.resume = true;
+  const auto resumed = ets::Trainer(init, opt).fit(train);
+  CHECK_FALSE(resumed.early_stopped);
+  CHECK(resumed.steps == 9);
+  CHECK(resumed.best_epoch == 2);
+  CHECK(resumed.best_val_metric == Approx(0.3));
   std::filesystem::remove(path);
 }
 
