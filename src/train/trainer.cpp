@@ -498,8 +498,10 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
           ++bad_evals;
         }
       } else if (metric < 0) {
-        best = candidate;  // no validation: keep the latest
-        res.best_epoch = epoch;
+        if (best_metric < 0) {  // no validation (yet): keep the latest; never over weights that were validated
+          best = candidate;
+          res.best_epoch = epoch;
+        }
       } else {  // NaN or infinite: no improvement; until a finite one is seen, keep the latest, not the start
         ++bad_evals;
         if (best_metric < 0) {

@@ -433,6 +433,22 @@ TEST_CASE("a cut epoch's validation of half-trained weights does not count in th
   std::filesystem::remove(path);
 }
 
+TEST_CASE("an epoch that could not be validated does not displace validated weights", "[train]") {
+  const auto train = synthetic(64, 3);
+  auto opt = small_options();
+  opt.epochs = 3;
+  const std::vector<double> scores = {0.5, -1, -1};  // validated once, then "not validated" (negative)
+  std::size_t calls = 0;
+  opt.validate = [&](const ets::LstmWeights&) { return scores.at(calls++); };
+  const auto init = ets::Trainer::init(small_config(), 4);
+  const auto r = ets::Trainer(init, opt).fit(train);
+  CHECK(r.best_epoch == 0);
+  CHECK(r.best_val_metric == Approx(0.5));
+  opt.epochs = 1;  // the weights after epoch 0, trained alone (both runs stay in the 10-step warm-up: same rates)
+  opt.validate = nullptr;
+  CHECK(r.weights.head_w == ets::Trainer(init, opt).fit(train).weights.head_w);
+}
+
 TEST_CASE("a checkpoint path that cannot be written fails before any training", "[train]") {
   const auto train = synthetic(32, 14);
   auto opt = small_options();
