@@ -41,7 +41,8 @@ int run_train(const Args& a) {
   o.stride = static_cast<int>(integer_option(a, "--stride", o.stride, 0, std::numeric_limits<int>::max()));
   o.threads = static_cast<int>(integer_option(a, "--threads", 0, 0, std::numeric_limits<int>::max()));
   auto& t = o.train;
-  t.epochs = static_cast<int>(integer_option(a, "--epochs", t.epochs, 0, std::numeric_limits<int>::max()));
+  // at least one: 0 epochs would write the untrained starting weights as a model
+  t.epochs = static_cast<int>(integer_option(a, "--epochs", t.epochs, 1, std::numeric_limits<int>::max()));
   t.batch = static_cast<int>(integer_option(a, "--batch", t.batch, 0, std::numeric_limits<int>::max()));
   t.lr = number_option(a, "--lr", t.lr);
   t.seed = static_cast<std::uint64_t>(

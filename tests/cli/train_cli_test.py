@@ -87,8 +87,8 @@ if j:
     with open(model, "rb") as f:
         check(b"cell=lstm" in f.read(), "the default cell is the LSTM")
 
-# ---- bad budgets, decays and cells are usage errors (rc 2) with a message naming the option
-for option, value in (("--max-minutes", "-1"), ("--ema", "1"), ("--ema", "-0.5"), ("--cell", "rnn")):
+# ---- bad budgets, decays, cells and epoch counts are usage errors (rc 2) with a message naming the option
+for option, value in (("--max-minutes", "-1"), ("--ema", "1"), ("--ema", "-0.5"), ("--cell", "rnn"), ("--epochs", "0")):
     p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), option, value],
                        capture_output=True, text=True)
     check(p.returncode == 2 and option in p.stderr, f"{option} {value}: rc {p.returncode}; {p.stderr}")
