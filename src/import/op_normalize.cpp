@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace ets::import {
@@ -255,21 +256,33 @@ void fill_from_args(OpRecord& rec, const RawArgs& a) {
       if (w[1] > 0) h.set(Hyper::Groups, static_cast<double>(x[1] / w[1]));
     }
     if (bwd) return;  // convolution_backward's int args are (bias_sizes, stride, ...): not worth a second table
-    // Argument positions of stride, padding, dilation and groups (torch >= 1.8 schemas):
-    //   conv1d/2d/3d (input, weight, bias, stride, padding, dilation, groups)
-    //   convolution / _convolution (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
-    //   mkldnn_convolution / miopen_convolution (self, weight, bias, padding, stride, dilation, groups, ...)
-    //   cudnn_convolution (self, weight, padding, stride, dilation, groups, ...)
+    // Argument positions of stride, padding, dilation and groups, by exact schema name (torch >= 1.8); a
+    // substring test would read cudnn_convolution_relu (conv2d's order) as cudnn_convolution.
     struct Positions {
       std::size_t stride, pad, dilation, groups;
     };
-    const std::string& raw = rec.raw_name;
-    const Positions at = raw.find("cudnn_convolution") != std::string::npos      ? Positions{3, 2, 4, 5}
-                         : raw.find("mkldnn_convolution") != std::string::npos ||
-                                 raw.find("miopen_convolution") != std::string::npos
-                             ? Positions{4, 3, 5, 6}
-                         : raw.find("convolution") != std::string::npos ? Positions{3, 4, 5, 8}
-                                                                        : Positions{3, 4, 5, 6};
+    constexpr std::size_t none = static_cast<std::size_t>(-1);  // conc() of it is empty
+    const std::string_view raw = rec.raw_name;
+    const std::string_view schema = raw.substr(raw.rfind("::") == std::string_view::npos ? 0 : raw.rfind("::") + 2);
+    const Positions at =
+        // (self, weight, padding, stride, dilation, groups, ...)
+        schema == "cudnn_convolution" ? Positions{3, 2, 4, 5}
+        // (self, weight, bias, padding, stride, dilation, groups, ...)
+        : schema == "mkldnn_convolution" || schema == "miopen_convolution" || schema == "miopen_depthwise_convolution"
+            ? Positions{4, 3, 5, 6}
+        // (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
+        : schema == "convolution" || schema == "_convolution" ? Positions{3, 4, 5, 8}
+        // (self, weight, z, alpha, bias, stride, padding, dilation, groups)
+        : schema == "cudnn_convolution_add_relu" ? Positions{5, 6, 7, 8}
+        // (input, weight, bias, padding, stride)
+        : schema == "_nnpack_spatial_convolution" ? Positions{4, 3, none, none}
+        // (self, weight, kernel_size, bias, stride, padding[, dilation])
+        : schema == "thnn_conv2d" || schema == "slow_conv2d" || schema == "_slow_conv2d_forward" ||
+                schema == "slow_conv3d" || schema == "slow_conv3d_forward"
+            ? Positions{4, 5, none, none}
+        : schema == "_conv_depthwise2d" ? Positions{4, 5, 6, none}
+        // conv1d / conv2d / conv3d, cudnn_convolution_relu: (input, weight, bias, stride, padding, dilation, groups)
+                                          : Positions{3, 4, 5, 6};
     set_pair(h, Hyper::StrideH, Hyper::StrideW, conc(at.stride));
     set_pair(h, Hyper::PadH, Hyper::PadW, conc(at.pad));
     set_pair(h, Hyper::DilationH, Hyper::DilationW, conc(at.dilation));
@@ -325,7 +338,9 @@ void fill_analytic(OpRecord& rec) {
           const Hyper sh = i == 2 ? Hyper::StrideH : Hyper::StrideW;
           const Hyper ph = i == 2 ? Hyper::PadH : Hyper::PadW;
           const Hyper dh = i == 2 ? Hyper::DilationH : Hyper::DilationW;
-          const double s = rec.hyper.get(sh, 1), p = rec.hyper.get(ph, (k - 1) / 2), d = rec.hyper.get(dh, 1);
+          double s = rec.hyper.get(sh, 1), p = rec.hyper.get(ph, (k - 1) / 2), d = rec.hyper.get(dh, 1);
+          if (!(s >= 1)) s = 1;  // a stride or dilation below 1 is not a convolution's: keep the output finite
+          if (!(d >= 1)) d = 1;
           spatial_out *= std::max(1.0, std::floor((static_cast<double>(x[i]) + 2 * p - d * (k - 1) - 1) / s) + 1);
         }
       }
@@ -369,10 +384,18 @@ void fill_analytic(OpRecord& rec) {
                              op == "rsqrt" || op == "exp" || op == "addcmul" || op == "addcdiv" ||
                              op == "batch_norm" || op == "layer_norm" || op == "softmax" || op == "log_softmax" ||
                              op == "dropout")) {
-    // the output has the inputs' broadcast shape: [64,1] + [1,32] is 64 × 32 elements
-    std::vector<const std::vector<std::int64_t>*> shapes;
-    for (const auto& t : in) shapes.push_back(&t.dims);
-    const double n = broadcast_numel(shapes);
+    // Binary / ternary element-wise ops output their inputs' broadcast shape ([64,1] + [1,32] is 64 × 32
+    // elements). Norms list per-channel [C] tensors beside [N,C,H,W], which are not broadcast at the last dim: for
+    // them, as for unary ops, the largest input is the output.
+    const bool binary = op == "add" || op == "sub" || op == "mul" || op == "div" || op == "addcmul" || op == "addcdiv";
+    double n = 0;
+    if (binary) {
+      std::vector<const std::vector<std::int64_t>*> shapes;
+      for (const auto& t : in) shapes.push_back(&t.dims);
+      n = broadcast_numel(shapes);
+    } else {
+      for (const auto& t : in) n = std::max(n, t.dims.empty() ? 1.0 : numel(t.dims));
+    }
     const double per = (op == "batch_norm" || op == "layer_norm" || op == "softmax" || op == "log_softmax") ? 5 : 1;
     flops = per * n;
     out_numel = n;

@@ -180,7 +180,17 @@ TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv argument
       // cudnn_convolution(self, weight, padding, stride, dilation, groups, ...): padding 0, stride 1
       {"aten::cudnn_convolution", "[[1, 3, 16, 16], [8, 3, 3, 3], [], [], [], [], [], [], []]",
        R"(["float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"])",
-       R"(["", "", "[0, 0]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"])"}};
+       R"(["", "", "[0, 0]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"])"},
+      // cudnn_convolution_relu has conv2d's order (not cudnn_convolution's): stride 1, padding 0, dilation 1
+      {"aten::cudnn_convolution_relu", "[[1, 3, 16, 16], [8, 3, 3, 3], [8], [], [], [], []]",
+       R"(["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"])",
+       R"(["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "1"])"},
+      // _nnpack_spatial_convolution(input, weight, bias, padding, stride): padding 0 must not read as stride 0
+      {"aten::_nnpack_spatial_convolution", "[[1, 3, 16, 16], [8, 3, 3, 3], [8], [], []]",
+       R"(["float", "float", "float", "ScalarList", "ScalarList"])", R"(["", "", "", "[0, 0]", "[1, 1]"])"},
+      // batch_norm's [C] tensors are per channel, not broadcast against the input's last dim (1 here)
+      {"aten::batch_norm", "[[8, 16, 1, 1], [16], [16], [16], [16]]",
+       R"(["float", "float", "float", "float", "float"])", R"(["", "", "", "", ""])"}};
   for (std::size_t i = 0; i < ops.size(); ++i)
     doc += fmt::format(op, ops[i][0], 1010 + 10 * i, 2 + i, ops[i][1], ops[i][2], ops[i][3]) + ",";
   doc.back() = ']';
@@ -204,4 +214,12 @@ TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv argument
   CHECK(cu.hyper.get(Hyper::StrideW) == 1);
   CHECK(cu.hyper.get(Hyper::Groups) == 1);
   CHECK(cu.flops == Approx(2.0 * 8 * 14 * 14 * 3 * 3 * 3));
+  for (std::size_t i : {6, 7}) {
+    INFO(t.ops[i].raw_name);
+    CHECK(t.ops[i].hyper.get(Hyper::PadH) == 0);
+    CHECK(t.ops[i].hyper.get(Hyper::StrideH) == 1);
+    CHECK(t.ops[i].flops == Approx(2.0 * 8 * 14 * 14 * 3 * 3 * 3));
+  }
+  CHECK(t.ops[6].hyper.get(Hyper::DilationH) == 1);
+  CHECK(t.ops[8].flops == Approx(5.0 * 8 * 16));  // 5 · numel of the input
 }
