@@ -30,9 +30,10 @@ struct ModelFile {
     }
   };
 
-  /// An input batch and the output the exporting framework computed for it; checked on load. At most 4,096
+  /// An input batch and the output the exporting framework computed for it; checked on load. At most kMaxPositions
   /// positions (windows × width), so the check costs little more than reading the weights.
   struct SelfTest {
+    static constexpr int kMaxPositions = 4096;  ///< windows × width a reader accepts (ets.model.10 beyond)
     int windows = 0;
     int width = 0;
     std::vector<float> input;     ///< windows × width × input_size

@@ -27,7 +27,7 @@ constexpr std::size_t kTrailerBytes = 16;
 constexpr std::size_t kAlign = 64;
 constexpr int kMaxDims = 4;
 // The load-time self-test costs positions × parameters; this bound keeps it a small multiple of reading the weights.
-constexpr std::size_t kMaxSelfTestPositions = 4096;
+constexpr std::size_t kMaxSelfTestPositions = ModelFile::SelfTest::kMaxPositions;
 
 // The one label normalisation ETS writes and reads: log1p, finite means, positive scales.
 bool valid_labels(const ModelFile::LabelNorm& l) {

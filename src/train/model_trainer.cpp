@@ -118,7 +118,8 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
       }
   }
   // self-test: the first few training windows through the CPU predictor that will load this file
-  const int st = std::min(batch.windows, 4);
+  // up to 4 windows, and never more positions than a reader accepts: at width 2,000 that is 2 windows, at 4,096 one
+  const int st = std::max(1, std::min({batch.windows, 4, ModelFile::SelfTest::kMaxPositions / batch.width}));
   m.self_test.windows = st;
   m.self_test.width = batch.width;
   m.self_test.input.assign(batch.x.begin(), batch.x.begin() + static_cast<std::ptrdiff_t>(st) * batch.width * batch.features);

@@ -126,6 +126,26 @@ TEST_CASE("ModelTrainer leaves out unlabelled traces and honours its time budget
   CHECK_THROWS_WITH(ets::ModelTrainer::train(none, val, o), Catch::Contains("ets.train.18"));
 }
 
+TEST_CASE("a model of wide windows saves: its self-test stays within what a reader accepts", "[train]") {
+  // 4 windows × 2,000 positions would exceed the reader's 4,096; the trainer must store fewer, not fail to save
+  const auto train = ets_test::learnable_set(6, 6);
+  ets::ModelTrainer::Options o;
+  o.hidden = 4;
+  o.layers = 1;
+  o.width = 2000;
+  o.stride = 1;  // many windows per trace
+  o.train.epochs = 1;
+  o.train.batch = 64;
+  o.train.threads = 1;
+  o.train.max_windows_per_epoch = 64;
+  const auto res = ets::ModelTrainer::train(train, {}, o);
+  REQUIRE(res.train_windows >= 4);
+  CHECK(res.model.self_test.windows == 2);
+  CHECK(res.model.self_test.width == 2000);
+  const auto bytes = ets::serialize_model(res.model);
+  CHECK(ets::parse_model(bytes.data(), bytes.size()).self_test.windows == 2);  // and the reader runs it
+}
+
 TEST_CASE("a split directory lists its trace files and skips entries whose status cannot be read", "[train][eval]") {
   const fs::path dir = fs::temp_directory_path() / "ets_split_list_test";
   fs::remove_all(dir);
