@@ -40,7 +40,8 @@ int run_inspect(const Args& args) {
       for (std::size_t i = 0; i < its.size(); ++i) {
         const auto& t = its[i];
         out += fmt::format("{}{{\"iteration\":{},\"ops\":{},\"measured_us\":{},\"sum_us\":{},\"gap_share\":{}}}",
-                           i ? "," : "", t.iteration, t.ops.size(), json_number(t.measured_us), json_number(t.sum_us()),
+                           i ? "," : "", t.iteration, t.ops.size(),
+                           t.has_measurement() ? json_number(t.measured_us) : "null", json_number(t.sum_us()),
                            std::isfinite(t.gap_share()) ? fmt::format("{:.6f}", t.gap_share()) : "null");
       }
       out += fmt::format("],\"median_measured_us\":{}}}\n", json_number(med));

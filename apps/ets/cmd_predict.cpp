@@ -137,6 +137,8 @@ int run_predict(const Args& a) {
     std::fputs(s.c_str(), stdout);
     return 0;
   }
+  // Every row is computed before any is printed: a prediction failing for a later trace prints nothing.
+  std::string rows;
   for (std::size_t j = 0; j < ids.size(); ++j) {
     const ExecutionTrace t = predictor.job_trace(ids[j]);
     for (std::size_t e = 0; e < envs.size(); ++e) {
@@ -147,31 +149,31 @@ int run_predict(const Args& a) {
         est.lo_us = d.lo_us;
         est.hi_us = d.hi_us;
         const double err = t.has_measurement() ? (est.iteration_us - t.measured_us) / t.measured_us : kUnknown;
-        std::printf("%s\n",
-                    fmt::format("{{\"trace\":\"{}\",\"iteration\":{},\"env\":\"{}\",\"model\":\"{}\",\"ops\":{},"
+        rows += fmt::format("{{\"trace\":\"{}\",\"iteration\":{},\"env\":\"{}\",\"model\":\"{}\",\"ops\":{},"
                                 "\"predicted_us\":{},\"measured_us\":{},\"interval_us\":[{},{}],\"rel_error\":{},"
                                 "\"time_us\":{},\"gap_us\":{},\"phase_us\":{{\"forward\":{},\"backward\":{},"
                                 "\"update\":{}}},\"unknown_ops\":{}}}",
                                 json_escape(ids[j]), t.iteration, json_escape(envs[e]), json_escape(env_path[envs[e]]), t.ops.size(),
-                                json_number(est.iteration_us), json_number(t.measured_us), json_number(est.lo_us), json_number(est.hi_us),
+                                json_number(est.iteration_us), t.has_measurement() ? json_number(t.measured_us) : "null", json_number(est.lo_us), json_number(est.hi_us),
                                 std::isfinite(err) ? fmt::format("{:.6f}", err) : "null", json_number(d.time_us),
-                                json_number(d.gap_us), json_number(d.forward_us), json_number(d.backward_us), json_number(d.update_us), d.unknown_ops)
-                        .c_str());
+                                json_number(d.gap_us), json_number(d.forward_us), json_number(d.backward_us), json_number(d.update_us), d.unknown_ops) +
+                "\n";
       } else {
         const Predictor::Estimate& est = m.at(j, e);
         const double err = t.has_measurement() ? (est.iteration_us - t.measured_us) / t.measured_us : kUnknown;
-        std::printf("%s\n", fmt::format("{} [{}]: predicted {:.3f} ms (interval {:.3f} .. {:.3f} ms), measured {}, "
+        rows += fmt::format("{} [{}]: predicted {:.3f} ms (interval {:.3f} .. {:.3f} ms), measured {}, "
                                         "{} ops, iteration {}",
                                         ids[j], envs[e], est.iteration_us / 1e3, est.lo_us / 1e3, est.hi_us / 1e3,
                                         !t.has_measurement() ? std::string("n/a")
                                         : std::isfinite(err)
                                             ? fmt::format("{:.3f} ms ({:+.1f}%)", t.measured_us / 1e3, 100 * err)
                                             : fmt::format("{:.3f} ms", t.measured_us / 1e3),
-                                        t.ops.size(), t.iteration)
-                                .c_str());
+                                        t.ops.size(), t.iteration) +
+                "\n";
       }
     }
   }
+  std::fputs(rows.c_str(), stdout);
   return 0;
 }
 

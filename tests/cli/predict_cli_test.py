@@ -5,6 +5,7 @@
 import csv
 import io
 import json
+import re
 import os
 import subprocess
 import sys
@@ -138,6 +139,20 @@ with tempfile.TemporaryDirectory() as tmp:
                  '"environment":"","model":"","family":"","optimizer":"","batch_size":0,"extra":{},"iteration":0,'
                  '"start_us":0,"measured_us":null,"ops":2}}\n' + op + op +
                  '{"end":{"traces":1}}\n')
+    # an iteration timed at 0 µs was not timed: measured_us is null in --json, as for a trace without timings
+    zero = os.path.join(tmp, "zero.etst")
+    subprocess.run([ets, "convert", trace, "-o", zero, "--quiet"], check=True)
+    with open(zero) as fh:
+        text = re.sub(r'"measured_us":[0-9.e+-]+', '"measured_us":0', fh.read())
+    with open(zero, "w") as fh:
+        fh.write(text)
+    p = subprocess.run([ets, "predict", zero, "--model", model_a, "--json"], capture_output=True, text=True)
+    rows = [json.loads(line) for line in p.stdout.splitlines()] if p.returncode == 0 else []
+    check(rows and all(r["measured_us"] is None and r["rel_error"] is None for r in rows),
+          f"predict of an iteration timed at 0: rc {p.returncode} {p.stdout[:300]}")
+    p = subprocess.run([ets, "inspect", zero, "--json"], capture_output=True, text=True)
+    check(p.returncode == 0 and all(i["measured_us"] is None for i in json.loads(p.stdout)["iterations"]),
+          f"inspect of iterations timed at 0: {p.stdout[:300]}")
     p = subprocess.run([ets, "inspect", inf_etst, "--json"], capture_output=True, text=True)
     check(p.returncode == 0, f"inspect of a huge trace: rc {p.returncode} {p.stderr}")
     try:
