@@ -480,6 +480,8 @@ void Predictor::observe(const std::string& job_id, const std::string& env, doubl
   const double r = std::clamp(std::log(measured_us / raw), -lim, lim);
   std::lock_guard lk(job->mu);
   auto& o = job->obs[env];
+  // Serials only grow. Observations of a newer model stay: this one raced a replacement and measured the old model.
+  if (o.serial > model->serial) return;
   if (o.serial != model->serial) o = Observations{model->serial, 0, 0};  // the first against this model
   o.sum_log += r;
   ++o.n;
