@@ -163,7 +163,6 @@ void sort_steps(std::vector<StepSpan>& steps) {
   std::stable_sort(steps.begin(), steps.end(), [](const StepSpan& a, const StepSpan& b) { return a.start_us < b.start_us; });
 }
 
-// Measure of the union of [a,b) intervals clipped to [lo, hi).
 // The device's busy time: the union of every counted activity, as disjoint sorted intervals with prefix sums, so
 // the busy measure inside any window is two binary searches.
 class BusyTime {
