@@ -31,6 +31,7 @@ ax.axhline(0, color="black", linewidth=0.8)
 for y in (-10, 10):
     ax.axhline(y, color="grey", linewidth=0.6, linestyle="--")
 ax.set_xticks(range(len(metrics)))
+ax.set_xlim(-0.5, len(metrics) - 0.5)  # the "v vs 0" labels sit at 0 on the axis: keep every group in view
 ax.set_xticklabels([m[2] for m in metrics], fontsize=8)
 ax.set_ylabel("difference from oracle (%)")
 ax.set_title("Schedules driven by predicted iteration times vs. oracle (Philly jobs)")

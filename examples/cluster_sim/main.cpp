@@ -54,11 +54,13 @@ struct Args {
   bool has(const std::string& k) const { return v.count(k) != 0; }
 };
 
-Args parse(int argc, char** argv, int from) {
+// A misspelt option must not be silently ignored (the run would use the default), so each command names its own.
+Args parse(int argc, char** argv, int from, const std::vector<std::string>& known) {
   Args a;
   for (int i = from; i < argc; ++i) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0 || i + 1 >= argc) throw std::invalid_argument("expected --option VALUE at '" + k + "'");
+    if (std::find(known.begin(), known.end(), k) == known.end()) throw std::invalid_argument("unknown option " + k);
     a.v[k] = argv[++i];
   }
   return a;
@@ -176,9 +178,11 @@ std::vector<PhillyJob> read_philly(const std::string& path) {
 }
 
 // ---------------------------------------------------------------- simulation
-enum class Policy { Fifo, Sjf, Srtf, Edf };
+// EdfPlain: EDF on finish deadlines, which reads no prediction; the reference for what predictions add to EDF.
+enum class Policy { Fifo, Sjf, Srtf, Edf, EdfPlain };
 const char* policy_name(Policy p) {
-  return p == Policy::Fifo ? "FIFO" : p == Policy::Sjf ? "SJF" : p == Policy::Srtf ? "SRTF" : "EDF";
+  return p == Policy::Fifo ? "FIFO" : p == Policy::Sjf ? "SJF" : p == Policy::Srtf ? "SRTF" : p == Policy::Edf ? "EDF"
+                                                                                                              : "EDF-plain";
 }
 
 struct Job {
@@ -217,7 +221,7 @@ Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& 
     // ---- allocation at time t
     std::vector<std::size_t> cand = active;
     int used = 0;
-    const bool preemptive = policy == Policy::Srtf || policy == Policy::Edf;
+    const bool preemptive = policy == Policy::Srtf || policy == Policy::Edf || policy == Policy::EdfPlain;
     if (!preemptive) {
       cand.erase(std::remove_if(cand.begin(), cand.end(), [&](std::size_t j) { return running[j] != 0; }), cand.end());
       for (std::size_t j : active) used += running[j] ? jobs[j].gpus : 0;
@@ -234,6 +238,7 @@ Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& 
           // job lengths, so predictions would play no part in it.
           key[j] = jobs[j].deadline - pred_remaining(j);
           break;
+        case Policy::EdfPlain: key[j] = jobs[j].deadline; break;
       }
     }
     std::sort(cand.begin(), cand.end(), [&](std::size_t a, std::size_t b) {
@@ -290,7 +295,9 @@ Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& 
   }
   m.avg_jct_h = std::accumulate(jct.begin(), jct.end(), 0.0) / static_cast<double>(n) / 3600;
   std::sort(jct.begin(), jct.end());
-  m.p99_jct_h = jct[std::min(n - 1, static_cast<std::size_t>(0.99 * static_cast<double>(n)))] / 3600;
+  // nearest rank: the ⌈0.99 n⌉-th smallest (index 1,979 of 2,000; of 100 jobs the 99th, not the largest)
+  const auto rank = static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(n)));
+  m.p99_jct_h = jct[std::min(n - 1, std::max<std::size_t>(rank, 1) - 1)] / 3600;
   m.makespan_h = (last - first) / 3600;
   m.mean_tardiness_h = m.total_tardiness_h / static_cast<double>(n);
   return m;
@@ -299,7 +306,9 @@ Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& 
 int run_sim(const Args& a) {
   const PredTable table = read_predictions(a.get("--predictions"));
   const auto philly = read_philly(a.get("--jobs"));
-  const std::size_t sample = static_cast<std::size_t>(std::stoul(a.get("--sample", "2000")));
+  const long long sample_arg = std::stoll(a.get("--sample", "2000"));
+  if (sample_arg < 1) throw std::invalid_argument("--sample needs at least 1 job");
+  const std::size_t sample = static_cast<std::size_t>(sample_arg);
   // default window: the jobs submitted from the middle of the trace on (steady state, not the first weeks' ramp-up)
   const std::size_t offset = a.has("--offset") ? std::stoul(a.get("--offset")) : philly.size() / 2;
   const std::uint64_t seed = std::stoull(a.get("--seed", "1"));
@@ -316,10 +325,12 @@ int run_sim(const Args& a) {
   }
   const double span = window.back().submit_s - window.front().submit_s;
   const double load = std::stod(a.get("--load", "1.2"));
+  if (!(load > 0) || !std::isfinite(load)) throw std::invalid_argument("--load must be a positive number");
   int gpus = a.has("--gpus") ? std::stoi(a.get("--gpus")) : static_cast<int>(std::ceil(gpu_s / (std::max(span, 1.0) * load)));
   gpus = std::max(gpus, max_gpus);
 
   const int seeds = std::stoi(a.get("--seeds", "5"));
+  if (seeds < 1) throw std::invalid_argument("--seeds needs at least 1");
   // every seed re-draws the configuration of each job and its deadline; metrics are averaged over seeds
   auto draw = [&](std::uint64_t sd) {
     std::mt19937_64 rng(sd);
@@ -367,7 +378,7 @@ int run_sim(const Args& a) {
   std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
   std::vector<std::vector<Job>> drawn;
   for (int k = 0; k < seeds; ++k) drawn.push_back(draw(seed + static_cast<std::uint64_t>(k)));
-  for (Policy pol : {Policy::Fifo, Policy::Sjf, Policy::Srtf, Policy::Edf}) {
+  for (Policy pol : {Policy::Fifo, Policy::Sjf, Policy::Srtf, Policy::Edf, Policy::EdfPlain}) {
     for (const auto& pr : preds) {
       Metrics m;
       double misses = 0, preempt = 0;
@@ -403,6 +414,19 @@ int run_sim(const Args& a) {
     double s = 0;
     for (const auto& cf : table.configs) s += std::abs(cf.pred_us[c] - cf.oracle_us) / cf.oracle_us;
     std::printf(" %s %.2f%%", table.predictors[c].c_str(), 100 * s / static_cast<double>(table.configs.size()));
+  }
+  // SJF and SRTF compare predicted times only, so a predictor's common scale drops out of their order: what they
+  // see is the spread of its errors, the standard deviation of ln(predicted / true)
+  std::printf("\nspread of ln(predicted / true):");
+  for (std::size_t c = 0; c < table.predictors.size(); ++c) {
+    double s = 0, s2 = 0;
+    for (const auto& cf : table.configs) {
+      const double l = std::log(cf.pred_us[c] / cf.oracle_us);
+      s += l;
+      s2 += l * l;
+    }
+    const double k = static_cast<double>(table.configs.size()), mean = s / k;
+    std::printf(" %s %.4f", table.predictors[c].c_str(), std::sqrt(std::max(0.0, s2 / k - mean * mean)));
   }
   std::printf("\n");
   return 0;
@@ -502,8 +526,12 @@ int main(int argc, char** argv) {
   }
   try {
     const std::string cmd = argv[1];
-    if (cmd == "run") return run_sim(parse(argc, argv, 2));
-    if (cmd == "predictions") return run_predictions(parse(argc, argv, 2));
+    if (cmd == "run")
+      return run_sim(parse(argc, argv, 2, {"--jobs", "--predictions", "--sample", "--offset", "--load", "--gpus",
+                                          "--seed", "--seeds", "--out"}));
+    if (cmd == "predictions")
+      return run_predictions(
+          parse(argc, argv, 2, {"--data", "--model", "--train-seconds", "--save-model", "--split", "--out"}));
 #ifdef ETS_SIM_HAVE_FIXTURES
     if (cmd == "synth-data" && argc == 3) return run_synth(argv[2]);
 #endif

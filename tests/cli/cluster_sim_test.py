@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Invariants of examples/cluster_sim on a Philly sample (skips, rc 77, without ../shared/data): a predictor equal to
 # the oracle schedules identically; one that scales every job by the same factor leaves FIFO/SJF/SRTF unchanged
-# (their orders are scale-free); FIFO never reads predictions. Usage: cluster_sim_test.py CLUSTER_SIM PHILLY_CSV WORKDIR
+# (their orders are scale-free); FIFO and EDF-plain never read predictions; bad options are usage errors. Usage: cluster_sim_test.py CLUSTER_SIM PHILLY_CSV WORKDIR
 import csv
 import os
 import random
@@ -36,8 +36,18 @@ for pol in ("FIFO", "SJF", "SRTF", "EDF"):
         if pol != "EDF" and rows[(pol, "opsum")][c] != rows[(pol, "oracle")][c]:
             fails.append(f"{pol} {c}: a uniformly scaled predictor changed a scale-free policy")
 for pred_name in ("opsum", "perop_mlp", "ets+observe"):
-    if rows[("FIFO", pred_name)]["avg_jct_h"] != rows[("FIFO", "oracle")]["avg_jct_h"]:
-        fails.append("FIFO depends on predictions")
+    for pol in ("FIFO", "EDF-plain"):  # neither reads a prediction
+        if rows[(pol, pred_name)]["total_tardiness_h"] != rows[(pol, "oracle")]["total_tardiness_h"]:
+            fails.append(f"{pol} depends on predictions")
+# p99 is the nearest-rank ⌈0.99 n⌉-th smallest JCT, never above the largest and not the largest of 400 jobs here
+for pol in ("FIFO", "SJF", "SRTF", "EDF", "EDF-plain"):
+    if float(rows[(pol, "oracle")]["p99_jct_h"]) > float(rows[(pol, "oracle")]["makespan_h"]):
+        fails.append(f"{pol}: p99 JCT above the makespan")
+# options the simulator does not know, and sizes that leave nothing to simulate, are usage errors (rc 2)
+for extra in (["--sample", "0"], ["--seeds", "0"], ["--seeds", "-3"], ["--load", "0"], ["--sampel", "400"]):
+    q = subprocess.run([sim, "run", "--jobs", philly, "--predictions", pred, *extra], capture_output=True, text=True)
+    if q.returncode != 2:
+        fails.append(f"run {extra}: rc {q.returncode} (want 2) {q.stderr[:200]}")
 if float(rows[("SRTF", "oracle")]["avg_jct_h"]) >= float(rows[("FIFO", "oracle")]["avg_jct_h"]):
     fails.append("SRTF with the oracle should beat FIFO on average JCT under load")
 if fails:
