@@ -1,5 +1,6 @@
 // Example: a scheduler's placement round with ets::Predictor — jobs × environments in one batch call, each job
-// placed where it runs fastest, then measured iteration times fed back with observe() to correct later rounds.
+// placed where it runs fastest, then measured iteration times fed back with observe() to correct later rounds
+// (on the environment each measurement was taken on).
 // Usage: scheduler_hook ENV=MODEL.etsm [ENV=MODEL.etsm...] -- TRACE...
 #include <cstdio>
 #include <exception>
@@ -46,10 +47,17 @@ int main(int argc, char** argv) {
         std::printf("  %-8s -> %-12s %9.3f ms/iter [%.3f, %.3f]  correction x%.3f after %ld observations\n",
                     jobs[j].c_str(), envs[best].c_str(), est.iteration_us / 1e3, est.lo_us / 1e3, est.hi_us / 1e3,
                     est.correction, static_cast<long>(est.observations));
-        // The running job reports its real iteration time (here: the trace's own measurement, when it has one);
-        // the next round's prediction for this job on this environment moves toward it.
+        // A running job reports its measured iteration time on the environment it runs on, and later predictions
+        // of that job there move toward it. Here the only measurement is the trace's own, taken on the hardware it
+        // was recorded on (meta.environment): it corrects that environment alone, and once, being one measurement.
         const ets::ExecutionTrace t = predictor.job_trace(jobs[j]);
-        if (t.has_measurement()) predictor.observe(jobs[j], envs[best], t.measured_us);
+        if (round == 0 && t.has_measurement()) {
+          if (predictor.has_environment(t.meta.environment))
+            predictor.observe(jobs[j], t.meta.environment, t.measured_us);
+          else
+            std::printf("  %-8s was measured on '%s', not a registered environment: nothing to observe\n",
+                        jobs[j].c_str(), t.meta.environment.c_str());
+        }
       }
     }
     return 0;
