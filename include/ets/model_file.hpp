@@ -33,7 +33,8 @@ struct ModelFile {
   /// An input batch and the output the exporting framework computed for it; checked on load. At most kMaxPositions
   /// positions (windows × width), so the check costs little more than reading the weights.
   struct SelfTest {
-    static constexpr int kMaxPositions = 4096;  ///< windows × width a reader accepts (ets.model.10 beyond)
+    /// windows × width a file may carry: ets.model.10 when writing more, ets.model.7 when reading more
+    static constexpr int kMaxPositions = 4096;
     int windows = 0;
     int width = 0;
     std::vector<float> input;     ///< windows × width × input_size

@@ -28,6 +28,7 @@ constexpr std::size_t kAlign = 64;
 constexpr int kMaxDims = 4;
 // The load-time self-test costs positions × parameters; this bound keeps it a small multiple of reading the weights.
 constexpr std::size_t kMaxSelfTestPositions = ModelFile::SelfTest::kMaxPositions;
+constexpr std::uint64_t kMaxEntries = 65536;  // metadata entries, and tensors, a reader accepts
 
 // The one label normalisation ETS writes and reads: log1p, finite means, positive scales.
 bool valid_labels(const ModelFile::LabelNorm& l) {
@@ -336,6 +337,12 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
             Errc::parse, "ets.model.6", "model file sections lie outside the file (metadata {}+{}, tensors {}+{}, body {})",
             meta_off, meta_len, dir_off, dir_len, body);
 
+  // A model has a few dozen entries; the caps keep a crafted file of millions of tiny ones from costing memory many
+  // times its size (each entry becomes a map node).
+  ETS_CHECK(meta_count <= kMaxEntries && tensor_count <= kMaxEntries, Errc::parse, "ets.model.6",
+            "model file lists {} metadata entries and {} tensors (at most {} each)", meta_count, tensor_count,
+            kMaxEntries);
+
   // Metadata.
   std::map<std::string, Meta> meta;
   Reader r{data, static_cast<std::size_t>(meta_off), static_cast<std::size_t>(meta_off + meta_len),
@@ -387,7 +394,8 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
     return e ? e->f : fallback;
   };
 
-  const std::string arch = get_string("arch");
+  const Meta* arch_entry = get("arch", kString, true);
+  const std::string arch(arch_entry->bytes.begin(), arch_entry->bytes.end());
   ETS_CHECK(arch == "bilstm" || arch == "bigru", Errc::unsupported, "ets.model.11",
             "model architecture '{}' is not supported (expected 'bilstm' or 'bigru')", arch);
   ModelFile m;
@@ -472,6 +480,9 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
     for (std::size_t i = 0; i < v.size(); ++i) {
       const auto bits = static_cast<std::uint32_t>(le(p + 4 * i, 4));
       std::memcpy(&v[i], &bits, 4);
+      // without a self-test a NaN weight would load and fail every prediction later (ets.aggregate.3)
+      ETS_CHECK(std::isfinite(v[i]), Errc::parse, "ets.model.6", "tensor '{}' holds a non-finite value at index {}",
+                name, i);
     }
     return v;
   };

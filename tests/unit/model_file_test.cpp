@@ -265,6 +265,37 @@ TEST_CASE("bad magic, missing file and inconsistent content have their own ids")
   CHECK_THROWS_AS(ets::save_model(sample_model(6), "/nonexistent/dir/m.etsm"), ets::Error);
 }
 
+TEST_CASE("a missing arch, a non-finite weight and absurd entry counts are structure errors") {
+  const auto good = ets::serialize_model(sample_model(6));
+  {  // "arch" is required: without it the reader used to report architecture '' unsupported (ets.model.11)
+    auto b = good;
+    std::memcpy(b.data() + find(b, "arch"), "arcz", 4);
+    fix_crc(b);
+    CHECK(error_id(b) == "ets.model.6");
+  }
+  {  // a NaN weight is refused on load even when the self-test (which would catch it) is skipped
+    // directory entry: u16 name length, name, u8 dtype, u8 ndim, ndim × u64 dims, u64 offset, u64 bytes
+    auto b = good;
+    const std::size_t name = find(b, "weight_ih_l0");
+    const std::size_t ndim = b[name + 12 + 1];
+    std::uint64_t offset = 0;
+    std::memcpy(&offset, b.data() + name + 12 + 2 + 8 * ndim, 8);
+    const std::uint32_t nan_bits = 0x7fc00000u;
+    std::memcpy(b.data() + offset, &nan_bits, 4);
+    fix_crc(b);
+    ets::ModelLoadOptions no_self_test;
+    no_self_test.verify_self_test = false;
+    CHECK(error_id(b, no_self_test) == "ets.model.6");
+  }
+  {  // the metadata count (u32 at offset 56): millions of tiny entries would cost many times the file in memory
+    auto b = good;
+    const std::uint32_t many = 70000;
+    std::memcpy(b.data() + 56, &many, 4);
+    fix_crc(b);
+    CHECK(error_id(b) == "ets.model.6");
+  }
+}
+
 TEST_CASE("tensors that share bytes in the file are refused, so a small file cannot decode into many times its size") {
   auto b = ets::serialize_model(sample_model(8));
   // Directory entry: u16 name length, name, u8 dtype, u8 rank, rank × u64 dims, u64 offset, u64 size.
