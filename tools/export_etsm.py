@@ -4,7 +4,7 @@
 """Usage (Debian torch 1.13, /usr/bin/python3):
 
   export_etsm.py export --out m.etsm [--input-size 16 --hidden 16 --layers 4 --seed 1 --cell lstm|gru]
-                        [--state-dict trained.pt]
+                        [--state-dict trained.pt] [--encoder-from ets_model.etsm]
                         [--parity p.bin --parity-windows 4 --width 12]
   export_etsm.py fixtures --out-dir tests/data      # the committed test fixtures (see tests/data/README.md)
 
@@ -237,8 +237,20 @@ def export(args):
     x_st = windows_input(rng, 2, args.width, args.input_size)
     cfg = dict(input_size=args.input_size, hidden=args.hidden, layers=args.layers, outputs=2,
                bidirectional=not args.unidirectional, cell=args.cell)
-    write_etsm(args.out, lstm_tensors(net), cfg, window=(args.width, args.stride), hardware_env=args.hardware_env,
-               provenance=provenance, selftest=(x_st, torch_forward(net, x_st), 1e-4))
+    encoder_state, labels, window = b"", None, (args.width, args.stride)
+    if args.encoder_from:
+        # a network trained outside ETS on ETS's features: take the encoder (FeatureSpec), the label normalisation
+        # and the window geometry from the ETS model the features came from, so `ets predict` can use the export
+        src, _ = read_etsm(args.encoder_from)
+        if src["lstm.input_size"] != args.input_size:
+            sys.exit("export_etsm.py: --encoder-from %s encodes %d features, the network takes %d"
+                     % (args.encoder_from, src["lstm.input_size"], args.input_size))
+        encoder_state = src["encoder.state"]
+        labels = {k: src["labels." + k] for k in ("transform", "time_mean", "time_scale", "gap_mean", "gap_scale")}
+        window = (src["window.width"], src["window.stride"])
+        provenance["encoder_from"] = os.path.basename(args.encoder_from)
+    write_etsm(args.out, lstm_tensors(net), cfg, window=window, encoder_state=encoder_state, labels=labels,
+               hardware_env=args.hardware_env, provenance=provenance, selftest=(x_st, torch_forward(net, x_st), 1e-4))
     if args.parity:
         x = windows_input(rng, args.parity_windows, args.width, args.input_size)
         write_parity(args.parity, x, torch_forward(net, x))
@@ -292,6 +304,8 @@ def main(argv=None):
     e.add_argument("--width", type=int, default=12)
     e.add_argument("--stride", type=int, default=4)
     e.add_argument("--hardware-env", default="")
+    e.add_argument("--encoder-from", help="an ETS model (.etsm) whose encoder state, label normalisation and window "
+                   "geometry the export carries, so `ets predict` can use it (its input size must match)")
     e.add_argument("--parity", help="also write a parity fixture (input windows + torch output)")
     e.add_argument("--parity-windows", type=int, default=4)
     f = sub.add_parser("fixtures")

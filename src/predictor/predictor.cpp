@@ -197,6 +197,9 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
   m->env = !env_in.empty() ? env_in : !file.hardware_env.empty() ? file.hardware_env : "default";
   m->file = file;
   m->encoder_key = encoder_key(file);
+  ETS_CHECK(!file.encoder_state.empty(), Errc::shape, "ets.predict.6",
+            "model for '{}' carries no encoder state (a bare network, e.g. exported without --encoder-from): it cannot "
+            "encode traces", m->env);
   auto encoder =
       std::make_shared<const WindowEncoder>(FeatureSpec::deserialize(file.encoder_state), file.window_width,
                                             file.window_stride);

@@ -230,6 +230,10 @@ TEST_CASE("Predictor errors carry stable ids", "[predictor]") {
   three.weights.head_w.resize(static_cast<std::size_t>(3 * c3.hidden * c3.directions()), 0.f);
   three.weights.head_b.resize(3, 0.f);
   CHECK(error_id([&] { p.add_model("three", three); }) == "ets.predict.6");
+  // a bare network (e.g. exported from PyTorch without an encoder) cannot encode traces: refused by name
+  ets::ModelFile bare = ets_test::small_model(traces, 1);
+  bare.encoder_state.clear();
+  CHECK(error_id([&] { p.add_model("bare", bare); }) == "ets.predict.6");
   CHECK(p.environments().size() == 1);
   CHECK(p.remove_job("j"));
   CHECK_FALSE(p.remove_job("j"));
