@@ -68,6 +68,12 @@ TEST_CASE("train → save → load → evaluate on a synthetic dataset", "[train
   CHECK(res.val_mre == Approx(res.training.best_val_metric).epsilon(1e-4));
   CHECK(res.model.provenance.at("dataset") == dir.string());
   CHECK(res.model.weights.config.hidden == 16);
+  // the labels.* metadata is a bit-exact copy of the encoder's label moments (model-format.md)
+  const auto stored = ets::FeatureSpec::deserialize(res.model.encoder_state);
+  CHECK(res.model.labels.time_mean == stored.label_moments(0).mean);
+  CHECK(res.model.labels.time_scale == stored.label_moments(0).stdev);
+  CHECK(res.model.labels.gap_mean == stored.label_moments(1).mean);
+  CHECK(res.model.labels.gap_scale == stored.label_moments(1).stdev);
 
   const std::string path = (dir / "m.etsm").string();
   ets::save_model(res.model, path);
