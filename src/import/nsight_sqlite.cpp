@@ -313,6 +313,9 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     else if (backward || inside(backward_marks, *g)) x.rec.phase = Phase::Backward;
     x.rec.sequence = range_seq(g->text);
     x.rec.inputs = range_sizes(g->text);
+    // the weight's rank tells a generic convolution's 1d / 2d / 3d apart (backward ones list grad_out first)
+    if (const std::size_t w = backward ? 2 : 1; x.rec.inputs.size() > w)
+      x.rec.name = normalize_op_name(raw, &backward, static_cast<int>(x.rec.inputs[w].dims.size()));
     x.kstart = b.kernels.front().start;
     x.kend = b.kernels.front().end;
     std::int64_t busy = 0;

@@ -139,15 +139,16 @@ Node read_node(od::object obj) {
   return n;
 }
 
-// Operators are namespaced ("aten::conv2d", "c10d::allreduce_"). Not operators: profiler / autograd bookkeeping,
-// autograd nodes ("torch::autograd::AccumulateGrad", whose aten children are the ops) and dotted
-// record_function labels ("torch.distributed.ddp.reducer::copy_bucket_to_grad").
+// Operators are namespaced ("aten::conv2d", "c10d::allreduce_", "torch::autograd::AccumulateGrad", which the
+// Kineto reader also keeps as one op, accumulate_grad, over its aten children). Not operators: profiler / autograd
+// bookkeeping and record_function labels, whose "namespace" holds a dot, space or '#'
+// ("torch.distributed.ddp.reducer::copy_bucket_to_grad").
 bool is_operator(std::string_view name) {
   const auto p = name.find("::");
   if (p == std::string_view::npos || p == 0) return false;
   const std::string_view ns = name.substr(0, p);
   if (ns.find_first_of(" .#") != std::string_view::npos) return false;
-  return ns != "profiler" && ns != "autograd" && ns != "torch";
+  return ns != "profiler" && ns != "autograd";
 }
 
 // "ProfilerStep#7" -> 7.
@@ -215,9 +216,13 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   }
   if (!have_nodes || schema.empty())
     ETS_THROW(Errc::parse, "ets.et.2", "'{}' is not a PyTorch Execution Trace (needs \"schema\" and \"nodes\")", path);
-  if (!starts_with(schema, "1."))
-    ETS_THROW(Errc::unsupported, "ets.et.3", "'{}': Execution Trace schema '{}' is not supported (1.x only)", path,
-              schema);
+  // the schemas this reader was written against: PyTorch's 1.0.x and Chakra's 1.1.x-chakra.*
+  if (!starts_with(schema, "1.0.") && !starts_with(schema, "1.1.") )
+    ETS_THROW(Errc::unsupported, "ets.et.3", "'{}': Execution Trace schema '{}' is not supported (1.0.x, 1.1.x-chakra)",
+              path, schema);
+  if (starts_with(schema, "1.1.") && schema.find("-chakra") == std::string::npos)
+    ETS_THROW(Errc::unsupported, "ets.et.3", "'{}': Execution Trace schema '{}' is not supported (1.0.x, 1.1.x-chakra)",
+              path, schema);
 
   std::unordered_map<std::int64_t, std::size_t> by_id;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -292,10 +297,14 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
     OpRecord rec;
     rec.raw_name = n.name;
     bool backward = false;
-    rec.name = normalize_op_name(n.name, &backward);
+    const RawArgs args = raw_args(n);
+    // the weight's rank tells a generic convolution's 1d / 2d / 3d apart (backward ones list grad_out first)
+    rec.name = normalize_op_name(n.name, &backward, args.dims.size() >= 2 ? static_cast<int>(args.dims[1].size()) : 0);
+    if (backward && args.dims.size() >= 3)
+      rec.name = normalize_op_name(n.name, &backward, static_cast<int>(args.dims[2].size()));
     rec.phase = backward && o.phase == Phase::Forward ? Phase::Backward : o.phase;
     rec.sequence = n.seq;
-    fill_from_args(rec, raw_args(n));
+    fill_from_args(rec, args);
     fill_analytic(rec);
     out.back().ops.push_back(std::move(rec));
   }

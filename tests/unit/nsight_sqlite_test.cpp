@@ -190,6 +190,33 @@ TEST_CASE("synthetic Nsight capture: ops from NVTX ranges timed by their kernels
   CHECK(mem[1] == traces[1]);
 }
 
+TEST_CASE("Nsight: a generic convolution is named by its weight's rank, as in Kineto traces") {
+  TempDir dir;
+  const std::string path = (dir.path / "conv.sqlite").string();
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  exec(db, kSchema);
+  Builder b{db};
+  b.range(1000, 90000, 1, "ProfilerStep#1");
+  b.range(2000, 3000, 1, "aten::convolution, seq = 1, sizes = [[2, 4, 100], [8, 4, 5], [8]]");          // 1-D
+  b.range(4000, 5000, 1, "aten::convolution, seq = 2, sizes = [[2, 4, 9, 9, 9], [6, 4, 3, 3, 3], [6]]");  // 3-D
+  b.range(6000, 7000, 1, "aten::convolution_backward, seq = 2, sizes = [[2, 6, 7, 7, 7], [2, 4, 9, 9, 9], [6, 4, 3, 3, 3]]");
+  b.launch(2100, 2200, 1, 1);
+  b.kernel(10000, 11000, 1);
+  b.launch(4100, 4200, 1, 2);
+  b.kernel(12000, 13000, 2);
+  b.launch(6100, 6200, 1, 3);
+  b.kernel(14000, 15000, 3);
+  sqlite3_close(db);
+  const auto traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
+  REQUIRE(traces.size() == 1);
+  REQUIRE(traces[0].ops.size() == 3);
+  CHECK(traces[0].ops[0].name == "conv1d");
+  CHECK(traces[0].ops[1].name == "conv3d");
+  CHECK(traces[0].ops[2].name == "conv3d");  // backward: the weight is its third tensor
+  CHECK(traces[0].ops[2].phase == ets::Phase::Backward);
+}
+
 TEST_CASE("the real Nsight fixture has no kernel table: a stable error id naming it") {
   ETS_REQUIRE_SHARED("nsight/weatherbench2_report1.sqlite");
   const std::string path = ets_test::shared_data("nsight/weatherbench2_report1.sqlite");

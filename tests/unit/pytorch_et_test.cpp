@@ -167,6 +167,31 @@ TEST_CASE("ET tar members: DLRM rank 0 and HuggingFace GPT-2") {
   }
 }
 
+TEST_CASE("ET: AccumulateGrad is one op as in Kineto traces; generic convolutions are named by the weight's rank") {
+  const std::string et = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "[pytorch|profiler|execution_trace|thread]", "id": 2, "parent": 1, "seq_id": -1,
+     "inputs": [], "input_shapes": [], "input_types": []},
+    {"name": "aten::convolution", "id": 3, "parent": 2, "seq_id": 1, "inputs": [[], [], []],
+     "input_shapes": [[2, 4, 100], [8, 4, 5], [8]], "input_types": ["Tensor(float)", "Tensor(float)", "Tensor(float)"]},
+    {"name": "aten::convolution", "id": 4, "parent": 2, "seq_id": 2, "inputs": [[], [], []],
+     "input_shapes": [[2, 4, 9, 9, 9], [6, 4, 3, 3, 3], [6]], "input_types": ["Tensor(float)", "Tensor(float)", "Tensor(float)"]},
+    {"name": "torch::autograd::AccumulateGrad", "id": 5, "parent": 2, "seq_id": -1, "inputs": [[]],
+     "input_shapes": [[8]], "input_types": ["Tensor(float)"]},
+    {"name": "aten::add_", "id": 6, "parent": 5, "seq_id": -1, "inputs": [[], []],
+     "input_shapes": [[8], [8]], "input_types": ["Tensor(float)", "Tensor(float)"]},
+    {"name": "torch.distributed.ddp.reducer::copy_bucket_to_grad", "id": 7, "parent": 2, "seq_id": -1, "inputs": [],
+     "input_shapes": [], "input_types": []},
+    {"name": "aten::copy_", "id": 8, "parent": 7, "seq_id": -1, "inputs": [[], []],
+     "input_shapes": [[8], [8]], "input_types": ["Tensor(float)", "Tensor(float)"]}]})J";
+  const auto t = read_et(et, "conv_and_grad.json");
+  REQUIRE(t.size() == 1);
+  REQUIRE(t[0].ops.size() == 4);
+  CHECK(t[0].ops[0].name == "conv1d");
+  CHECK(t[0].ops[1].name == "conv3d");
+  CHECK(t[0].ops[2].name == "accumulate_grad");  // the autograd node, not its aten::add_ child
+  CHECK(t[0].ops[3].raw_name == "aten::copy_");   // a record_function label is not an op; its child is
+}
+
 TEST_CASE("malformed Execution Traces raise documented ids") {
   const std::string good = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
     {"name": "[pytorch|profiler|execution_trace|thread]", "id": 2, "parent": 1, "seq_id": -1,
@@ -184,6 +209,9 @@ TEST_CASE("malformed Execution Traces raise documented ids") {
   CHECK(error_id("[1, 2]") == "ets.et.2");
   CHECK(error_id(R"({"traceEvents": []})") == "ets.et.2");
   CHECK(error_id(R"({"schema": "2.0", "nodes": []})") == "ets.et.3");
+  CHECK(error_id(R"({"schema": "1.5.0", "nodes": []})") == "ets.et.3");   // only the schemas read: 1.0.x ...
+  CHECK(error_id(R"({"schema": "1.1.0", "nodes": []})") == "ets.et.3");   // ... and 1.1.x-chakra
+  CHECK(error_id(R"({"schema": "1.1.0-chakra.0.0.4", "nodes": []})") != "ets.et.3");
   CHECK(error_id(R"({"schema": "1.0.1", "nodes": [{"name": "aten::relu"}]})") == "ets.et.4");
   CHECK(error_id(R"({"schema": "1.0.1", "nodes": []})") == "ets.et.5");
   CHECK(error_id(R"({"schema": "1.0.1", "nodes": [{"name": 5, "id": 1}]})") == "ets.et.1");
