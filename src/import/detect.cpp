@@ -20,9 +20,7 @@ const char* format_name(Format f) noexcept {
   return "unknown";
 }
 
-namespace {
-
-std::string_view skip_space(std::string_view s) {
+std::string_view skip_leading_space(std::string_view s) {
   std::size_t i = 0;
   if (s.size() >= 3 && static_cast<unsigned char>(s[0]) == 0xEF && static_cast<unsigned char>(s[1]) == 0xBB &&
       static_cast<unsigned char>(s[2]) == 0xBF)
@@ -30,6 +28,10 @@ std::string_view skip_space(std::string_view s) {
   while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
   return s.substr(i);
 }
+
+namespace {
+
+std::string_view skip_space(std::string_view s) { return skip_leading_space(s); }
 
 // A top-level key anywhere in the head: `"key"` followed by optional space and ':'. Kineto files put
 // "traceEvents" after deviceProperties/distributedInfo, so the head must be generous (callers pass >= 64 KiB).
@@ -56,11 +58,12 @@ Format detect_format(std::string_view head, const std::string& path) {
   const std::string_view s = skip_space(head);
   if (s.empty()) return Format::Unknown;
   if (s[0] != '{') return is_ets_csv_header(s) ? Format::EtsCsv : Format::Unknown;
-  // ets-trace's header line is {"format":"ets-trace",...}; allow spaces after '{' and ':'.
+  // ets-trace's header line is {"format":"ets-trace","version":[1,0]}, its members in any order
   {
-    std::string_view t = skip_space(s.substr(1));
-    if (t.rfind("\"format\"", 0) == 0) {
-      t = skip_space(t.substr(8));
+    const std::string_view first = s.substr(0, s.find('\n'));
+    for (std::size_t pos = first.find("\"format\""); pos != std::string_view::npos;
+         pos = first.find("\"format\"", pos + 1)) {
+      const std::string_view t = skip_space(first.substr(pos + 8));
       if (!t.empty() && t[0] == ':' && skip_space(t.substr(1)).rfind("\"ets-trace\"", 0) == 0) return Format::EtsTrace;
     }
   }

@@ -41,11 +41,13 @@ std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOpti
   opt.keep_incomplete = options.keep_incomplete;
   if (is_sqlite(path)) return import::read_nsight_sqlite(path, opt);
   const std::string bytes = import::read_file_bytes(path);
+  // a BOM or leading blank lines were skipped to detect the format, so the reader starts where detection looked
+  const std::string_view text = import::skip_leading_space(bytes);
   switch (import::detect_format(bytes, path)) {
-    case import::Format::KinetoJson: return import::read_kineto_json(bytes, path, opt);
-    case import::Format::EtsCsv: return import::read_ets_csv(bytes, path, opt);
-    case import::Format::EtsTrace: return import::read_ets_trace(bytes, path, opt);
-    case import::Format::PytorchEt: return import::read_pytorch_et(bytes, path, opt);
+    case import::Format::KinetoJson: return import::read_kineto_json(text, path, opt);
+    case import::Format::EtsCsv: return import::read_ets_csv(text, path, opt);
+    case import::Format::EtsTrace: return import::read_ets_trace(text, path, opt);
+    case import::Format::PytorchEt: return import::read_pytorch_et(text, path, opt);
     case import::Format::NsightSqlite: return import::read_nsight_sqlite_bytes(bytes, path, opt);  // a gzipped database
     case import::Format::Unknown: break;
   }

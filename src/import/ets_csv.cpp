@@ -229,6 +229,8 @@ void decode_params(std::int64_t op, const std::vector<std::int64_t>& p, OpRecord
 void meta_from_name(const std::string& path, ExecutionTrace& t) {
   std::string_view name = path;
   if (const auto slash = name.find_last_of("/\\"); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  // gzip is transparent to every reader, so "x.csv.gz" names the same trace as "x.csv"
+  if (name.size() > 3 && name.substr(name.size() - 3) == ".gz") name.remove_suffix(3);
   if (name.size() > 4 && name.substr(name.size() - 4) == ".csv") name.remove_suffix(4);
   if (const auto sep = name.find("__"); sep != std::string_view::npos) {
     t.meta.environment = std::string(name.substr(0, sep));

@@ -446,6 +446,17 @@ class Reader {
       ETS_THROW(Errc::version, "ets.etst.2", "'{}' is ets-trace version {}.{}; this reader reads version {}.x (written as {}.{})",
                 path_, major, minor, kTraceFileMajor, kTraceFileMajor, kTraceFileMinor);
     lenient_ = minor > static_cast<std::uint64_t>(kTraceFileMinor);
+    // the header's members follow the rules of every other line: known ones once each, no others in a 1.0 file
+    static constexpr const char* names[] = {"format", "version"};
+    std::uint32_t seen = 0;
+    for (const auto [key, v] : obj) {
+      (void)v;
+      int idx = -1;
+      for (int i = 0; i < 2; ++i)
+        if (key == names[i]) idx = i;
+      if (idx < 0) { unknown(key); continue; }
+      duplicate(seen, idx, key);
+    }
   }
 
   // ---- iteration line; returns the declared op count

@@ -172,6 +172,15 @@ TEST_CASE("malformed ETS CSV input raises documented ids") {
   CHECK(ok[0].ops[0].time_us == 2.0);
   CHECK(ok[0].ops[0].gap_us == 0.5);
   CHECK(ok[0].ops[0].start_us == 1.0);
+  // gzip is transparent: "x.csv.gz" names the trace as "x.csv" does (the iteration used to be lost)
+  for (const char* name : {"T4CPUALL__alexnet.1_7.csv", "T4CPUALL__alexnet.1_7.csv.gz"}) {
+    INFO(name);
+    const auto named = read_csv(std::string(kHeader) + row, name);
+    CHECK(named[0].iteration == 7);
+    CHECK(named[0].meta.model == "alexnet");
+    CHECK(named[0].meta.extra.count("config") == 1);
+    CHECK(named[0].meta.extra.at("config") == "1");
+  }
 
   CHECK(error_id("") == "ets.csv.1");
   CHECK(error_id("a,b,c\n1,2,3\n") == "ets.csv.1");

@@ -336,11 +336,41 @@ TEST_CASE("ets-trace header and versions") {
   // ... but version 1.0 files must not carry unknown members
   CHECK(error_id(replace_first(good, "\"n\":", "\"future\":1,\"n\":")) == "ets.etst.9");
 
+  // the header obeys the rules of every line: a 1.0 header has no unknown members and none twice
+  CHECK(error_id(replace_first(good, "\"version\":[1,0]", "\"version\":[1,0],\"extra\":1")) == "ets.etst.9");
+  CHECK(error_id(replace_first(good, "\"version\":[1,0]", "\"version\":[1,0],\"version\":[1,0]")) == "ets.etst.9");
+  CHECK(parse(replace_first(good, "\"version\":[1,0]", "\"version\":[1,1],\"extra\":1")).size() == 1);
+
   CHECK(error_id("") == "ets.etst.3");
   CHECK(error_id("{\"format\":\"kineto\",\"version\":[1,0]}\n") == "ets.etst.3");
   CHECK(error_id("{\"format\":\"ets-trace\",\"version\":\"1.0\"}\n") == "ets.etst.3");
   CHECK(error_id("{\"traceEvents\":[]}") == "ets.etst.3");
   CHECK(error_id("{\"format\":\"ets-trace\",\"version\":[1,0]}\n{\"end\":{\"traces\":0}}\n") == "no error");
+}
+
+TEST_CASE("Tracer::load reads what detection saw: after a BOM or blank lines, header members in any order") {
+  const fs::path dir = fs::temp_directory_path() / "ets_trace_bom_test";
+  fs::create_directories(dir);
+  auto put = [&](const std::string& name, const std::string& bytes) {
+    const fs::path p = dir / name;
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p.string();
+  };
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string etst = ets::serialize_traces({small_trace()});
+  CHECK(ets::Tracer::load(put("bom.etst", bom + etst)).at(0) == small_trace());
+  const std::string reordered = replace_first(etst, "{\"format\":\"ets-trace\",\"version\":[1,0]}",
+                                              "{\"version\":[1,0],\"format\":\"ets-trace\"}");
+  CHECK(ets::Tracer::detect(put("reordered.etst", reordered)) == "ets-trace");
+  CHECK(ets::Tracer::load(put("reordered2.etst", reordered)).at(0) == small_trace());
+  // a Kineto trace with a BOM and a blank line in front was detected as Kineto, then refused (ets.kineto.1)
+  const std::string kineto = ets::import::read_file_bytes(ets_test::fixture("cpu_small_mlp.json.gz"));
+  const auto plain = ets::Tracer::load(ets_test::fixture("cpu_small_mlp.json.gz"));
+  const auto with_bom = ets::Tracer::load(put("bom.json", bom + "\n" + kineto));
+  REQUIRE(with_bom.size() == plain.size());
+  CHECK(with_bom[0].ops.size() == plain[0].ops.size());
+  CHECK(with_bom[0].measured_us == plain[0].measured_us);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("ets-trace strict validation on read") {
