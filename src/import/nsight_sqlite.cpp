@@ -107,7 +107,10 @@ bool icontains(std::string_view s, std::string_view needle) {
 }
 
 // "ProfilerStep#12", "iteration 3", "iter_3", "step 7" (case-insensitive): the iteration markers we recognise.
+// Under emit_nvtx a record_function range is spelt like an op ("ProfilerStep#3, op_id = 5"): the marker is the
+// text before the first comma, as an op's name is.
 bool iteration_marker(std::string_view text, std::int64_t& index) {
+  text = text.substr(0, text.find(','));
   static constexpr std::string_view prefixes[] = {"ProfilerStep#", "iteration", "iter", "step"};
   for (std::string_view p : prefixes) {
     if (text.size() <= p.size()) continue;

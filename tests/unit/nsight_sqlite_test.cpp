@@ -190,14 +190,14 @@ TEST_CASE("synthetic Nsight capture: ops from NVTX ranges timed by their kernels
   CHECK(mem[1] == traces[1]);
 }
 
-TEST_CASE("Nsight: a generic convolution is named by its weight's rank, as in Kineto traces") {
+TEST_CASE("Nsight: emit_nvtx step markers; a generic convolution is named by its weight's rank, as in Kineto") {
   TempDir dir;
   const std::string path = (dir.path / "conv.sqlite").string();
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
   exec(db, kSchema);
   Builder b{db};
-  b.range(1000, 90000, 1, "ProfilerStep#1");
+  b.range(1000, 90000, 1, "ProfilerStep#1, op_id = 9");  // as emit_nvtx spells a record_function range
   b.range(2000, 3000, 1, "aten::convolution, seq = 1, sizes = [[2, 4, 100], [8, 4, 5], [8]]");          // 1-D
   b.range(4000, 5000, 1, "aten::convolution, seq = 2, sizes = [[2, 4, 9, 9, 9], [6, 4, 3, 3, 3], [6]]");  // 3-D
   b.range(6000, 7000, 1, "aten::convolution_backward, seq = 2, sizes = [[2, 6, 7, 7, 7], [2, 4, 9, 9, 9], [6, 4, 3, 3, 3]]");
@@ -210,6 +210,8 @@ TEST_CASE("Nsight: a generic convolution is named by its weight's rank, as in Ki
   sqlite3_close(db);
   const auto traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
   REQUIRE(traces.size() == 1);
+  CHECK(traces[0].iteration == 1);     // the marker was read through its ", op_id = 9"
+  CHECK(traces[0].measured_us == 89);  // its range, 1,000 to 90,000 ns
   REQUIRE(traces[0].ops.size() == 3);
   CHECK(traces[0].ops[0].name == "conv1d");
   CHECK(traces[0].ops[1].name == "conv3d");
