@@ -50,6 +50,9 @@ ETS_INLINE BiLstmPredictor::BiLstmPredictor(LstmWeights weights, Backend backend
     }
   }
   if (backend_ == nullptr) backend_ = std::make_shared<const detail::CpuLstmBackend>(*weights_);
+  // as for a caller-made backend: a factory's backend must run the network it was given
+  ETS_CHECK(backend_->config() == weights_->config, Errc::shape, "ets.predictor.1",
+            "backend '{}' was built for a different network shape than the weights", backend_->name());
 }
 
 ETS_INLINE BiLstmPredictor::BiLstmPredictor(LstmWeights weights, std::unique_ptr<InferenceBackend> backend) {

@@ -242,6 +242,11 @@ struct FakeBackend : ets::InferenceBackend {
 std::unique_ptr<ets::InferenceBackend> fake_factory(const ets::LstmWeights& w) {
   return std::make_unique<FakeBackend>(w.config);
 }
+std::unique_ptr<ets::InferenceBackend> mismatched_factory(const ets::LstmWeights& w) {
+  auto c = w.config;
+  c.hidden += 1;  // a backend for another network
+  return std::make_unique<FakeBackend>(c);
+}
 std::unique_ptr<ets::InferenceBackend> failing_factory(const ets::LstmWeights&) {
   ETS_THROW(ets::Errc::backend, "ets.cuda.1", "no CUDA device present");
 }
@@ -276,6 +281,16 @@ TEST_CASE("backend selection: Cuda needs a factory, Auto falls back to the CPU a
     CHECK(p.backend_name() == "fake-cuda");
     CHECK(p.backend_note().empty());
     CHECK(p.predict(batch_of(std::vector<float>(12 * 6), 1, 12, 6)).front() == 42.0f);
+  }
+  // a factory's backend must run the network it was given, as a caller-made one must (below)
+  ets::detail::set_cuda_backend_factory(&mismatched_factory);
+  for (auto b : {ets::Backend::Cuda, ets::Backend::Auto}) {
+    try {
+      ets::BiLstmPredictor p(w, b);
+      FAIL("a backend of another network was accepted");
+    } catch (const ets::Error& e) {
+      CHECK(e.id() == "ets.predictor.1");
+    }
   }
   ets::detail::set_cuda_backend_factory(nullptr);
   // A caller-made backend must agree with the weights' shape.
