@@ -81,12 +81,18 @@ struct Builder {
   }
 };
 
-// Two ProfilerSteps on thread 1, backward on thread 2. Times in ns.
-std::string make_capture(const fs::path& dir, bool with_nvtx = true) {
-  const std::string path = (dir / (with_nvtx ? "capture.sqlite" : "no_nvtx.sqlite")).string();
+// A new database at path with the tables of an Nsight export (kSchema).
+sqlite3* new_capture(const std::string& path) {
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
   exec(db, kSchema);
+  return db;
+}
+
+// Two ProfilerSteps on thread 1, backward on thread 2. Times in ns.
+std::string make_capture(const fs::path& dir, bool with_nvtx = true) {
+  const std::string path = (dir / (with_nvtx ? "capture.sqlite" : "no_nvtx.sqlite")).string();
+  sqlite3* db = new_capture(path);
   if (!with_nvtx) exec(db, "DROP TABLE NVTX_EVENTS");
   Builder b{db};
   if (with_nvtx) {
@@ -193,9 +199,7 @@ TEST_CASE("synthetic Nsight capture: ops from NVTX ranges timed by their kernels
 TEST_CASE("Nsight: emit_nvtx step markers; a generic convolution is named by its weight's rank, as in Kineto") {
   TempDir dir;
   const std::string path = (dir.path / "conv.sqlite").string();
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  exec(db, kSchema);
+  sqlite3* db = new_capture(path);
   Builder b{db};
   b.range(1000, 90000, 1, "ProfilerStep#1, op_id = 9");  // as emit_nvtx spells a record_function range
   b.range(2000, 3000, 1, "aten::convolution, seq = 1, sizes = [[2, 4, 100], [8, 4, 5], [8]]");          // 1-D
@@ -276,9 +280,7 @@ TEST_CASE("Nsight reader: missing tables, non-SQLite and corrupt input") {
 TEST_CASE("Nsight reader: timestamps whose differences would wrap 64 bits are ets.nsight.6") {
   TempDir dir;
   const std::string path = (dir.path / "far.sqlite").string();
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-  exec(db, kSchema);
+  sqlite3* db = new_capture(path);
   Builder b{db};
   const std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
   b.range(lo, hi, 1, "aten::relu, seq = 1");
