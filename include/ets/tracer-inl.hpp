@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "ets/tracer.hpp"
 
@@ -34,6 +35,11 @@ ETS_INLINE Tracer::Scope Tracer::op(std::string name, Phase phase, std::vector<T
     nested_.push_back({id, std::move(rec)});
     return Scope(this, gen | kNested | static_cast<std::int64_t>(id));
   }
+  // The first op after a step(): the iteration that step() closed ends here (its last gap runs to this op), unless
+  // an empty step() came between or it was taken already.
+  if (open_.empty() && !done_.empty() && done_.back().boundary_us == last_boundary_us_ &&
+      std::isnan(done_.back().next_first_us))
+    done_.back().next_first_us = rec.start_us;
   Live l;
   l.rec = std::move(rec);
   open_.push_back(std::move(l));
@@ -85,12 +91,12 @@ ETS_INLINE void Tracer::step() {
   const double t = now_us();
   std::lock_guard<std::mutex> lock(mutex_);
   if (!open_.empty()) {
-    Done d;
+    done_.emplace_back();  // the one step that can throw (bad_alloc), before anything is moved out of open_
+    Done& d = done_.back();
     d.ops = std::move(open_);
     d.boundary_us = t;
     d.prev_boundary_us = last_boundary_us_;
     d.iteration = next_iteration_++;
-    done_.push_back(std::move(d));
   }
   open_.clear();
   nested_.clear();
@@ -111,26 +117,37 @@ ETS_INLINE std::vector<ExecutionTrace> Tracer::take() {
     std::lock_guard<std::mutex> lock(mutex_);
     done.swap(done_);
   }
+  // Everything that can throw (bad_alloc) is allocated before any op is moved: on failure the iterations go back
+  // to the Tracer, so a caller that catches it loses nothing.
   std::vector<ExecutionTrace> out;
-  out.reserve(done.size());
-  for (Done& d : done) {
-    ExecutionTrace tr;
-    tr.meta = meta_;
+  try {
+    out.resize(done.size());
+    for (std::size_t k = 0; k < done.size(); ++k) {
+      out[k].meta = meta_;
+      out[k].ops.reserve(done[k].ops.size());
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_.insert(done_.begin(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
+    throw;
+  }
+  for (std::size_t k = 0; k < done.size(); ++k) {
+    Done& d = done[k];
+    ExecutionTrace& tr = out[k];
     tr.iteration = d.iteration;
     tr.start_us = d.ops.front().rec.start_us;
     const double from = std::isnan(d.prev_boundary_us) ? tr.start_us : d.prev_boundary_us;
     tr.measured_us = d.boundary_us - from;
-    tr.ops.reserve(d.ops.size());
+    const double end_of_iteration = std::isnan(d.next_first_us) ? d.boundary_us : d.next_first_us;
     for (std::size_t i = 0; i < d.ops.size(); ++i) {
       OpRecord r = std::move(d.ops[i].rec);
-      const double next = i + 1 < d.ops.size() ? d.ops[i + 1].rec.start_us : d.boundary_us;
+      const double next = i + 1 < d.ops.size() ? d.ops[i + 1].rec.start_us : end_of_iteration;
       // A scope still open at step() is cut at the boundary.
       const double end = d.ops[i].end_us < 0 ? d.boundary_us : d.ops[i].end_us;
       r.time_us = std::max(0.0, std::min(end, next) - r.start_us);
       r.gap_us = std::max(0.0, next - r.start_us - r.time_us);
-      tr.ops.push_back(std::move(r));
+      tr.ops.push_back(std::move(r));  // within the reserved capacity: cannot throw
     }
-    out.push_back(std::move(tr));
   }
   return out;
 }

@@ -27,9 +27,11 @@ namespace ets {
 ///   std::vector<ets::ExecutionTrace> its = tracer.take();
 /// \endcode
 /// Only the outermost open scope is an op; scopes opened inside it (helpers that trace themselves) are folded
-/// into it. An op's time is its scope's span (steady_clock), its gap the time to the next op's start; the last
-/// op's gap runs to the step() that ends the iteration. measured_us is the distance between step() calls (for the
-/// first iteration: from its first op). Threading: every member locks one mutex, so take() may run on another
+/// into it. An op's time is its scope's span (steady_clock), its gap the time to the next op's start. As in every
+/// importer, an iteration ends where the next one starts: the last op's gap runs to the next iteration's first op
+/// (time outside any scope after step(), e.g. data loading, is overhead of the iteration before), or to the step()
+/// that ended it when take() hands it out before the next op starts. measured_us is the distance between step()
+/// calls (for the first iteration: from its first op), an independent label like a ProfilerStep's duration. Threading: every member locks one mutex, so take() may run on another
 /// thread, but scopes must be opened and closed by one training thread (nesting is tracked per Tracer, not per
 /// thread).
 class Tracer {
@@ -107,6 +109,7 @@ class Tracer {
     std::vector<Live> ops;
     double boundary_us;  ///< the step() that closed it
     double prev_boundary_us;  ///< the step() before (NaN for the first)
+    double next_first_us = kUnknown;  ///< start of the next iteration's first op, once it has one
     std::int64_t iteration;
   };
 
