@@ -19,7 +19,7 @@ ETS_INLINE double Tracer::now_us() const noexcept {
 }
 
 ETS_INLINE Tracer::Scope Tracer::op(std::string name, Phase phase, std::vector<TensorInfo> inputs, HyperParams hyper,
-                                    double flops) {
+                                    double flops, double bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::int64_t gen = static_cast<std::int64_t>(generation_) << 32;
   OpRecord rec;
@@ -29,6 +29,7 @@ ETS_INLINE Tracer::Scope Tracer::op(std::string name, Phase phase, std::vector<T
   rec.inputs = std::move(inputs);
   rec.hyper = std::move(hyper);
   rec.flops = flops;
+  rec.bytes = bytes;
   rec.start_us = now_us();
   if (op_open_) {  // inside the open op: kept aside in case it outlives it (`s = tracer.op(...)` does)
     const std::uint32_t id = next_nested_id_++ & 0x7fffffffu;

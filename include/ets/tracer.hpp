@@ -62,8 +62,10 @@ class Tracer {
   /// Opens a scope; the op ends when the returned Scope is destroyed (or end() is called on it). Only the outermost
   /// open scope is an op; a nested scope still open when its op ends becomes the next op from then on (so
   /// `s = tracer.op(...)`, which opens before it ends the old op, records both).
+  /// The op carries what is passed: unlike the importers, which derive hyper-parameters, FLOPs and bytes from an
+  /// op's arguments, a live op has only these, so pass them for features comparable to an imported trace's.
   [[nodiscard]] ETS_INLINE Scope op(std::string name, Phase phase, std::vector<TensorInfo> inputs = {},
-                                    HyperParams hyper = {}, double flops = kUnknown);
+                                    HyperParams hyper = {}, double flops = kUnknown, double bytes = kUnknown);
   /// Marks the end of the current iteration (and the start of the next).
   ETS_INLINE void step();
   /// Returns the iterations completed by step() so far and forgets them; the open iteration stays.

@@ -1,5 +1,5 @@
-// Operator naming and static features shared by importers and the live tracer: normalised names, phase hints,
-// hyper-parameters from argument shapes, and analytic FLOPs / bytes (docs/trace-format.md has the tables).
+// Operator naming and static features shared by the importers (the live Tracer records what its caller passes):
+// normalised names, phase hints, hyper-parameters from argument shapes, analytic FLOPs / bytes (trace-format.md).
 #pragma once
 
 #include <cstdint>

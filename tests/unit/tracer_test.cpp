@@ -196,6 +196,21 @@ TEST_CASE("live scopes: a scope that outlives the op it opened in becomes the ne
     CHECK(its[i].sum_us() == Approx(its[i + 1].start_us - its[i].start_us).epsilon(1e-12));
 }
 
+TEST_CASE("live scopes carry the hyper-parameters, FLOPs and bytes they are given") {
+  Tracer tracer;
+  HyperParams h;
+  h.set(Hyper::OutChannels, 16);
+  { auto s = tracer.op("linear", Phase::Forward, {{{4, 8}, DType::Float32}}, h, 1024, 4096); }
+  { auto s = tracer.op("relu", Phase::Forward); }
+  tracer.step();
+  const auto its = tracer.take();
+  REQUIRE(its.size() == 1);
+  CHECK(its[0].ops[0].flops == 1024);
+  CHECK(its[0].ops[0].bytes == 4096);
+  CHECK(its[0].ops[0].hyper.get(Hyper::OutChannels) == 16);
+  CHECK(std::isnan(its[0].ops[1].bytes));  // not given: unknown, never guessed
+}
+
 TEST_CASE("live scopes: time outside any scope after step() is the previous iteration's last gap") {
   // The importers' rule: an iteration ends where the next one starts, so unscoped work between step() and the next
   // first op (data loading) is overhead of the iteration before, and Σ(time + gap) chains without holes.
