@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <mutex>
 #include <type_traits>
 #include <vector>
@@ -326,6 +328,10 @@ std::string CudnnBackend::description() const { return impl_->description; }
 void CudnnBackend::forward(const float* x, int windows, int width, float* y) const {
   ETS_CHECK(windows >= 0 && width > 0, Errc::invalid_argument, "ets.cuda.8",
             "forward() needs windows >= 0 and width > 0 (got {} × {})", windows, width);
+  // cuDNN and cuBLAS take the position count as int: more would wrap (the CPU backend refuses it too)
+  ETS_CHECK(static_cast<std::int64_t>(windows) * width <= std::numeric_limits<std::int32_t>::max(),
+            Errc::invalid_argument, "ets.cuda.8", "forward() of {} windows × {} positions exceeds 2^31 − 1 positions",
+            windows, width);
   if (windows == 0) return;
   ETS_CHECK(x != nullptr && y != nullptr, Errc::invalid_argument, "ets.cuda.8", "forward() got a null buffer");
   DeviceScope scope(impl_->device);

@@ -31,7 +31,7 @@ struct CudnnOptions {
 class CudnnBackend final : public InferenceBackend {
  public:
   /// Throws ets::Error: ets.cuda.1 without a device, ets.cuda.6 / ets.cuda.7 for weights that do
-  /// not match their config, ets.cuda.2/3 for CUDA / cuDNN failures.
+  /// not match their config, ets.cuda.2 / 3 / 9 for CUDA / cuDNN / cuBLAS failures.
   explicit CudnnBackend(const LstmWeights& weights, const CudnnOptions& options = {});
   ~CudnnBackend() override;
   CudnnBackend(const CudnnBackend&) = delete;
@@ -41,7 +41,7 @@ class CudnnBackend final : public InferenceBackend {
   std::string name() const override { return "cuda-cudnn"; }
   const LstmConfig& config() const noexcept override;
 
-  /// "NVIDIA H200 (sm_90, 139.8 GiB), cuDNN 9.x"
+  /// "NVIDIA H200 (sm_90), cuDNN 9.19.0"
   std::string description() const;
 
  private:
