@@ -4,10 +4,12 @@
 //                      [--hidden H] [--json]
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,7 +41,11 @@ Dist dist(std::vector<double> v) {
   Dist d;
   if (v.empty()) return d;
   std::sort(v.begin(), v.end());
-  auto q = [&](double p) { return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))]; };
+  // nearest rank: the ⌈p·n⌉-th smallest (p99 of 100 samples is the 99th, not the maximum)
+  auto q = [&](double p) {
+    const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, std::max<std::size_t>(rank, 1) - 1)];
+  };
   d.p50 = q(0.50);
   d.p90 = q(0.90);
   d.p99 = q(0.99);
@@ -51,7 +57,8 @@ Dist dist(std::vector<double> v) {
 }
 
 void print(const char* what, const Dist& d, const char* unit) {
-  std::printf("%-44s n=%-6zu p50 %10.1f  p90 %10.1f  p99 %10.1f  max %10.1f  mean %10.1f %s\n", what, d.n, d.p50, d.p90,
+  // three decimals: a warm query takes well under a microsecond
+  std::printf("%-44s n=%-6zu p50 %12.3f  p90 %12.3f  p99 %12.3f  max %12.3f  mean %12.3f %s\n", what, d.n, d.p50, d.p90,
               d.p99, d.max, d.mean, unit);
 }
 
@@ -64,7 +71,37 @@ std::string json(const Dist& d) {
 
 }  // namespace
 
+int run(int argc, char** argv);
+
+// Bad arguments and library errors end with a message and exit 2 / 1, not an abort.
 int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "batch_latency: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "batch_latency: %s\n", e.what());
+    return 1;
+  }
+}
+
+// A whole number in [lo, hi] for option `name`, or std::invalid_argument.
+int whole(const std::string& name, const std::string& s, int lo, int hi) {
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s.empty() || v < lo || v > hi)
+    throw std::invalid_argument(name + " takes a whole number in " + std::to_string(lo) + ".." + std::to_string(hi) +
+                                ", not '" + s + "'");
+  return static_cast<int>(v);
+}
+
+int run(int argc, char** argv) {
   std::string model_path;
   int jobs = 100, ops_min = 400, ops_max = 800, envs = 2, queries = 10000, batch = 8, hidden = 0;
   bool as_json = false;
@@ -78,13 +115,13 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--model") model_path = next();
-    else if (a == "--jobs") jobs = std::stoi(next());
-    else if (a == "--ops-min") ops_min = std::stoi(next());
-    else if (a == "--ops-max") ops_max = std::stoi(next());
-    else if (a == "--envs") envs = std::stoi(next());
-    else if (a == "--queries") queries = std::stoi(next());
-    else if (a == "--batch") batch = std::stoi(next());
-    else if (a == "--hidden") hidden = std::stoi(next());
+    else if (a == "--jobs") jobs = whole(a, next(), 1, 1000000);
+    else if (a == "--ops-min") ops_min = whole(a, next(), 1, 10000000);
+    else if (a == "--ops-max") ops_max = whole(a, next(), 1, 10000000);
+    else if (a == "--envs") envs = whole(a, next(), 1, 1000);
+    else if (a == "--queries") queries = whole(a, next(), 1, 1000000000);
+    else if (a == "--batch") batch = whole(a, next(), 1, 1000000);
+    else if (a == "--hidden") hidden = whole(a, next(), 0, 65536);
     else if (a == "--json") as_json = true;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
@@ -92,6 +129,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (ops_min > ops_max) throw std::invalid_argument("--ops-min must not exceed --ops-max");
   // Mid-size jobs: op counts uniform in [ops_min, ops_max] (the middle of the dataset's 0–1,200+ op buckets).
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> size(ops_min, ops_max);
@@ -189,8 +227,10 @@ int main(int argc, char** argv) {
                 cold_batch_n, cold_batch_us / static_cast<double>(cold_batch_n), cold_batch_us / 1e6);
   print("warm predict_batch call", wc, "us");
   print("warm, per prediction", wp, "us");
-  std::printf("%d warm predictions in %.3f s (%zu calls of %d jobs x %d envs, 1 observe per 10 calls, %.1f us each)\n",
+  std::printf("%d warm predictions in %.6f s (%zu calls of up to %d jobs x %d envs, %.1f jobs per call on average; "
+              "1 observe per 10 calls, %.3f us each)\n",
               done, warm_total_s, call_us.size(), batch, envs,
+              static_cast<double>(done) / static_cast<double>(std::max<std::size_t>(1, call_us.size())) / envs,
               call_us.size() >= 10 ? observe_total / static_cast<double>(call_us.size() / 10) : 0.0);
   return 0;
 }

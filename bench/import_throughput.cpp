@@ -16,7 +16,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string path = argv[1];
-  const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
+  int repeats = 5;
+  if (argc > 2) {  // a whole number of repeats, nothing else
+    char* end = nullptr;
+    const long v = std::strtol(argv[2], &end, 10);
+    if (end == argv[2] || *end != '\0' || v < 1 || v > 100000) {
+      std::fprintf(stderr, "ets_bench_import: REPEATS must be a whole number in 1..100000, not '%s'\n", argv[2]);
+      return 2;
+    }
+    repeats = static_cast<int>(v);
+  }
   try {
     const std::string bytes = ets::import::read_file_bytes(path);
     std::vector<double> secs;

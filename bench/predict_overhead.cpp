@@ -38,8 +38,17 @@ int main(int argc, char** argv) {
   int rounds = 21;
   bool json = false;
   for (int i = 3; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--json") == 0) json = true;
-    else rounds = std::max(3, std::atoi(argv[i]));
+    if (std::strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else {  // a whole number of rounds (at least 3, for a median), nothing else
+      char* end = nullptr;
+      const long v = std::strtol(argv[i], &end, 10);
+      if (end == argv[i] || *end != '\0' || v < 3 || v > 100000) {
+        std::fprintf(stderr, "predict_overhead: ROUNDS must be a whole number in 3..100000, not '%s'\n", argv[i]);
+        return 2;
+      }
+      rounds = static_cast<int>(v);
+    }
   }
   try {
     auto t0 = Clock::now();

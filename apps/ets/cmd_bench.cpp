@@ -57,6 +57,7 @@ std::vector<int> int_list(const std::string& s) {
       throw std::invalid_argument("bad list value '" + item + "' in '" + s + "' (positive whole numbers)");
     out.push_back(v);
   }
+  if (out.empty()) throw std::invalid_argument("empty list '" + s + "' (comma-separated positive whole numbers)");
   return out;
 }
 
@@ -181,6 +182,14 @@ int run_bench(const Args& args) {
 
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("ets-bench-{}", ::getpid());
   std::filesystem::create_directories(dir);
+  // removed on every way out, an exception included (the peers' files and the models can be large)
+  struct RemoveDir {
+    std::filesystem::path p;
+    ~RemoveDir() {
+      std::error_code ec;
+      std::filesystem::remove_all(p, ec);
+    }
+  } remove_dir{dir};
   std::vector<BiLstmPredictor> models;
   std::vector<Case> cases;
   for (std::size_t hi = 0; hi < hiddens.size(); ++hi) {
@@ -260,7 +269,6 @@ int run_bench(const Args& args) {
   }
   const std::string peer_info = peer ? peer->info() : "null";
   peer.reset();
-  std::filesystem::remove_all(dir);
 
   const double ceil_gflops = median(ceiling);
   if (json) {
