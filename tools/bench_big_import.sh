@@ -38,6 +38,7 @@ ops = sum(i.get("ops", 0) for i in its) if isinstance(its, list) else info.get("
 print(f"file        {nbytes / 1e9:.3f} GB ({nbytes} bytes)")
 print(f"iterations  {n_its}, ops {ops}")
 print(f"wall        {secs:.1f} s, {nbytes / 1e6 / secs:.0f} MB/s")
-print(f"peak RSS    {rss_kb / 1e6:.2f} GB = {rss_kb * 1e3 / nbytes:.2f} x file size")
+# GNU time reports KiB
+print(f"peak RSS    {rss_kb * 1024 / 1e9:.2f} GB = {rss_kb * 1024 / nbytes:.2f} x file size")
 PY
 rm -f "$log" "$log.out"

@@ -11,6 +11,7 @@ Run it with a Python that has torch (Debian's /usr/bin/python3, or the /opt/ets-
 """
 import json
 import os
+import re
 import sys
 import time
 
@@ -40,7 +41,8 @@ def blas_info():
                     libs.add(os.path.realpath(p))
     except OSError:
         pass
-    return {"torch_build_blas": [s.strip() for s in cfg.split(",") if "BLAS_INFO" in s],
+    m = re.search(r"BLAS_INFO=([^,\s]+)", cfg)
+    return {"torch_build_blas": m.group(1) if m else None,
             "loaded_blas_libraries": sorted(libs),
             "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}
 
@@ -65,6 +67,8 @@ class Peers:
                 so.inter_op_num_threads = 1
                 so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
                 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                # denormals flushed as in ETS's forward (FTZ/DAZ) and torch (set_flush_denormal below)
+                so.add_session_config_entry("session.set_denormal_as_zero", "1")
                 self.sessions[h] = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         return self.models[h]
 
@@ -115,9 +119,11 @@ def main():
     folder, width = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 12
     torch.set_num_threads(1)
     torch.set_grad_enabled(False)
+    flushed = torch.set_flush_denormal(True)  # as ETS's forward sets FTZ/DAZ: both or neither
     peers = Peers(folder, width)
     info = {"torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-            "onnxruntime": ort.__version__ if ort is not None else None, "python": sys.executable}
+            "onnxruntime": ort.__version__ if ort is not None else None, "python": sys.executable,
+            "flush_denormal": flushed}
     info.update(blas_info())
     print("ready " + json.dumps(info), flush=True)
     for line in sys.stdin:
