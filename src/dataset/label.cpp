@@ -72,6 +72,14 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
   const ExecutionTrace& ref = passes.front().front();
   ETS_CHECK(!ref.ops.empty(), Errc::invalid_argument, "ets.label.1", "pass 1 iteration 1 holds no operator");
 
+  // Passes of one configuration run the same number of steps. One that lost or gained an iteration (a cut capture,
+  // an empty step) would also skew the bracket: with every iteration on one side of the label, its weights no
+  // longer sum the per-op labels to the label.
+  for (std::size_t p = 1; p < passes.size(); ++p)
+    ETS_CHECK(passes[p].size() == passes.front().size(), Errc::invalid_trace, "ets.label.6",
+              "pass {} holds {} iterations, pass 1 holds {}: passes of one configuration must hold as many", p + 1,
+              passes[p].size(), passes.front().size());
+
   Result r;
   std::size_t samples = 0;
   for (std::size_t p = 0; p < passes.size(); ++p) {
