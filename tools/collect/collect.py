@@ -97,7 +97,14 @@ class Collector:
         st = self.status(cid, p)
         if st is None:
             return True
-        return (not st.get("ok")) and self.a.retry_failed
+        if st.get("ok"):
+            # done only while its trace is still there (--prune-raw / --invalidate remove traces) and it ran with
+            # this collection's settings (a --quick pass into the same --out is not a full pass)
+            settings = st.get("settings")
+            same = settings is None or settings == {"warmup": self.a.warmup, "iters": self.a.iters}
+            trace = os.path.join(self.raw, cid, f"pass{p}.json.gz")
+            return not (same and os.path.exists(trace))
+        return self.a.retry_failed
 
     # ---- passes
     def run_pass(self, ids: list, p: int, progress: Progress) -> None:
@@ -111,7 +118,11 @@ class Collector:
                    "--raw", self.raw, "--device", self.a.device, "--warmup", str(self.a.warmup),
                    "--iters", str(self.a.iters), "--max-iter-s", str(self.a.max_iter_s),
                    "--env-out", os.path.join(self.state, f"env-pass{p}.json")]
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+            # stderr goes to a file, not a pipe: a worker that writes much to stderr while the collector reads stdout
+            # would otherwise block both forever
+            err_path = os.path.join(self.state, f"worker-pass{p}-{os.getpid()}.stderr")
+            err_fh = open(err_path, "w+")
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err_fh, text=True, cwd=ROOT)
             finished = set()
             assert proc.stdout is not None
             for line in proc.stdout:
@@ -123,8 +134,14 @@ class Collector:
                     self.log(ev="pass", config=cid, **{"pass": p}, ok=ok, secs=secs,
                              error=st.get("error", ""))
                     progress.update(f"{cid} p{p} {secs:.1f}s{'' if ok else ' FAILED'}", ok)
-            err = proc.stderr.read() if proc.stderr else ""
             rc = proc.wait()
+            err_fh.seek(0)
+            err = err_fh.read()
+            err_fh.close()
+            try:
+                os.remove(err_path)
+            except OSError:
+                pass
             todo = [c for c in todo if c not in finished]
             if rc == 0 and not todo:
                 break
@@ -135,6 +152,10 @@ class Collector:
                 with open(marker) as fh:
                     culprit = fh.read().strip()
                 os.remove(marker)
+            if culprit is None and not finished:
+                # died before starting any config (an import error, a broken environment): blaming each config in
+                # turn would start one failing process per config; stop and say why
+                sys.exit(f"collect.py: the worker exited with {rc} before its first config:\n{err[-2000:]}")
             if culprit is None and todo:
                 culprit = todo[0]
             if culprit:
@@ -333,9 +354,10 @@ def select(args) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(ROOT, "data"), help="dataset root (default: data/)")
+    ap.add_argument("--out", default=None, help="dataset root (default: data/; data/quick/ with --quick, so a dry run "
+                    "never mixes its short passes into the dataset)")
     ap.add_argument("--raw", default="", help="raw Kineto JSON folder (default: OUT/raw)")
-    ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--passes", type=int, default=None, help="timing passes per config (default 3; 2 with --quick)")
     ap.add_argument("--families", default="", help="comma-separated family names")
     ap.add_argument("--configs", default="", help="file with one config id per line")
     ap.add_argument("--limit", type=int, default=0)
@@ -370,11 +392,15 @@ def main(argv=None) -> int:
         args.warmup = 1
         args.iters = 5
         args.max_iter_s = min(args.max_iter_s, 1.0)
-        if "--passes" not in (argv or sys.argv):
+        if args.passes is None:  # an explicit --passes N or --passes=N wins
             args.passes = 2
         args.block = min(args.block, 8)
-    if args.iters < 1 or args.passes < 1:
-        ap.error("--iters and --passes must be ≥ 1")
+    if args.passes is None:
+        args.passes = 3
+    if args.out is None:
+        args.out = os.path.join(ROOT, "data", "quick") if args.quick else os.path.join(ROOT, "data")
+    if args.iters < 1 or args.passes < 1 or args.warmup < 1:
+        ap.error("--iters, --passes and --warmup must be ≥ 1")
 
     if args.manifest:
         os.makedirs(args.out, exist_ok=True)

@@ -179,6 +179,8 @@ def main(argv=None) -> int:
             cfg = config(cid)
             rec = run_config(torch, cfg, args.pass_no, args.raw, args, env_rec)
             rec["env"] = {k: env_rec.get(k) for k in ("environment", "threads", "blas_core", "gemm512_gflops")}
+            # the settings the pass ran with: a resumed collection with other settings must not count it as done
+            rec["settings"] = {"warmup": args.warmup, "iters": args.iters}
         except Exception as e:  # one failing config never stops a pass
             rec = {"ok": False, "config": cid, "pass": args.pass_no, "pid": os.getpid(),
                    "finished_unix": time.time(), "error": f"{type(e).__name__}: {e}",
