@@ -23,10 +23,20 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/models/default.etsm)
 endif()
 install(EXPORT etsTargets NAMESPACE ets:: DESTINATION ${ETS_INSTALL_CMAKEDIR})
 
+if(BUILD_SHARED_LIBS)  # a static libets.a needs its private dependencies at the consumer's link
+  set(ETS_PACKAGE_STATIC 0)
+else()
+  set(ETS_PACKAGE_STATIC 1)
+endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/etsConfig.cmake.in
   ${PROJECT_BINARY_DIR}/etsConfig.cmake INSTALL_DESTINATION ${ETS_INSTALL_CMAKEDIR})
-write_basic_package_version_file(${PROJECT_BINARY_DIR}/etsConfigVersion.cmake
-  COMPATIBILITY SameMajorVersion)
+# Before 1.0 a minor version may change the API (CHANGELOG): find_package(ets 0.1) must not accept 0.2.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(_ets_compat SameMinorVersion)
+else()
+  set(_ets_compat SameMajorVersion)
+endif()
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/etsConfigVersion.cmake COMPATIBILITY ${_ets_compat})
 install(FILES ${PROJECT_BINARY_DIR}/etsConfig.cmake ${PROJECT_BINARY_DIR}/etsConfigVersion.cmake
         DESTINATION ${ETS_INSTALL_CMAKEDIR})
 # The same config also works from the build tree (find_package(ets) with ets_DIR=<build dir>): the
