@@ -296,7 +296,9 @@ bool is_ets_csv_header(std::string_view bytes) {
 std::vector<ExecutionTrace> read_ets_csv(std::string_view bytes, const std::string& path, const Options&) {
   Csv csv{skip_bom(bytes), path};
   std::vector<std::string> f;
-  if (!csv.next(f)) ETS_THROW(Errc::parse, "ets.csv.1", "'{}' is empty", path);
+  do {  // the header is the first non-blank line (detection skips leading blank lines too)
+    if (!csv.next(f)) ETS_THROW(Errc::parse, "ets.csv.1", "'{}' is empty", path);
+  } while (f.size() == 1 && trim(f[0]).empty());
   int col[cCount];
   const char* missing = "";
   if (!find_columns(f, col, missing))

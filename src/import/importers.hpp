@@ -25,8 +25,7 @@ struct Options {
 std::string read_file_bytes(const std::string& path);
 
 Format detect_format(std::string_view head, const std::string& path);
-/// The text after a UTF-8 BOM and leading whitespace: where detect_format() looks, and what the JSON and CSV
-/// readers are given (a BOM is not JSON, and a CSV's header is its first non-blank line).
+/// The text after a UTF-8 BOM and leading whitespace: where detect_format() looks.
 std::string_view skip_leading_space(std::string_view s);
 /// The first record of `bytes` (a UTF-8 BOM skipped) is a CSV header with the columns op, dir and params, in any
 /// order: an ETS CSV, whose reader then names any other required column that is missing.

@@ -172,6 +172,14 @@ TEST_CASE("malformed ETS CSV input raises documented ids") {
   CHECK(ok[0].ops[0].time_us == 2.0);
   CHECK(ok[0].ops[0].gap_us == 0.5);
   CHECK(ok[0].ops[0].start_us == 1.0);
+  // a header after blank lines is found (detection skips them too), and row numbers in errors count them
+  CHECK(read_csv("\n\n" + std::string(kHeader) + row)[0].ops.size() == 1);
+  try {
+    read_csv("\n\n" + std::string(kHeader) + "203,1,2\n");
+    FAIL("a short row must be refused");
+  } catch (const ets::Error& e) {
+    CHECK(std::string(e.what()).find("x.csv:4:") != std::string::npos);
+  }
   // gzip is transparent: "x.csv.gz" names the trace as "x.csv" does (the iteration used to be lost)
   for (const char* name : {"T4CPUALL__alexnet.1_7.csv", "T4CPUALL__alexnet.1_7.csv.gz"}) {
     INFO(name);
