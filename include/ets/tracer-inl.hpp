@@ -129,7 +129,14 @@ ETS_INLINE std::vector<ExecutionTrace> Tracer::take() {
     }
   } catch (...) {
     std::lock_guard<std::mutex> lock(mutex_);
-    done_.insert(done_.begin(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
+    if (done_.empty()) {
+      done_.swap(done);  // the usual case (nothing completed meanwhile): cannot throw
+    } else {
+      try {
+        done_.insert(done_.begin(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
+      } catch (...) {  // no memory even for that: the iterations completed meanwhile stay, these are lost
+      }
+    }
     throw;
   }
   for (std::size_t k = 0; k < done.size(); ++k) {
