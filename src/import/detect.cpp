@@ -20,18 +20,18 @@ const char* format_name(Format f) noexcept {
   return "unknown";
 }
 
-std::string_view skip_leading_space(std::string_view s) {
-  std::size_t i = 0;
-  if (s.size() >= 3 && static_cast<unsigned char>(s[0]) == 0xEF && static_cast<unsigned char>(s[1]) == 0xBB &&
-      static_cast<unsigned char>(s[2]) == 0xBF)
-    i = 3;  // UTF-8 BOM
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
-  return s.substr(i);
+std::string_view skip_bom(std::string_view s) {
+  return s.size() >= 3 && s.compare(0, 3, "\xEF\xBB\xBF") == 0 ? s.substr(3) : s;
 }
 
 namespace {
 
-std::string_view skip_space(std::string_view s) { return skip_leading_space(s); }
+std::string_view skip_space(std::string_view s) {
+  s = skip_bom(s);
+  std::size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
+  return s.substr(i);
+}
 
 // A top-level key anywhere in the head: `"key"` followed by optional space and ':'. Kineto files put
 // "traceEvents" after deviceProperties/distributedInfo, so the head must be generous (callers pass >= 64 KiB).

@@ -43,11 +43,7 @@ std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOpti
   const std::string bytes = import::read_file_bytes(path);
   // A UTF-8 BOM is not JSON: the readers start after it. (Only the BOM: leading blank lines stay, so the .etst and
   // CSV readers' line numbers in errors still match the file; JSON parsers skip whitespace themselves.)
-  const std::string_view text =
-      bytes.size() >= 3 && static_cast<unsigned char>(bytes[0]) == 0xEF && static_cast<unsigned char>(bytes[1]) == 0xBB &&
-              static_cast<unsigned char>(bytes[2]) == 0xBF
-          ? std::string_view(bytes).substr(3)
-          : std::string_view(bytes);
+  const std::string_view text = import::skip_bom(bytes);
   switch (import::detect_format(bytes, path)) {
     case import::Format::KinetoJson: return import::read_kineto_json(text, path, opt);
     case import::Format::EtsCsv: return import::read_ets_csv(text, path, opt);

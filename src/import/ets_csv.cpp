@@ -251,10 +251,6 @@ void meta_from_name(const std::string& path, ExecutionTrace& t) {
   }
 }
 
-std::string_view skip_bom(std::string_view s) {
-  return s.size() >= 3 && s.compare(0, 3, "\xEF\xBB\xBF") == 0 ? s.substr(3) : s;
-}
-
 // Column positions from the header row; false when a required column is missing (`missing` names it).
 bool find_columns(const std::vector<std::string>& header, int (&col)[cCount], const char*& missing) {
   std::fill(std::begin(col), std::end(col), -1);

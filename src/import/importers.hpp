@@ -25,8 +25,8 @@ struct Options {
 std::string read_file_bytes(const std::string& path);
 
 Format detect_format(std::string_view head, const std::string& path);
-/// The text after a UTF-8 BOM and leading whitespace: where detect_format() looks.
-std::string_view skip_leading_space(std::string_view s);
+/// The text after a UTF-8 BOM (s itself without one): a BOM is not JSON, nor part of a CSV header.
+std::string_view skip_bom(std::string_view s);
 /// The first record of `bytes` (a UTF-8 BOM skipped) is a CSV header with the columns op, dir and params, in any
 /// order: an ETS CSV, whose reader then names any other required column that is missing.
 bool is_ets_csv_header(std::string_view bytes);
