@@ -282,13 +282,9 @@ struct Collected {
 // "Concrete Inputs"); rec.raw_name must be set.
 void apply_raw_args(OpRecord& rec, const RawArgs& raw) {
   bool bwd = false;
-  const int weight_rank = raw.dims.size() >= 2 ? static_cast<int>(raw.dims[1].size()) : 0;
-  rec.name = normalize_op_name(rec.raw_name, &bwd, weight_rank);
-  if (bwd) {
-    rec.phase = Phase::Backward;
-    // Backward convolutions list (grad_out, input, weight): the weight's rank decides 1d/2d/3d.
-    if (raw.dims.size() >= 3) rec.name = normalize_op_name(rec.raw_name, &bwd, static_cast<int>(raw.dims[2].size()));
-  }
+  const auto rank = [&](std::size_t i) { return raw.dims.size() > i ? static_cast<int>(raw.dims[i].size()) : -1; };
+  rec.name = normalize_op_name_by_args(rec.raw_name, &bwd, rank(1), rank(2));
+  if (bwd) rec.phase = Phase::Backward;
   fill_from_args(rec, raw);
   rec.phase = bwd ? Phase::Backward : Phase::Forward;  // the assembly decides the phase from the enclosing spans
 }

@@ -311,14 +311,13 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     const std::string_view raw = range_op_name(g->text);
     bool backward = false;
     x.rec.raw_name = std::string(raw);
-    x.rec.name = normalize_op_name(raw, &backward);
+    x.rec.inputs = range_sizes(g->text);
+    const auto& in = x.rec.inputs;
+    const auto rank = [&](std::size_t i) { return in.size() > i ? static_cast<int>(in[i].dims.size()) : -1; };
+    x.rec.name = normalize_op_name_by_args(raw, &backward, rank(1), rank(2));
     if (inside(update_marks, *g)) x.rec.phase = Phase::Update;
     else if (backward || inside(backward_marks, *g)) x.rec.phase = Phase::Backward;
     x.rec.sequence = range_seq(g->text);
-    x.rec.inputs = range_sizes(g->text);
-    // the weight's rank tells a generic convolution's 1d / 2d / 3d apart (backward ones list grad_out first)
-    if (const std::size_t w = backward ? 2 : 1; x.rec.inputs.size() > w)
-      x.rec.name = normalize_op_name(raw, &backward, static_cast<int>(x.rec.inputs[w].dims.size()));
     x.kstart = b.kernels.front().start;
     x.kend = b.kernels.front().end;
     std::int64_t busy = 0;

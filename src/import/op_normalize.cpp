@@ -186,6 +186,14 @@ void set_pair(HyperParams& h, Hyper a, Hyper b, const std::vector<std::int64_t>&
 
 }  // namespace
 
+std::string normalize_op_name_by_args(std::string_view raw, bool* backward, int second_rank, int third_rank) {
+  bool bwd = false;
+  std::string name = normalize_op_name(raw, &bwd, std::max(second_rank, 0));
+  if (bwd && third_rank >= 0) name = normalize_op_name(raw, &bwd, third_rank);
+  if (backward) *backward = bwd;
+  return name;
+}
+
 std::string normalize_op_name(std::string_view raw, bool* backward, int weight_rank) {
   if (backward) *backward = false;
   std::string_view s = raw;

@@ -15,6 +15,9 @@ namespace ets::import {
 /// "autograd::engine::evaluate_function: AddmmBackward0" -> "linear" (with *backward = true).
 /// weight_rank (dims of the weight argument, 0 if unknown) tells conv1d/2d/3d apart for generic convolution names.
 std::string normalize_op_name(std::string_view raw, bool* backward = nullptr, int weight_rank = 0);
+/// normalize_op_name with the weight's rank taken from the op's tensor arguments, as every importer does: the second
+/// argument's rank for a forward op, the third's for a backward one (grad_out comes first); -1 when absent.
+std::string normalize_op_name_by_args(std::string_view raw, bool* backward, int second_rank, int third_rank);
 
 /// Raw argument lists as profilers record them (positional; tensors and non-tensors alike).
 struct RawArgs {

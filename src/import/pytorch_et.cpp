@@ -217,10 +217,8 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   if (!have_nodes || schema.empty())
     ETS_THROW(Errc::parse, "ets.et.2", "'{}' is not a PyTorch Execution Trace (needs \"schema\" and \"nodes\")", path);
   // the schemas this reader was written against: PyTorch's 1.0.x and Chakra's 1.1.x-chakra.*
-  if (!starts_with(schema, "1.0.") && !starts_with(schema, "1.1.") )
-    ETS_THROW(Errc::unsupported, "ets.et.3", "'{}': Execution Trace schema '{}' is not supported (1.0.x, 1.1.x-chakra)",
-              path, schema);
-  if (starts_with(schema, "1.1.") && schema.find("-chakra") == std::string::npos)
+  const bool known = starts_with(schema, "1.0.") || (starts_with(schema, "1.1.") && schema.find("-chakra") != std::string::npos);
+  if (!known)
     ETS_THROW(Errc::unsupported, "ets.et.3", "'{}': Execution Trace schema '{}' is not supported (1.0.x, 1.1.x-chakra)",
               path, schema);
 
@@ -298,10 +296,8 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
     rec.raw_name = n.name;
     bool backward = false;
     const RawArgs args = raw_args(n);
-    // the weight's rank tells a generic convolution's 1d / 2d / 3d apart (backward ones list grad_out first)
-    rec.name = normalize_op_name(n.name, &backward, args.dims.size() >= 2 ? static_cast<int>(args.dims[1].size()) : 0);
-    if (backward && args.dims.size() >= 3)
-      rec.name = normalize_op_name(n.name, &backward, static_cast<int>(args.dims[2].size()));
+    const auto rank = [&](std::size_t i) { return args.dims.size() > i ? static_cast<int>(args.dims[i].size()) : -1; };
+    rec.name = normalize_op_name_by_args(n.name, &backward, rank(1), rank(2));
     rec.phase = backward && o.phase == Phase::Forward ? Phase::Backward : o.phase;
     rec.sequence = n.seq;
     fill_from_args(rec, args);
