@@ -144,17 +144,13 @@ int run_predict(const Args& a) {
     for (std::size_t e = 0; e < envs.size(); ++e) {
       if (format == "json") {
         const Prediction d = predictor.predict_detailed(t, envs[e]);
-        Predictor::Estimate est;
-        est.iteration_us = d.iteration_us;
-        est.lo_us = d.lo_us;
-        est.hi_us = d.hi_us;
-        const double err = t.has_measurement() ? (est.iteration_us - t.measured_us) / t.measured_us : kUnknown;
+        const double err = t.has_measurement() ? (d.iteration_us - t.measured_us) / t.measured_us : kUnknown;
         rows += fmt::format("{{\"trace\":\"{}\",\"iteration\":{},\"env\":\"{}\",\"model\":\"{}\",\"ops\":{},"
                                 "\"predicted_us\":{},\"measured_us\":{},\"interval_us\":[{},{}],\"rel_error\":{},"
                                 "\"time_us\":{},\"gap_us\":{},\"phase_us\":{{\"forward\":{},\"backward\":{},"
                                 "\"update\":{}}},\"unknown_ops\":{}}}",
                                 json_escape(ids[j]), t.iteration, json_escape(envs[e]), json_escape(env_path[envs[e]]), t.ops.size(),
-                                json_number(est.iteration_us), t.has_measurement() ? json_number(t.measured_us) : "null", json_number(est.lo_us), json_number(est.hi_us),
+                                json_number(d.iteration_us), t.has_measurement() ? json_number(t.measured_us) : "null", json_number(d.lo_us), json_number(d.hi_us),
                                 std::isfinite(err) ? fmt::format("{:.6f}", err) : "null", json_number(d.time_us),
                                 json_number(d.gap_us), json_number(d.forward_us), json_number(d.backward_us), json_number(d.update_us), d.unknown_ops) +
                 "\n";
