@@ -77,6 +77,18 @@ void run_shards(int threads, int n, Fn&& fn) {
     if (e) std::rethrow_exception(e);
 }
 
+/// Calls fn(first, n) for consecutive chunks of at most `chunk` windows of [begin, end), with idx holding their
+/// indices. The position is 64-bit: first + chunk overflows int for a batch near INT_MAX in a shard past 0.
+template <typename Fn>
+void for_each_chunk(int begin, int end, int chunk, std::vector<std::int32_t>& idx, Fn&& fn) {
+  for (std::int64_t w0 = begin; w0 < end; w0 += chunk) {
+    const int n = static_cast<int>(std::min<std::int64_t>(chunk, end - w0));
+    idx.resize(static_cast<std::size_t>(n));
+    for (int j = 0; j < n; ++j) idx[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(w0 + j);
+    fn(static_cast<int>(w0), n);
+  }
+}
+
 template <typename T>
 void write_pod(std::ostream& o, const T& v) {
   o.write(reinterpret_cast<const char*>(&v), sizeof(T));
@@ -151,14 +163,10 @@ struct Trainer::Impl {
     run_shards(threads, b.windows, [&](int s, int begin, int end) {
       auto eng = train::make_grad_engine(layout);
       std::vector<std::int32_t> idx;
-      // 64-bit: w0 + chunk overflows int for a batch near INT_MAX in a shard not starting at 0
-      for (std::int64_t w0 = begin; w0 < end; w0 += chunk) {
-        const int n = static_cast<int>(std::min<std::int64_t>(chunk, end - w0));
-        idx.resize(static_cast<std::size_t>(n));
-        for (int j = 0; j < n; ++j) idx[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(w0 + j);
+      for_each_chunk(begin, end, chunk, idx, [&](int, int n) {
         eng->forward(p.data(), b, idx.data(), n);
         sums[static_cast<std::size_t>(s)] += eng->loss_sum(b, idx.data(), n);
-      }
+      });
     });
     double total = 0;
     for (double v : sums) total += v;
@@ -201,13 +209,11 @@ std::vector<float> Trainer::forward(const LstmWeights& weights, const WindowBatc
   const int chunk = std::max(1, impl_->opt.batch);
   run_shards(impl_->threads, batch.windows, [&](int, int begin, int end) {
     auto eng = train::make_grad_engine(layout);
-    for (std::int64_t w0 = begin; w0 < end; w0 += chunk) {  // 64-bit, as in masked_mae
-      const int n = static_cast<int>(std::min<std::int64_t>(chunk, end - w0));
-      std::vector<std::int32_t> idx(static_cast<std::size_t>(n));
-      for (int j = 0; j < n; ++j) idx[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(w0 + j);
+    std::vector<std::int32_t> idx;
+    for_each_chunk(begin, end, chunk, idx, [&](int first, int n) {
       eng->forward(p.data(), batch, idx.data(), n);
-      eng->predictions(out.data() + static_cast<std::size_t>(w0) * W * O);
-    }
+      eng->predictions(out.data() + static_cast<std::size_t>(first) * W * O);
+    });
   });
   return out;
 }
@@ -330,7 +336,13 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   }
 
   // next_epoch / epoch_step: where a resumed run continues; rstate: the generator state its shuffle starts from
-  auto save_checkpoint = [&](int next_epoch, std::int64_t epoch_step, const std::string& rstate) {
+  // The model choice a checkpoint records: the best weights so far, their metric and epoch, and the patience count.
+  struct Choice {
+    const std::vector<float>& best;
+    double best_metric;
+    int best_epoch, bad_evals;
+  };
+  auto save_checkpoint = [&](int next_epoch, std::int64_t epoch_step, const std::string& rstate, const Choice& c) {
     if (ck.empty()) return;
     const std::string& tmp = ck_tmp;
     {
@@ -341,15 +353,15 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       write_pod<std::int32_t>(o, next_epoch);
       write_pod<std::int64_t>(o, step);
       write_pod<std::int64_t>(o, adam.steps());
-      write_pod<std::int32_t>(o, res.best_epoch);
-      write_pod<std::int32_t>(o, bad_evals);
-      write_pod<double>(o, best_metric);
+      write_pod<std::int32_t>(o, c.best_epoch);
+      write_pod<std::int32_t>(o, c.bad_evals);
+      write_pod<double>(o, c.best_metric);
       write_pod<std::uint64_t>(o, rstate.size());
       o.write(rstate.data(), static_cast<std::streamsize>(rstate.size()));
       write_floats(o, im.params);
       write_floats(o, adam.m());
       write_floats(o, adam.v());
-      write_floats(o, best);
+      write_floats(o, c.best);
       write_pod<std::uint64_t>(o, res.history.size());
       for (const auto& r : res.history) {
         write_pod<std::int32_t>(o, r.epoch);
@@ -472,14 +484,11 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       // A cut epoch's validation of its half-trained weights serves this run's result, but the checkpoint keeps the
       // choice as it stood before it: the resumed run finishes the epoch and validates it whole, as an unbroken
       // run does. (Counted, a bad partial validation could end the resumed run at once as early-stopped.)
-      struct Choice {
-        std::vector<float> best;
-        double best_metric;
-        int best_epoch, bad_evals;
-      };
       const bool cut = k_next < steps_per_epoch;
-      Choice before{};
-      if (cut) before = Choice{best, best_metric, res.best_epoch, bad_evals};
+      std::vector<float> best_before;
+      const double metric_before = best_metric;
+      const int epoch_before = res.best_epoch, bad_before = bad_evals;
+      if (cut) best_before = best;
       double metric = -1;
       const auto v_start = clock::now();
       const std::vector<float>& candidate = ema.empty() ? im.params : ema;
@@ -520,20 +529,10 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         res.out_of_time = true;
       }
       // an epoch cut short resumes inside itself, from the same shuffle; a whole one at the next epoch
-      if (cut) {
-        Choice after{std::move(best), best_metric, res.best_epoch, bad_evals};
-        best = std::move(before.best);
-        best_metric = before.best_metric;
-        res.best_epoch = before.best_epoch;
-        bad_evals = before.bad_evals;
-        save_checkpoint(epoch, k_next, rng_before_shuffle);
-        best = std::move(after.best);
-        best_metric = after.best_metric;
-        res.best_epoch = after.best_epoch;
-        bad_evals = after.bad_evals;
-      } else {
-        save_checkpoint(epoch + 1, 0, rng.save());
-      }
+      if (cut)
+        save_checkpoint(epoch, k_next, rng_before_shuffle, {best_before, metric_before, epoch_before, bad_before});
+      else
+        save_checkpoint(epoch + 1, 0, rng.save(), {best, best_metric, res.best_epoch, bad_evals});
       if (opt.progress) {
         pr.epoch = epoch;
         pr.step = step;
