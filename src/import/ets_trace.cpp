@@ -1,9 +1,11 @@
 // The canonical ETS trace file ("ets-trace"): writer (serialize_traces, write_trace_file) and reader (read_ets_trace).
 // JSON lines so large files stream line by line; shortest round-trip doubles so read(write(x)) == x bit for bit.
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -195,13 +197,15 @@ std::string end_line(std::size_t n) { return fmt::format("{{\"end\":{{\"traces\"
 // Output sink for write_trace_file: plain stream or zlib gzip stream on a temporary path.
 class TempSink {
  public:
-  TempSink(std::string tmp, bool gz) : tmp_(std::move(tmp)), gz_(gz) {
+  // Errors name the destination the caller asked for; the temporary beside it is an implementation detail.
+  TempSink(std::string path, std::string tmp, bool gz) : path_(std::move(path)), tmp_(std::move(tmp)), gz_(gz) {
+    errno = 0;
     if (gz_) {
       gz_file_ = gzopen(tmp_.c_str(), "wb6");
-      if (!gz_file_) ETS_THROW(Errc::io, "ets.etst.1", "cannot create '{}'", tmp_);
+      if (!gz_file_) ETS_THROW(Errc::io, "ets.etst.1", "cannot create '{}': {}", path_, reason());
     } else {
       out_.open(tmp_, std::ios::binary | std::ios::trunc);
-      if (!out_) ETS_THROW(Errc::io, "ets.etst.1", "cannot create '{}'", tmp_);
+      if (!out_) ETS_THROW(Errc::io, "ets.etst.1", "cannot create '{}': {}", path_, reason());
     }
   }
   ~TempSink() {
@@ -220,32 +224,35 @@ class TempSink {
       while (!data.empty()) {
         const unsigned chunk = static_cast<unsigned>(std::min<std::size_t>(data.size(), 1u << 30));
         if (gzwrite(gz_file_, data.data(), chunk) != static_cast<int>(chunk))
-          ETS_THROW(Errc::io, "ets.etst.1", "gzip write to '{}' failed", tmp_);
+          ETS_THROW(Errc::io, "ets.etst.1", "gzip write to '{}' failed", path_);
         data.remove_prefix(chunk);
       }
     } else {
       out_.write(data.data(), static_cast<std::streamsize>(data.size()));
-      if (!out_) ETS_THROW(Errc::io, "ets.etst.1", "write to '{}' failed", tmp_);
+      if (!out_) ETS_THROW(Errc::io, "ets.etst.1", "write to '{}' failed: {}", path_, reason());
     }
   }
 
-  void commit(const std::string& path) {
+  void commit() {
     if (gz_) {
       const int rc = gzclose(gz_file_);
       gz_file_ = nullptr;
-      if (rc != Z_OK) ETS_THROW(Errc::io, "ets.etst.1", "gzip close of '{}' failed ({})", tmp_, rc);
+      if (rc != Z_OK) ETS_THROW(Errc::io, "ets.etst.1", "gzip close of '{}' failed ({})", path_, rc);
     } else {
       out_.flush();
       out_.close();
-      if (out_.fail()) ETS_THROW(Errc::io, "ets.etst.1", "closing '{}' failed", tmp_);
+      if (out_.fail()) ETS_THROW(Errc::io, "ets.etst.1", "closing '{}' failed: {}", path_, reason());
     }
     std::error_code ec;
-    std::filesystem::rename(tmp_, path, ec);
-    if (ec) ETS_THROW(Errc::io, "ets.etst.1", "cannot rename '{}' to '{}': {}", tmp_, path, ec.message());
+    std::filesystem::rename(tmp_, path_, ec);
+    if (ec) ETS_THROW(Errc::io, "ets.etst.1", "cannot rename '{}' to '{}': {}", tmp_, path_, ec.message());
     committed_ = true;
   }
 
  private:
+  static std::string reason() { return errno ? std::strerror(errno) : "unknown reason"; }
+
+  std::string path_;
   std::string tmp_;
   bool gz_;
   gzFile gz_file_ = nullptr;
@@ -269,7 +276,7 @@ std::string serialize_traces(const std::vector<ExecutionTrace>& traces) {
 void write_trace_file(const std::string& path, const std::vector<ExecutionTrace>& traces) {
   static std::atomic<unsigned> counter{0};
   const std::string tmp = fmt::format("{}.part-{}-{}", path, static_cast<long>(ETS_GETPID()), counter++);
-  TempSink sink(tmp, ends_with(path, ".gz"));
+  TempSink sink(path, tmp, ends_with(path, ".gz"));
   sink.write(header_line());
   std::string chunk;
   for (const auto& t : traces) {
@@ -278,7 +285,7 @@ void write_trace_file(const std::string& path, const std::vector<ExecutionTrace>
     sink.write(chunk);
   }
   sink.write(end_line(traces.size()));
-  sink.commit(path);
+  sink.commit();
 }
 
 // ---------------------------------------------------------------- reading

@@ -276,6 +276,11 @@ TEST_CASE("a failed write leaves no file") {
   } catch (const ets::Error& e) {
     CHECK(e.id() == "ets.etst.1");
     CHECK(e.code() == ets::Errc::io);
+    // The message names the path the caller gave and the system's reason, not the temporary file's name.
+    const std::string what = e.what();
+    CHECK(what.find("such/dir.etst'") != std::string::npos);
+    CHECK(what.find(".part-") == std::string::npos);
+    CHECK(what.find("No such file or directory") != std::string::npos);
   }
   CHECK(fs::is_empty(dir.path));
 }
