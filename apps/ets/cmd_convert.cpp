@@ -1,6 +1,8 @@
 // `ets convert IN... -o OUT.etst[.gz]`: any trace Tracer::load reads, converted to ETS's canonical trace file.
-// Iterations of all inputs go to one file, in argument order; .gz output is gzip-compressed.
+// Iterations of all inputs go to one file, in argument order (a warning when they describe different jobs);
+// .gz output is gzip-compressed.
 #include <cstdio>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,6 +34,18 @@ int run_convert(const Args& args) {
       ops += t.ops.size();
       all.push_back(std::move(t));
     }
+  }
+  // Iterations keep their own metadata, but predict and inspect stand a file for one job: say when it holds several.
+  std::set<std::string> jobs;
+  for (const auto& t : all)
+    jobs.insert(fmt::format("{} (batch size {}) on '{}'", t.meta.model.empty() ? "?" : t.meta.model,
+                            t.meta.batch_size, t.meta.device));
+  if (jobs.size() > 1) {
+    std::string list;
+    for (const auto& j : jobs) list += (list.empty() ? "" : ", ") + j;
+    std::fprintf(stderr,
+                 "ets convert: warning: %s holds %zu different jobs (%s); predict and inspect take a file for one job\n",
+                 out.c_str(), jobs.size(), list.c_str());
   }
   write_trace_file(out, all);
   if (!args.flag("--quiet"))

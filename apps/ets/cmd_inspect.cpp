@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "ets/predictor.hpp"
 #include "ets/tracer.hpp"
 
 namespace ets::cli {
@@ -34,6 +35,10 @@ int run_inspect(const Args& args) {
       if (t.has_measurement()) measured.push_back(t.measured_us);
     const double med = median(measured);
     const std::string device = its.empty() ? "" : its.front().meta.device;
+    // The iteration `ets predict` stands the file for (the lower median of an even count, so a real iteration).
+    const long long predicted = its.empty() ? -1 : static_cast<long long>(Predictor::representative_iteration(its));
+    // A trace without timings (an ET file) has no gap share: 0 would read as "no framework overhead".
+    auto share = [](const ExecutionTrace& t) { return t.sum_us() > 0 ? t.gap_share() : std::nan(""); };
     if (json) {
       std::string out = fmt::format("{{\"path\":\"{}\",\"format\":\"{}\",\"device\":\"{}\",\"iterations\":[", json_escape(path),
                                     json_escape(format), json_escape(device));
@@ -42,20 +47,23 @@ int run_inspect(const Args& args) {
         out += fmt::format("{}{{\"iteration\":{},\"ops\":{},\"measured_us\":{},\"sum_us\":{},\"gap_share\":{}}}",
                            i ? "," : "", t.iteration, t.ops.size(),
                            t.has_measurement() ? json_number(t.measured_us) : "null", json_number(t.sum_us()),
-                           std::isfinite(t.gap_share()) ? fmt::format("{:.6f}", t.gap_share()) : "null");
+                           std::isfinite(share(t)) ? fmt::format("{:.6f}", share(t)) : "null");
       }
-      out += fmt::format("],\"median_measured_us\":{}}}\n", json_number(med));
+      out += fmt::format("],\"median_measured_us\":{},\"predicted_index\":{}}}\n", json_number(med),
+                         predicted < 0 ? std::string("null") : std::to_string(predicted));
       std::fputs(out.c_str(), stdout);
     } else {
-      std::fputs(fmt::format("{}\n  format {}, device '{}', {} iteration(s), median measured {} us\n", path, format,
-                             device, its.size(), std::isfinite(med) ? fmt::format("{:.1f}", med) : "n/a")
+      std::fputs(fmt::format("{}\n  format {}, device '{}', {} iteration(s), median measured {} us{}\n", path, format,
+                             device, its.size(), std::isfinite(med) ? fmt::format("{:.1f}", med) : "n/a",
+                             predicted < 0 ? std::string()
+                                           : fmt::format(", predict uses iteration {}", its[predicted].iteration))
                      .c_str(),
                  stdout);
       std::fputs("  iteration      ops  measured_us       sum_us  gap_share\n", stdout);
       for (const auto& t : its)
-        std::fputs(fmt::format("  {:>9} {:>8} {:>12} {:>12.1f} {:>10.4f}\n", t.iteration, t.ops.size(),
+        std::fputs(fmt::format("  {:>9} {:>8} {:>12} {:>12.1f} {:>10}\n", t.iteration, t.ops.size(),
                                t.has_measurement() ? fmt::format("{:.1f}", t.measured_us) : "n/a", t.sum_us(),
-                               t.gap_share())
+                               std::isfinite(share(t)) ? fmt::format("{:.4f}", share(t)) : "n/a")
                        .c_str(),
                    stdout);
     }

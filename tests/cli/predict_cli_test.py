@@ -53,6 +53,9 @@ for o in lines:
           "measured_us matches ets inspect")
     check(abs(o["measured_us"] - inspect["median_measured_us"]) <= 1e-2 or len(its) % 2 == 0,
           "odd iteration count: measured is the median")
+    pi = inspect.get("predicted_index")
+    check(pi is not None and inspect["iterations"][pi]["iteration"] == o["iteration"],
+          f"inspect's predicted_index {pi} names the iteration predict used ({o['iteration']})")
 
 # --env renames; two models; text format
 p = run(trace, "--model", model_a, "--env", "renamed", "--format", "json")
@@ -153,6 +156,20 @@ with tempfile.TemporaryDirectory() as tmp:
     p = subprocess.run([ets, "inspect", zero, "--json"], capture_output=True, text=True)
     check(p.returncode == 0 and all(i["measured_us"] is None for i in json.loads(p.stdout)["iterations"]),
           f"inspect of iterations timed at 0: {p.stdout[:300]}")
+    # convert warns when its inputs describe different jobs (predict would stand the file for one of them)
+    other, both = os.path.join(tmp, "other.etst"), os.path.join(tmp, "both.etst")
+    with open(other, "w") as fh:
+        fh.write(re.sub(r'"model":"[^"]*"', '"model":"another"', text))
+    p = subprocess.run([ets, "convert", zero, other, "-o", both, "--quiet"], capture_output=True, text=True)
+    check(p.returncode == 0 and "holds 2 different jobs" in p.stderr, f"convert of two jobs: {p.stderr}")
+    p = subprocess.run([ets, "convert", zero, zero, "-o", both, "--quiet"], capture_output=True, text=True)
+    check(p.returncode == 0 and p.stderr == "", f"convert of one job twice warns: {p.stderr}")
+    # ops without timings (as in an ET file): the gap share is unknown, not 0
+    with open(zero, "w") as fh:
+        fh.write(re.sub(r'"([tg])":[0-9.e+-]+', r'"\1":0', text))
+    p = subprocess.run([ets, "inspect", zero, "--json"], capture_output=True, text=True)
+    check(p.returncode == 0 and all(i["gap_share"] is None for i in json.loads(p.stdout)["iterations"]),
+          f"inspect of untimed ops: {p.stdout[:300]}")
     p = subprocess.run([ets, "inspect", inf_etst, "--json"], capture_output=True, text=True)
     check(p.returncode == 0, f"inspect of a huge trace: rc {p.returncode} {p.stderr}")
     try:
