@@ -23,12 +23,21 @@ struct Args {
   bool has(const std::string& name) const { return values.count(name) != 0; }
 };
 
+/// One line of a subcommand's --help: how an option is written and what it does.
+struct OptionHelp {
+  std::string spelling;  ///< every accepted name and the value placeholder, e.g. "-o, --output OUT.etst[.gz]"
+  std::string meaning;   ///< one short line, with the default ("(default 40)") or "(required)"
+};
+
 /// What a subcommand accepts; used to parse and to print its help.
 struct Spec {
   std::string usage;                          ///< e.g. "inspect TRACE... [--json]"
   std::vector<std::string> flags;             ///< options without a value
   std::vector<std::string> value_options;     ///< options that take one value
   std::size_t min_positional = 0;
+  /// The "options:" block of --help, in this order. Every name in flags and value_options needs a line here
+  /// (--help lists one without as "(undocumented)"; tests/cli/cli_help_test.py fails on that).
+  std::vector<OptionHelp> options;
 };
 
 using Handler = std::function<int(const Args&)>;

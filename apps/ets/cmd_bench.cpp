@@ -311,10 +311,22 @@ int run_bench(const Args& args) {
 const Register bench_cmd{Command{
     "bench", "benchmark the predictor against PyTorch CPU and ONNX Runtime",
     Spec{"bench [--json] [--hidden 64,128] [--windows 1,64,256] [--layers 4] [--width 12] [--rounds 9] "
-         "[--sample-ms 40] [--python PY] [--peer-script tools/bench_peers.py] [--no-peers]",
+         "[--sample-ms 40] [--python PY] [--peer-script SCRIPT] [--no-peers]",
          {"--json", "--no-peers"},
          {"--hidden", "--windows", "--layers", "--width", "--rounds", "--sample-ms", "--python", "--peer-script"},
-         0},
+         0,
+         {{"--json", "print one JSON object instead of the table"},
+          {"--hidden LIST", "hidden units H per direction to time, comma-separated; features F = H (default 64,128)"},
+          {"--windows LIST", "windows per predictor call to time, comma-separated (default 1,64,256)"},
+          {"--layers N", "BiLSTM layers (default 4)"},
+          {"--width W", "ops per window (default 12)"},
+          {"--rounds N", "interleaved timing rounds; the medians over them are reported (default 9)"},
+          {"--sample-ms MS", "target length of one timed sample, in milliseconds (default 40)"},
+          {"--python PY",
+           "Python running the peers (default $ETS_BENCH_PYTHON, /opt/ets-venv/bin/python or /usr/bin/python3)"},
+          {"--peer-script SCRIPT",
+           "peer timing PyTorch and ONNX Runtime (default tools/bench_peers.py of the source tree)"},
+          {"--no-peers", "time only ETS and the GEMM ceiling (also what happens when PY or SCRIPT is missing)"}}},
     run_bench}};
 
 }  // namespace

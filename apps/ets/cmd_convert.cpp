@@ -61,7 +61,11 @@ const Register convert_cmd{Command{
     Spec{"convert TRACE... -o OUT.etst[.gz] [--rank N] [--keep-incomplete] [--quiet]",
          {"--keep-incomplete", "--quiet"},
          {"-o", "--output", "--rank"},
-         1},
+         1,
+         {{"-o, --output OUT", "file to write: OUT.etst, or OUT.etst.gz gzip-compressed (required)"},
+          {"--rank N", "multi-rank Kineto files: the rank the file must hold (default -1: whichever it holds)"},
+          {"--keep-incomplete", "keep a trailing iteration with no successor and no end marker (default: dropped)"},
+          {"--quiet", "do not print the summary line (iterations, ops, files)"}}},
     run_convert}};
 
 }  // namespace

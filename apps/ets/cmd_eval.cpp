@@ -191,7 +191,18 @@ const Register eval_cmd{Command{
          "[--aggregate mean|nearest] [--predictions OUT.csv]",
          {"--baselines", "--json"},
          {"--model", "--data", "--split", "--train-split", "--val-split", "--threads", "--aggregate", "--predictions"},
-         0},
+         0,
+         {{"--model M", "model (.etsm) to evaluate (required)"},
+          {"--data DIR", "dataset directory (required)"},
+          {"--split S", "split of DIR to evaluate on (default test)"},
+          {"--baselines", "also score the baselines, trained on --train-split and tuned on --val-split"},
+          {"--json", "print one JSON object instead of the tables"},
+          {"--train-split S", "split the baselines train on; must differ from --split (default train)"},
+          {"--val-split S", "split the baselines are tuned on; must differ from --split (default val)"},
+          {"--threads T", "threads for loading and predicting (default 0: hardware concurrency)"},
+          {"--aggregate mean|nearest",
+           "per op: average the overlapping windows, or take the nearest-centre one (default mean)"},
+          {"--predictions OUT.csv", "also write one row per trace: measured and each method's predicted time"}}},
     run_eval}};
 
 }  // namespace

@@ -73,7 +73,13 @@ int run_inspect(const Args& args) {
 
 const Register inspect_cmd{Command{
     "inspect", "show iterations, measured time and gap share of traces",
-    Spec{"inspect TRACE... [--json] [--rank N] [--keep-incomplete]", {"--json", "--keep-incomplete"}, {"--rank"}, 1},
+    Spec{"inspect TRACE... [--json] [--rank N] [--keep-incomplete]",
+         {"--json", "--keep-incomplete"},
+         {"--rank"},
+         1,
+         {{"--json", "print one JSON object per file, one per line"},
+          {"--rank N", "multi-rank Kineto files: the rank the file must hold (default -1: whichever it holds)"},
+          {"--keep-incomplete", "keep a trailing iteration with no successor and no end marker (default: dropped)"}}},
     run_inspect}};
 
 }  // namespace

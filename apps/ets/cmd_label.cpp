@@ -75,7 +75,22 @@ const Register label_cmd{Command{
          {"--json"},
          {"-o", "--out", "--threshold", "--tolerance", "--per-op", "--id", "--split", "--family", "--model", "--batch-size",
           "--optimizer", "--environment", "--device"},
-         1},
+         1,
+         {{"-o, --out OUT", "labelled trace to write: OUT.etst, or OUT.etst.gz gzip-compressed (required)"},
+          {"--threshold X",
+           "flag passes as disagreeing when their median periods differ by more (max/min - 1) (default 0.10)"},
+          {"--tolerance X", "max |sum of op labels - label| / label, else error ets.label.4; in (0, 1) (default 0.03)"},
+          {"--per-op STAT",
+           "op labels: bracket (means adding up to the label), pooled or pass-median (medians) (default bracket)"},
+          {"--id ID", "configuration id, stored as the trace's config_id"},
+          {"--split S", "dataset split the configuration belongs to, stored in the trace"},
+          {"--family F", "model family (default: the first pass's)"},
+          {"--model M", "model name (default: the first pass's)"},
+          {"--batch-size N", "batch size (default: the first pass's)"},
+          {"--optimizer O", "optimizer (default: the first pass's)"},
+          {"--environment E", "hardware environment (default: the first pass's)"},
+          {"--device D", "device (default: the first pass's)"},
+          {"--json", "print the result as one JSON object"}}},
     run_label}};
 
 }  // namespace

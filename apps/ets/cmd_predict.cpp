@@ -39,8 +39,9 @@ struct ModelArg {
 
 std::vector<ModelArg> model_args(const Args& a) {
   std::vector<ModelArg> out;
+  if (a.has("--env") && a.value("--env").empty()) throw std::invalid_argument("--env needs an environment name");
   const std::string spec = a.value("--model");
-  if (spec.empty()) {
+  if (!a.has("--model")) {
     // An installed ets prefers the model installed beside it over the source tree it was built from, which may
     // have moved on since; an ets in its build tree finds neither installed location and uses the tree's.
     std::string path = Predictor::find_default_model();
@@ -50,24 +51,28 @@ std::vector<ModelArg> model_args(const Args& a) {
     out.push_back({a.value("--env"), path});
     return out;
   }
+  if (spec.empty()) throw std::invalid_argument("--model needs a path");
+  // Every item is M or ENV=M with neither part empty: "=M" would silently fall back to the model's own environment.
   std::size_t start = 0;
-  while (start <= spec.size()) {
+  while (true) {
     const std::size_t comma = spec.find(',', start);
-    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) {
-      ModelArg m;
-      if (const auto eq = item.find('='); eq != std::string::npos) {
-        m.env = item.substr(0, eq);
-        m.path = item.substr(eq + 1);
-      } else {
-        m.path = item;
-      }
-      out.push_back(std::move(m));
+    const std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty())
+      throw std::invalid_argument("--model '" + spec + "' has an empty item: separate [ENV=]M items by single commas");
+    ModelArg m;
+    if (const auto eq = item.find('='); eq != std::string::npos) {
+      m.env = item.substr(0, eq);
+      m.path = item.substr(eq + 1);
+      if (m.env.empty())
+        throw std::invalid_argument("--model item '" + item + "' has an empty environment name before '='");
+      if (m.path.empty()) throw std::invalid_argument("--model item '" + item + "' has no model path after '='");
+    } else {
+      m.path = item;
     }
+    out.push_back(std::move(m));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (out.empty()) throw std::invalid_argument("--model needs a path");
   if (a.has("--env")) {
     if (out.size() != 1 || !out[0].env.empty())
       throw std::invalid_argument("--env names the environment of a single --model M; use --model ENV=M,... for several");
@@ -77,9 +82,11 @@ std::vector<ModelArg> model_args(const Args& a) {
 }
 
 int run_predict(const Args& a) {
-  std::string format = a.value("--format", a.flag("--json") ? "json" : "text");
+  const std::string format = a.value("--format", a.flag("--json") ? "json" : "text");
   if (format != "text" && format != "json" && format != "gavel" && format != "matrix")
     throw std::invalid_argument("--format takes text, json, gavel or matrix, not '" + format + "'");
+  if (a.flag("--json") && format != "json")
+    throw std::invalid_argument("--json conflicts with --format " + format + "; pass one of them");
   if (a.positional.empty()) throw std::invalid_argument("missing TRACE; usage: ets predict TRACE... [--model M]");
 
   Predictor predictor;
@@ -178,7 +185,13 @@ const Register predict_cmd{Command{
     Spec{"predict TRACE... [--model [ENV=]M[,[ENV=]M...]] [--env ENV] [--json] [--format text|json|gavel|matrix]",
          {"--json"},
          {"--model", "--env", "--format"},
-         1},
+         1,
+         {{"--model [ENV=]M[,...]",
+           "model file(s), ENV= naming each one's environment (default: $ETS_MODEL, else models/default.etsm)"},
+          {"--env ENV", "name of the environment of the single model (default: the model's own)"},
+          {"--json", "same as --format json"},
+          {"--format text|json|gavel|matrix",
+           "output: text, JSON lines, Gavel throughputs or job x env CSV (default text)"}}},
     run_predict}};
 
 }  // namespace

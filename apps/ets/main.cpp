@@ -1,5 +1,6 @@
 // Entry point of the `ets` tool: dispatches to registered subcommands, turns every error into one line + exit code.
 // Exit codes: 0 ok, 1 runtime failure (ets::Error), 2 usage error.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -178,6 +179,37 @@ static void print_help() {
   std::printf("\n'ets <command> --help' shows a command's options.\n");
 }
 
+// The option names a help spelling mentions: "-o, --output OUT" -> {"-o", "--output"}.
+static std::vector<std::string> spelled_names(const std::string& spelling) {
+  std::vector<std::string> names;
+  std::size_t i = 0;
+  while (i < spelling.size()) {
+    const std::size_t end = std::min(spelling.find_first_of(" ,", i), spelling.size());
+    if (end > i + 1 && spelling[i] == '-') names.push_back(spelling.substr(i, end - i));
+    i = end + 1;
+  }
+  return names;
+}
+
+// `ets <command> --help`: the usage line, the summary and one aligned line per option.
+static void print_command_help(const Command& cmd) {
+  std::printf("usage: ets %s\n%s\n", cmd.spec.usage.c_str(), cmd.summary.c_str());
+  std::vector<OptionHelp> lines = cmd.spec.options;
+  // An accepted option without a description still shows, so that the help never hides an option.
+  std::vector<std::string> described;
+  for (const auto& o : lines)
+    for (auto& n : spelled_names(o.spelling)) described.push_back(std::move(n));
+  for (const auto* names : {&cmd.spec.flags, &cmd.spec.value_options})
+    for (const auto& n : *names)
+      if (!contains(described, n)) lines.push_back({n, "(undocumented)"});
+  if (lines.empty()) return;
+  std::size_t width = 0;
+  for (const auto& o : lines) width = std::max(width, o.spelling.size());
+  std::printf("\noptions:\n");
+  for (const auto& o : lines)
+    std::printf("  %-*s  %s\n", static_cast<int>(width), o.spelling.c_str(), o.meaning.c_str());
+}
+
 // rc, unless what was printed to stdout was lost: a full disk or a closed pipe must not pass for success.
 static int stdout_written(const std::string& command, int rc) {
   if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return rc;
@@ -217,7 +249,7 @@ int main(int argc, char** argv) {
     help |= a == "--help" || a == "-h";
   }
   if (help) {
-    std::printf("usage: ets %s\n%s\n", cmd.spec.usage.c_str(), cmd.summary.c_str());
+    print_command_help(cmd);
     return stdout_written(first, 0);
   }
   // The library is silent by default; the CLI shows warnings on stderr.

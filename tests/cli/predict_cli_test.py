@@ -100,6 +100,27 @@ env = dict(os.environ, ETS_MODEL="/nonexistent/default.etsm")
 p = run(trace, env=env, expect_rc=1)
 check("ets.model." in p.stderr, f"ETS_MODEL pointing nowhere reports the model id: {p.stderr}")
 
+# --json with another --format is a usage error naming both (it used to print text); with --format json it agrees
+for fmt in ("text", "gavel", "matrix"):
+    p = run(trace, "--model", model_a, "--format", fmt, "--json", expect_rc=2)
+    check("--json" in p.stderr and "--format" in p.stderr and p.stdout == "",
+          f"--format {fmt} --json: {p.stderr!r} {p.stdout[:100]!r}")
+p = run(trace, "--model", model_a, "--json", "--format", "json")
+rows = [json.loads(l) for l in p.stdout.splitlines()] if p.returncode == 0 else []
+check(rows and rows[0]["trace"] == trace, f"--json --format json prints JSON: {p.stdout[:100]!r}")
+
+# --model items: an empty environment name, path or item is a usage error, never a silent fallback
+for bad, says in ((f"={model_a}", "empty environment name"), (f"a={model_a},,b={model_b}", "empty item"),
+                  (f"a={model_a},", "empty item"), (f",{model_a}", "empty item"), ("a=", "no model path"),
+                  (f"a={model_a},b=", "no model path"), ("", "needs a path")):
+    p = run(trace, "--model", bad, expect_rc=2)
+    check(says in p.stderr and "--model" in p.stderr and p.stdout == "", f"--model {bad!r}: {p.stderr!r}")
+p = run(trace, "--model", model_a, "--env", "", expect_rc=2)
+check("--env" in p.stderr, f"--env '': {p.stderr!r}")
+p = run(trace, "--model", f"k80={model_a}", "--json")
+rows = [json.loads(l) for l in p.stdout.splitlines()] if p.returncode == 0 else []
+check(rows and rows[0]["env"] == "k80", f"--model ENV=M names the environment: {p.stdout[:100]!r}")
+
 # an installed ets (bin/ beside share/ets/models/) uses its own default model, not the source tree it was built from
 import tempfile as _tf
 with _tf.TemporaryDirectory() as prefix:
