@@ -33,6 +33,7 @@ struct LstmConfig {
     return input_size == o.input_size && hidden == o.hidden && layers == o.layers &&
            outputs == o.outputs && bidirectional == o.bidirectional && cell == o.cell;
   }
+  bool operator!=(const LstmConfig& o) const noexcept { return !(*this == o); }
 };
 
 /// One direction of one layer. w_ih: G·H × in, w_hh: G·H × H, biases G·H each (PyTorch keeps both); G = gates().

@@ -28,6 +28,7 @@ struct ModelFile {
       return transform == o.transform && time_mean == o.time_mean && time_scale == o.time_scale &&
              gap_mean == o.gap_mean && gap_scale == o.gap_scale;
     }
+    bool operator!=(const LabelNorm& o) const { return !(*this == o); }
   };
 
   /// An input batch and the output the exporting framework computed for it; checked on load. At most kMaxPositions

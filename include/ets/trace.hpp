@@ -54,15 +54,21 @@ struct HyperParams {
   std::array<double, kHyperCount> value{};
   std::uint32_t present = 0;  ///< bit i set <=> slot i is meaningful for this op
 
+  /// A slot outside [0, kHyperCount) (a cast integer) is ignored by set() and absent for has() / get().
   void set(Hyper h, double v) noexcept {
+    if (!in_range(h)) return;
     value[static_cast<int>(h)] = v;
     present |= 1u << static_cast<int>(h);
   }
-  bool has(Hyper h) const noexcept { return (present >> static_cast<int>(h)) & 1u; }
+  bool has(Hyper h) const noexcept { return in_range(h) && ((present >> static_cast<int>(h)) & 1u); }
   double get(Hyper h, double fallback = 0.0) const noexcept {
     return has(h) ? value[static_cast<int>(h)] : fallback;
   }
   bool operator==(const HyperParams& o) const noexcept { return present == o.present && value == o.value; }
+  bool operator!=(const HyperParams& o) const noexcept { return !(*this == o); }
+
+ private:
+  static constexpr bool in_range(Hyper h) noexcept { return static_cast<int>(h) < kHyperCount; }
 };
 
 /// One tensor argument of an operator.
@@ -70,13 +76,18 @@ struct TensorInfo {
   std::vector<std::int64_t> dims;  ///< empty for scalars
   DType dtype = DType::Unknown;
 
-  /// Number of elements (1 for a scalar).
+  /// Number of elements (1 for a scalar; negative dims count as 0); saturates at INT64_MAX instead of overflowing.
   std::int64_t numel() const noexcept {
     std::int64_t n = 1;
-    for (auto d : dims) n *= (d > 0 ? d : 0);
+    for (auto d : dims) {
+      if (d <= 0) return 0;
+      if (n > std::numeric_limits<std::int64_t>::max() / d) n = std::numeric_limits<std::int64_t>::max();
+      else n *= d;
+    }
     return n;
   }
   bool operator==(const TensorInfo& o) const noexcept { return dims == o.dims && dtype == o.dtype; }
+  bool operator!=(const TensorInfo& o) const noexcept { return !(*this == o); }
 };
 
 inline constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
@@ -97,6 +108,7 @@ struct OpRecord {
   std::uint32_t kernels = 0;   ///< GPU kernels attributed to this op (0 on CPU)
 
   bool operator==(const OpRecord& o) const noexcept;
+  bool operator!=(const OpRecord& o) const noexcept { return !(*this == o); }
 };
 
 /// Where a trace came from and what it ran on.
@@ -114,6 +126,7 @@ struct TraceMeta {
   std::map<std::string, std::string> extra;  ///< anything else worth keeping (sorted: deterministic output)
 
   bool operator==(const TraceMeta& o) const noexcept;
+  bool operator!=(const TraceMeta& o) const noexcept { return !(*this == o); }
 };
 
 /// One training iteration: ops in execution order. Σ(time + gap) is the iteration period by construction.
@@ -132,6 +145,7 @@ struct ExecutionTrace {
   bool has_measurement() const noexcept { return std::isfinite(measured_us) && measured_us > 0; }
 
   bool operator==(const ExecutionTrace& o) const noexcept;
+  bool operator!=(const ExecutionTrace& o) const noexcept { return !(*this == o); }
 };
 
 }  // namespace ets

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "ets/trace.hpp"
 
@@ -49,15 +51,31 @@ TEST_CASE("hyper-parameter slots distinguish absent from zero") {
   CHECK(h.get(ets::Hyper::PadH, -1) == 0);
   CHECK(h.get(ets::Hyper::Groups, -1) == -1);
   CHECK(std::string(ets::hyper_name(ets::Hyper::Groups)) == "groups");
+  // A slot number cast from an integer outside the table is ignored, not written past the array (UBSan checks it).
+  ets::HyperParams before = h;
+  for (int slot : {ets::kHyperCount, 31, 32, 200}) {
+    h.set(static_cast<ets::Hyper>(slot), 5);
+    CHECK_FALSE(h.has(static_cast<ets::Hyper>(slot)));
+    CHECK(h.get(static_cast<ets::Hyper>(slot), -1) == -1);
+  }
+  CHECK(h == before);
+  CHECK_FALSE(h != before);
 }
 
 TEST_CASE("tensor numel and equality treat unknown numbers as equal") {
   ets::TensorInfo t{{2, 3, 4}, ets::DType::Float32};
   CHECK(t.numel() == 24);
   CHECK(ets::TensorInfo{}.numel() == 1);
+  CHECK(ets::TensorInfo{{2, -1, 4}, ets::DType::Float32}.numel() == 0);
+  // Hostile dims saturate instead of overflowing a signed 64-bit product.
+  const std::int64_t big = std::int64_t{1} << 32;
+  CHECK(ets::TensorInfo{{big, big}, ets::DType::Float32}.numel() == std::numeric_limits<std::int64_t>::max());
+  CHECK(ets::TensorInfo{{big, big, 0}, ets::DType::Float32}.numel() == 0);
+  CHECK(t != ets::TensorInfo{{2, 3}, ets::DType::Float32});
   ets::OpRecord a, b;
   CHECK(std::isnan(a.flops));
   CHECK(a == b);
   b.gap_us = 1;
   CHECK_FALSE(a == b);
+  CHECK(a != b);
 }
