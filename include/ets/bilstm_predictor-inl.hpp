@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <utility>
 
@@ -44,7 +45,7 @@ ETS_INLINE BiLstmPredictor::BiLstmPredictor(LstmWeights weights, Backend backend
       try {
         backend_ = factory(*weights_);
         if (backend_ == nullptr) note_ = "cpu: the CUDA backend factory returned nothing";
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {  // Auto falls back whatever the backend threw (ets::Error or not)
         note_ = std::string("cpu: CUDA backend unavailable: ") + e.what();
       }
     }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -250,6 +251,9 @@ std::unique_ptr<ets::InferenceBackend> mismatched_factory(const ets::LstmWeights
 std::unique_ptr<ets::InferenceBackend> failing_factory(const ets::LstmWeights&) {
   ETS_THROW(ets::Errc::backend, "ets.cuda.1", "no CUDA device present");
 }
+std::unique_ptr<ets::InferenceBackend> foreign_failing_factory(const ets::LstmWeights&) {
+  throw std::runtime_error("driver library missing");
+}
 }  // namespace
 
 TEST_CASE("backend selection: Cuda needs a factory, Auto falls back to the CPU and says why") {
@@ -274,6 +278,14 @@ TEST_CASE("backend selection: Cuda needs a factory, Auto falls back to the CPU a
     CHECK(p.backend_name() == "cpu-eigen");
     CHECK(p.backend_note().find("no CUDA device present") != std::string::npos);
     CHECK_THROWS_AS(ets::BiLstmPredictor(w, ets::Backend::Cuda), ets::Error);
+  }
+  // Auto falls back whatever the factory throws; Cuda passes the failure on.
+  ets::detail::set_cuda_backend_factory(&foreign_failing_factory);
+  {
+    ets::BiLstmPredictor p(w, ets::Backend::Auto);
+    CHECK(p.backend_name() == "cpu-eigen");
+    CHECK(p.backend_note().find("driver library missing") != std::string::npos);
+    CHECK_THROWS_AS(ets::BiLstmPredictor(w, ets::Backend::Cuda), std::runtime_error);
   }
   ets::detail::set_cuda_backend_factory(&fake_factory);
   {
