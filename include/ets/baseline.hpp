@@ -67,9 +67,8 @@ class Baseline {
   Baseline& operator=(Baseline&&) noexcept = default;
   ~Baseline();
 
-  struct Impl;
-
  private:
+  struct Impl;
   explicit Baseline(std::shared_ptr<const Impl> impl);
   std::shared_ptr<const Impl> impl_;
 };

@@ -2,6 +2,7 @@
 // window them, train the BiLSTM with early stopping on the validation traces' iteration-level MRE, build the .etsm.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>

@@ -140,9 +140,8 @@ class Predictor {
   /// Drops a job's observations (all envs).
   void reset_observations(const std::string& job_id);
 
-  struct Impl;
-
  private:
+  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

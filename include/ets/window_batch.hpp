@@ -2,6 +2,7 @@
 // predictor and trainer consume, and what Aggregator maps back to ops. Row-major, contiguous, GEMM-ready.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

@@ -6,6 +6,7 @@
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
 #include "ets/version.hpp"
+#include "ets_all_headers.hpp"  // every public header, as in second_unit.cpp
 
 TEST_CASE("header-only core types work without ets::ets") {
   ets::ExecutionTrace t;

@@ -22,10 +22,11 @@ namespace cpu_kernel {
 
 // Eigen's packet primitives give one kernel that compiles to SSE, AVX, AVX-512 or NEON as the flags allow.
 using Packet = Eigen::internal::packet_traits<float>::type;
-constexpr int kPacket = static_cast<int>(sizeof(Packet) / sizeof(float));
-constexpr int kNR = 2 * kPacket;  // panel width: two packets per output row
-constexpr int kMR = 6;            // rows per micro-tile: 12 accumulators hide FMA latency on two FMA pipes
-constexpr int kMC = 48;           // rows per block: with K ≤ 128 the block (≤ 24 KiB) stays in L1 beside one B panel
+// inline: one entity across header-only translation units (std::min binds them by reference in inline functions).
+inline constexpr int kPacket = static_cast<int>(sizeof(Packet) / sizeof(float));
+inline constexpr int kNR = 2 * kPacket;  // panel width: two packets per output row
+inline constexpr int kMR = 6;            // rows per micro-tile: 12 accumulators hide FMA latency on two FMA pipes
+inline constexpr int kMC = 48;           // rows per block: with K ≤ 128 the block (≤ 24 KiB) stays in L1 beside one B panel
 
 template <int MR>
 inline void micro_tile(int k, const float* a, std::ptrdiff_t lda, const float* bp, const float* bias,
