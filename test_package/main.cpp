@@ -30,9 +30,9 @@ int main() {
   if (logged != "3 ops") return 2;
 
   try {
-    ETS_THROW(ets::Errc::invalid_argument, "ets.test.1", "bad {}", 42);
+    ETS_THROW(ets::Errc::invalid_argument, "consumer.test.1", "bad {}", 42);
   } catch (const ets::Error& e) {
-    if (e.code() != ets::Errc::invalid_argument || e.id() != "ets.test.1") return 3;
+    if (e.code() != ets::Errc::invalid_argument || e.id() != "consumer.test.1") return 3;
   }
 #if defined(ETS_TEST_CUDA)
   std::string why;

@@ -434,7 +434,7 @@ Predictor::Matrix Predictor::predict_traces(const std::vector<const ExecutionTra
     models = impl_->resolve_envs(envs);
   }
   for (std::size_t i = 0; i < traces.size(); ++i) {
-    ETS_CHECK(traces[i] != nullptr, Errc::invalid_argument, "ets.predict.5", "trace {} is null", i);
+    ETS_CHECK(traces[i] != nullptr, Errc::invalid_trace, "ets.predict.5", "trace {} is null", i);
     check_trace(*traces[i], fmt::format("trace {}", i));
   }
   std::vector<const Model*> mm;

@@ -286,7 +286,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
                                                         read_pod<std::int32_t>(in)};
     ETS_CHECK(cfg_words[0] == cfg.input_size && cfg_words[1] == cfg.hidden && cfg_words[2] == cfg.layers &&
                   cfg_words[3] == cfg.outputs && cfg_words[4] == shape_flags(cfg),
-              Errc::shape, "ets.train.9", "checkpoint {} is for a different network shape", ck);
+              Errc::parse, "ets.train.9", "checkpoint {} is for a different network shape", ck);
     start_epoch = read_pod<std::int32_t>(in);
     step = read_pod<std::int64_t>(in);
     const auto adam_steps = read_pod<std::int64_t>(in);

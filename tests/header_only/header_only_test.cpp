@@ -16,5 +16,5 @@ TEST_CASE("header-only core types work without ets::ets") {
   t.ops = {a, a};
   CHECK(t.sum_us() == 8.0);
   CHECK(t.gap_share() == Approx(0.25));
-  CHECK_THROWS_AS(ETS_THROW(ets::Errc::parse, "ets.test.2", "x"), ets::Error);
+  CHECK_THROWS_AS(ETS_THROW(ets::Errc::parse, "consumer.test.2", "x"), ets::Error);
 }

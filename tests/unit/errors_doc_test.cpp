@@ -3,6 +3,7 @@
 // log messages) under src/, include/, cuda/, apps/ and examples/, and its Bad-input table matches tests/bad_inputs/cases.tsv.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -65,6 +66,9 @@ std::string strip_comments(const std::string& s) {
 struct CodeIds {
   std::map<std::string, std::string> thrown;  // id -> first file:use
   std::map<std::string, std::string> warned;
+  // id -> {code -> file:line}: the Errc each use pairs with the id (ETS_THROW(Errc::x, "id") / ETS_CHECK(c, Errc::x,
+  // "id"), or a helper's fail("id", Errc::x)).
+  std::map<std::string, std::map<std::string, std::string>> codes;
 };
 
 CodeIds scan_code() {
@@ -73,6 +77,8 @@ CodeIds scan_code() {
   // that forwards it to them (ets_trace.cpp's fail(id, ...)). Warnings are log messages starting "[<id>]".
   const std::regex id_lit(R"re("(ets\.[a-z_]+\.[0-9]+)")re");
   const std::regex warn_lit(R"re("\[(ets\.[a-z_]+\.[0-9]+)\])re");
+  const std::regex code_then_id(R"re(Errc::([a-z_]+)\s*,\s*"(ets\.[a-z_]+\.[0-9]+)")re");
+  const std::regex id_then_code(R"re("(ets\.[a-z_]+\.[0-9]+)"\s*,\s*Errc::([a-z_]+))re");
   for (const char* dir : {"src", "include", "cuda", "apps", "examples"}) {
     if (!fs::exists(kRoot / dir)) continue;
     for (const auto& e : fs::recursive_directory_iterator(kRoot / dir)) {
@@ -85,6 +91,13 @@ CodeIds scan_code() {
         ids.thrown.emplace((*it)[1], where);
       for (std::sregex_iterator it(text.begin(), text.end(), warn_lit), end; it != end; ++it)
         ids.warned.emplace((*it)[1], where);
+      const auto line_of = [&](std::ptrdiff_t pos) {
+        return where + ":" + std::to_string(1 + std::count(text.begin(), text.begin() + pos, '\n'));
+      };
+      for (std::sregex_iterator it(text.begin(), text.end(), code_then_id), end; it != end; ++it)
+        ids.codes[(*it)[2]].emplace((*it)[1], line_of(it->position()));
+      for (std::sregex_iterator it(text.begin(), text.end(), id_then_code), end; it != end; ++it)
+        ids.codes[(*it)[1]].emplace((*it)[2], line_of(it->position()));
     }
   }
   return ids;
@@ -123,6 +136,14 @@ TEST_CASE("docs/errors.md documents every error and warning id the code uses, an
     INFO(id << " is logged as a warning in " << where << " but docs/errors.md has no 'warning' row for it");
     CHECK((docs.count(id) == 1 && docs.at(id) == "warning"));
   }
+  // One code per id, the one in its row: a caller switching on code() and logging id() must see them agree.
+  REQUIRE(code.codes.size() > 50);
+  for (const auto& [id, uses] : code.codes)
+    for (const auto& [errc, where] : uses) {
+      INFO(where << " throws " << id << " with Errc::" << errc << "; docs/errors.md says "
+                 << (docs.count(id) ? docs.at(id) : std::string("nothing")));
+      CHECK((docs.count(id) == 1 && docs.at(id) == errc));
+    }
   for (const auto& [id, errc] : docs) {
     INFO("docs/errors.md documents " << id << " (" << errc << ") but no code under src/ include/ cuda/ apps/ examples/ uses it");
     CHECK((code.thrown.count(id) + code.warned.count(id)) > 0);

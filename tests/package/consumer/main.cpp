@@ -14,9 +14,9 @@ int main() {
   t.ops.push_back(op);
   if (t.sum_us() != 12.0) return 1;
   try {
-    ETS_THROW(ets::Errc::invalid_argument, "ets.test.1", "expected {}", 1);
+    ETS_THROW(ets::Errc::invalid_argument, "consumer.test.1", "expected {}", 1);
   } catch (const ets::Error& e) {
-    if (e.id() != "ets.test.1") return 2;
+    if (e.id() != "consumer.test.1") return 2;
   }
   std::printf("ets %s ok\n", ets::version_string());
   return 0;
