@@ -36,6 +36,8 @@ ETS_INLINE Tracer::Scope Tracer::op(std::string name, Phase phase, std::vector<T
     nested_.push_back({id, std::move(rec)});
     return Scope(this, gen | kNested | static_cast<std::int64_t>(id));
   }
+  // The one allocation that can fail (bad_alloc), made before any state changes; geometric, as push_back's own.
+  if (open_.size() == open_.capacity()) open_.reserve(std::max<std::size_t>(16, 2 * open_.capacity()));
   // The first op after a step(): the iteration that step() closed ends here (its last gap runs to this op), unless
   // an empty step() came between or it was taken already.
   if (open_.empty() && !done_.empty() && done_.back().boundary_us == last_boundary_us_ &&

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -17,6 +19,39 @@
 #include "test_support.hpp"
 
 using namespace ets;
+
+// Makes this thread's next allocation fail while `fail_next_allocation` is set: a caller that catches bad_alloc from
+// Tracer::op() must find the Tracer as it was. Not under ASan / TSan, which own operator new themselves.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ETS_TEST_FAIL_ALLOCATIONS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ETS_TEST_FAIL_ALLOCATIONS 0
+#endif
+#endif
+#ifndef ETS_TEST_FAIL_ALLOCATIONS
+#define ETS_TEST_FAIL_ALLOCATIONS 1
+#endif
+
+namespace {
+thread_local bool fail_next_allocation = false;
+}  // namespace
+
+#if ETS_TEST_FAIL_ALLOCATIONS
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void* operator new(std::size_t n) {
+  if (fail_next_allocation) {
+    fail_next_allocation = false;
+    throw std::bad_alloc();
+  }
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 namespace {
 void spin_us(double us) {
@@ -239,3 +274,23 @@ TEST_CASE("live scopes: time outside any scope after step() is the previous iter
   REQUIRE(more.size() == 2);
   CHECK(more[0].ops.back().gap_us < 200);
 }
+
+#if ETS_TEST_FAIL_ALLOCATIONS
+TEST_CASE("an op() that runs out of memory leaves the Tracer as it was") {
+  Tracer tracer;
+  { auto s = tracer.op("a", Phase::Forward); }
+  tracer.step();
+  spin_us(500);
+  fail_next_allocation = true;  // a short name (no heap string) and no inputs: the failing allocation is op()'s own
+  CHECK_THROWS_AS(tracer.op("b", Phase::Forward), std::bad_alloc);
+  fail_next_allocation = false;
+  spin_us(2000);
+  { auto s = tracer.op("c", Phase::Forward); }
+  tracer.step();
+  const auto its = tracer.take();
+  REQUIRE(its.size() == 2);
+  // The failed op was never recorded, so iteration 0 still ends where iteration 1 starts.
+  CHECK(its[0].start_us + its[0].sum_us() == Approx(its[1].start_us).margin(1e-6));
+  CHECK(its[1].ops.size() == 1);
+}
+#endif
