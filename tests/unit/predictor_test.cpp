@@ -234,6 +234,11 @@ TEST_CASE("Predictor errors carry stable ids", "[predictor]") {
   ets::ModelFile bare = ets_test::small_model(traces, 1);
   bare.encoder_state.clear();
   CHECK(error_id([&] { p.add_model("bare", bare); }) == "ets.predict.6");
+  // environment ids with control characters: a NUL could not be named from C, given or taken from the file
+  CHECK(error_id([&] { p.add_model(std::string("gpu\0x", 5), m); }) == "ets.predict.9");
+  ets::ModelFile nl = ets_test::small_model(traces, 1);
+  nl.hardware_env = "gpu\nfake log line";
+  CHECK(error_id([&] { p.add_model("", nl); }) == "ets.predict.9");
   CHECK(p.environments().size() == 1);
   CHECK(p.remove_job("j"));
   CHECK_FALSE(p.remove_job("j"));
