@@ -43,6 +43,16 @@ std::int32_t shape_flags(const LstmConfig& c) {
   return (c.bidirectional ? 1 : 0) | (c.cell == RnnCell::gru ? 2 : 0);
 }
 
+train::AdamOptions adam_options(const Trainer::Options& opt) {
+  train::AdamOptions ao;
+  ao.beta1 = opt.beta1;
+  ao.beta2 = opt.beta2;
+  ao.eps = opt.eps;
+  ao.weight_decay = opt.weight_decay;
+  ao.decoupled = opt.decoupled_weight_decay;
+  return ao;
+}
+
 void check_batch(const WindowBatch& b, const LstmConfig& c, bool labelled, const char* what) {
   ETS_CHECK(b.features == c.input_size, Errc::shape, "ets.train.3",
             "{} windows have {} features, the network expects {}", what, b.features, c.input_size);
@@ -187,7 +197,9 @@ LstmWeights Trainer::init(const LstmConfig& config, std::uint64_t seed) {
   return train::unflatten(flat.data(), layout);
 }
 
-Trainer::Trainer(LstmWeights initial, Options options) : impl_(std::make_unique<Impl>(initial, std::move(options))) {}
+Trainer::Trainer(LstmWeights initial, Options options) : impl_(std::make_unique<Impl>(initial, std::move(options))) {
+  train::Adam(0, adam_options(impl_->opt));  // Adam's own check (ets.train.6) at construction, not at fit()
+}
 Trainer::~Trainer() = default;
 
 const Trainer::Options& Trainer::options() const noexcept { return impl_->opt; }
@@ -233,13 +245,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   for (int w = 0; w < N; ++w)
     for (int t = 0; t < W; ++t) real[static_cast<std::size_t>(w)] += train_set.mask[static_cast<std::size_t>(w) * W + t] != 0;
 
-  train::AdamOptions ao;
-  ao.beta1 = opt.beta1;
-  ao.beta2 = opt.beta2;
-  ao.eps = opt.eps;
-  ao.weight_decay = opt.weight_decay;
-  ao.decoupled = opt.decoupled_weight_decay;
-  train::Adam adam(im.layout.size, ao);
+  train::Adam adam(im.layout.size, adam_options(opt));
   train::Rng rng(opt.seed ^ 0x5eed5eedULL);
 
   const int shards = std::max(1, std::min(im.threads, opt.batch));

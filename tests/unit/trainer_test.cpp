@@ -289,6 +289,18 @@ TEST_CASE("trainer rejects inconsistent input with ets::Error", "[train]") {
       CHECK(e.id() == "ets.train.8");
     }
   }
+  // Adam's hyper-parameters are checked when the trainer is made, not after the data is loaded at fit()
+  for (auto broken : {+[](ets::Trainer::Options& x) { x.beta1 = 1; }, +[](ets::Trainer::Options& x) { x.beta2 = -0.5; },
+                      +[](ets::Trainer::Options& x) { x.eps = -1; }}) {
+    o = small_options();
+    broken(o);
+    try {
+      ets::Trainer t(init, o);
+      FAIL("Adam hyper-parameters out of range were accepted");
+    } catch (const ets::Error& e) {
+      CHECK(e.id() == "ets.train.6");
+    }
+  }
   // loss() of another network with as many parameters: a 1-layer bidirectional LSTM of hidden 5 and GRU of hidden 6
   // on 3 features both have 2·(4·5·8 + 8·5) + 22 = 2·(3·6·9 + 6·6) + 26 = 422 parameters
   auto lstm = small_config();
