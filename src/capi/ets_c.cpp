@@ -35,6 +35,10 @@ namespace {
 
 thread_local std::string t_error;
 thread_local std::string t_error_id;
+// What ets_last_error() / ets_last_error_id() return: the strings above, or static text when even the report ran out
+// of memory, so the caller still learns what happened.
+thread_local const char* t_error_view = "";
+thread_local const char* t_error_id_view = "";
 
 // Takes views, not a std::string: every allocation of the report happens inside the try, so even out of memory no
 // exception leaves an extern "C" function. `prefix` goes before the message pieces ("[id] " unless the message
@@ -46,9 +50,13 @@ ets_status report(ets_status s, const char* id, bool prefix, std::string_view a,
     t_error.clear();
     if (prefix) t_error.append("[").append(id).append("] ");
     t_error.append(a).append(b).append(c);
-  } catch (...) {  // out of memory while reporting: keep whatever fits
-    t_error.clear();
-    t_error_id.clear();
+    t_error_view = t_error.c_str();
+    t_error_id_view = t_error_id.c_str();
+  } catch (...) {  // out of memory while reporting: a fixed message that needs no memory
+#define ETS_C_OOM_ID "ets.capi.3"
+    t_error_view = "[" ETS_C_OOM_ID "] out of memory (while reporting an error)";
+    t_error_id_view = ETS_C_OOM_ID;
+#undef ETS_C_OOM_ID
   }
   return s;
 }
@@ -102,9 +110,9 @@ const char* ets_version(void) { return ets::version_string(); }
 
 int ets_abi_version(void) { return ETS_ABI_VERSION; }
 
-const char* ets_last_error(void) { return t_error.c_str(); }
+const char* ets_last_error(void) { return t_error_view; }
 
-const char* ets_last_error_id(void) { return t_error_id.c_str(); }
+const char* ets_last_error_id(void) { return t_error_id_view; }
 
 ets_status ets_predictor_create(ets_predictor** out) {
   ETS_C_REQUIRE(out, "ets_predictor_create", "out");
@@ -134,6 +142,17 @@ ets_status ets_predictor_env_count(const ets_predictor* p, size_t* out) {
   ETS_C_REQUIRE(p, "ets_predictor_env_count", "predictor");
   ETS_C_REQUIRE(out, "ets_predictor_env_count", "out");
   return guarded([&] { *out = p->impl.environments().size(); });
+}
+
+ets_status ets_predictor_env_name_size(const ets_predictor* p, size_t index, size_t* out) {
+  ETS_C_REQUIRE(p, "ets_predictor_env_name_size", "predictor");
+  ETS_C_REQUIRE(out, "ets_predictor_env_name_size", "out");
+  return guarded([&] {
+    const auto envs = p->impl.environments();
+    ETS_CHECK(index < envs.size(), ets::Errc::invalid_argument, "ets.capi.2", "environment index {} of {}", index,
+              envs.size());
+    *out = envs[index].size() + 1;
+  });
 }
 
 ets_status ets_predictor_env_name(const ets_predictor* p, size_t index, char* buf, size_t cap) {
