@@ -63,8 +63,9 @@ ets_status ets_predictor_add_model(ets_predictor* predictor, const char* env, co
 /* Loads the shipped default model ($ETS_MODEL, or share/ets/models/default.etsm beside the executable). */
 ets_status ets_predictor_add_default_model(ets_predictor* predictor, const char* env);
 /* Number of environments, and the id of the i-th (copied into buf of cap bytes, NUL-terminated; ETS_INVALID_ARGUMENT
-   when it does not fit). */
+   when it does not fit, buf untouched). env_name_size gives the bytes the i-th id needs, NUL included. */
 ets_status ets_predictor_env_count(const ets_predictor* predictor, size_t* out);
+ets_status ets_predictor_env_name_size(const ets_predictor* predictor, size_t index, size_t* out);
 ets_status ets_predictor_env_name(const ets_predictor* predictor, size_t index, char* buf, size_t cap);
 
 /* Registers a job from a trace file (Kineto JSON, Nsight SQLite, ETS CSV / trace; plain or .gz), replacing any job

@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
   EXPECT(ets_predictor_env_name(p, 1, name, sizeof name) == ETS_OK);
   EXPECT(strcmp(name, "envB") == 0);
   EXPECT(ets_predictor_env_name(p, 1, name, 3) == ETS_INVALID_ARGUMENT);
+  EXPECT(ets_predictor_env_name_size(p, 1, &count) == ETS_OK);
+  EXPECT(count == 5); /* "envB" and its NUL */
+  EXPECT(ets_predictor_env_name(p, 1, name, count) == ETS_OK);
+  EXPECT(ets_predictor_env_name_size(p, 2, &count) == ETS_INVALID_ARGUMENT);
+  EXPECT(ets_predictor_env_name_size(p, 0, NULL) == ETS_INVALID_ARGUMENT);
   EXPECT(ets_predictor_env_name(p, 5, name, sizeof name) == ETS_INVALID_ARGUMENT);
 
   EXPECT(ets_predictor_load_job(p, "job1", argv[2]) == ETS_OK);
