@@ -36,6 +36,8 @@ std::string Tracer::detect(const std::string& path) {
 std::vector<ExecutionTrace> Tracer::load(const std::string& path) { return load(path, LoadOptions{}); }
 
 std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOptions& options) {
+  ETS_CHECK(options.rank >= -1, Errc::invalid_argument, "ets.import.4",
+            "LoadOptions::rank is {}; use a rank >= 0, or -1 for whichever rank the file holds", options.rank);
   import::Options opt;
   opt.rank = options.rank;
   opt.keep_incomplete = options.keep_incomplete;

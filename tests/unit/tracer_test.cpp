@@ -142,6 +142,9 @@ TEST_CASE("Tracer::load: missing file, unknown format, gzip round trip") {
   std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   CHECK_THROWS_WITH(ets::import::read_file_bytes(cut), Catch::Contains("ets.io.5"));
   CHECK(Tracer::detect(gz) == "kineto");
+  Tracer::LoadOptions bad_rank;
+  bad_rank.rank = -2;  // not "any rank": refused before the file is read
+  CHECK_THROWS_WITH(Tracer::load(gz, bad_rank), Catch::Contains("ets.import.4"));
   fs::remove_all(dir);
 }
 
