@@ -5,53 +5,19 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <new>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include <unistd.h>
 
+#include "alloc_hooks.hpp"  // a caller that catches bad_alloc from Tracer::op() must find the Tracer as it was
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
 #include "import/importers.hpp"
 #include "test_support.hpp"
 
 using namespace ets;
-
-// Makes this thread's next allocation fail while `fail_next_allocation` is set: a caller that catches bad_alloc from
-// Tracer::op() must find the Tracer as it was. Not under ASan / TSan, which own operator new themselves.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define ETS_TEST_FAIL_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define ETS_TEST_FAIL_ALLOCATIONS 0
-#endif
-#endif
-#ifndef ETS_TEST_FAIL_ALLOCATIONS
-#define ETS_TEST_FAIL_ALLOCATIONS 1
-#endif
-
-namespace {
-thread_local bool fail_next_allocation = false;
-}  // namespace
-
-#if ETS_TEST_FAIL_ALLOCATIONS
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t n) {
-  if (fail_next_allocation) {
-    fail_next_allocation = false;
-    throw std::bad_alloc();
-  }
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 namespace {
 void spin_us(double us) {
@@ -278,15 +244,16 @@ TEST_CASE("live scopes: time outside any scope after step() is the previous iter
   CHECK(more[0].ops.back().gap_us < 200);
 }
 
-#if ETS_TEST_FAIL_ALLOCATIONS
+#if ETS_TEST_ALLOC_HOOKS
 TEST_CASE("an op() that runs out of memory leaves the Tracer as it was") {
   Tracer tracer;
   { auto s = tracer.op("a", Phase::Forward); }
   tracer.step();
   spin_us(500);
-  fail_next_allocation = true;  // a short name (no heap string) and no inputs: the failing allocation is op()'s own
+  // A short name (no heap string) and no inputs: the allocation that fails is op()'s own.
+  ets_test::alloc::fail = ets_test::alloc::Fail::next;
   CHECK_THROWS_AS(tracer.op("b", Phase::Forward), std::bad_alloc);
-  fail_next_allocation = false;
+  ets_test::alloc::fail = ets_test::alloc::Fail::none;
   spin_us(2000);
   { auto s = tracer.op("c", Phase::Forward); }
   tracer.step();

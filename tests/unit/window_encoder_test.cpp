@@ -14,37 +14,8 @@
 #include "ets/error.hpp"
 #include "ets/window_encoder.hpp"
 
-// Counts this thread's allocations while `counting` is set: encode_into's reuse promise is about allocations.
-// Not under AddressSanitizer, which owns operator new / delete itself (a replacement pairs badly with its own).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define ETS_TEST_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define ETS_TEST_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef ETS_TEST_COUNT_ALLOCATIONS
-#define ETS_TEST_COUNT_ALLOCATIONS 1
-#endif
-
-namespace {
-thread_local bool counting = false;
-thread_local long allocations = 0;
-}  // namespace
-
-#if ETS_TEST_COUNT_ALLOCATIONS
-// (GCC flags free() in a replaced operator delete as mismatched once both are inlined; they are a matched pair.)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t n) {
-  if (counting) ++allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
+// encode_into's reuse promise is about allocations: alloc_hooks.hpp counts them.
+#include "alloc_hooks.hpp"
 
 namespace {
 
@@ -197,13 +168,13 @@ TEST_CASE("encode_into a reused batch overwrites every element") {
   ets::WindowBatch reused;
   enc.encode_into(both, reused);
   REQUIRE_FALSE(reused.y.empty());
-  counting = true;
-  allocations = 0;
+  ets_test::alloc::counting = true;
+  ets_test::alloc::count = 0;
   enc.encode_into(both, reused);
   enc.encode_into(t1, reused);
   enc.encode_into(t2, reused);
-  counting = false;
-  if (ETS_TEST_COUNT_ALLOCATIONS) CHECK(allocations == 0);
+  ets_test::alloc::counting = false;
+  if (ETS_TEST_ALLOC_HOOKS) CHECK(ets_test::alloc::count == 0);
   CHECK(reused.y == enc.encode(t2).y);
 
   auto bare = ets_test::synthetic_trace(10, 2);

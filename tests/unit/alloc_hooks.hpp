@@ -1,0 +1,45 @@
+// Replaces the global operator new / delete of the test executable whose one .cpp includes this, so a test can count
+// this thread's allocations or make them fail. Not under ASan / TSan, which own operator new themselves: there
+// ETS_TEST_ALLOC_HOOKS is 0 and the tests that need the hooks compile out.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ETS_TEST_ALLOC_HOOKS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ETS_TEST_ALLOC_HOOKS 0
+#endif
+#endif
+#ifndef ETS_TEST_ALLOC_HOOKS
+#define ETS_TEST_ALLOC_HOOKS 1
+#endif
+
+namespace ets_test::alloc {
+enum class Fail { none, next, all };
+inline thread_local bool counting = false;  ///< count this thread's allocations into `count`
+inline thread_local long count = 0;
+inline thread_local Fail fail = Fail::none;  ///< next: only the next allocation throws bad_alloc; all: every one
+}  // namespace ets_test::alloc
+
+#if ETS_TEST_ALLOC_HOOKS
+// (GCC flags free() in a replaced operator delete as mismatched once both are inlined; they are a matched pair.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void* operator new(std::size_t n) {
+  using namespace ets_test::alloc;
+  if (fail != Fail::none) {
+    if (fail == Fail::next) fail = Fail::none;
+    throw std::bad_alloc();
+  }
+  if (counting) ++count;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#endif
