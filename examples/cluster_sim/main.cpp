@@ -8,6 +8,8 @@
 //                   [--seed S] [--seeds K] [--out RESULTS.csv]   (metrics averaged over seeds S..S+K-1)
 //   cluster_sim synth-data DIR   (in-tree builds only) a small labelled dataset of synthetic families, for a pilot
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -66,6 +68,29 @@ Args parse(int argc, char** argv, int from, const std::vector<std::string>& know
   return a;
 }
 
+// Strict numbers: the whole text must be the number ("12abc" and "90x" are refused, not read as 12 and 90).
+bool parse_double(const std::string& s, double& out) {
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return false;
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && errno != ERANGE;
+}
+
+// An option's value: finite and within [lo, hi], a whole number when `whole`; otherwise a usage error naming it.
+double option_number(const Args& a, const std::string& name, double fallback, double lo, double hi, bool whole) {
+  if (!a.has(name)) return fallback;
+  double v = 0;
+  const std::string s = a.get(name);
+  if (!parse_double(s, v) || !std::isfinite(v) || (whole && v != std::floor(v)) || v < lo || v > hi) {
+    char range[64];
+    std::snprintf(range, sizeof range, "[%.15g, %.15g]", lo, hi);
+    throw std::invalid_argument(name + " takes " + (whole ? "a whole number" : "a number") + " in " + range +
+                                ", not '" + s + "'");
+  }
+  return v;
+}
+
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> out;
   std::string cur;
@@ -115,20 +140,20 @@ PredTable read_predictions(const std::string& path) {
     if (n.size() > 3 && n.compare(n.size() - 3, 3, "_us") == 0) n.resize(n.size() - 3);
     t.predictors.push_back(n);
   }
-  while (std::getline(in, line)) {
+  for (std::size_t row = 2; std::getline(in, line); ++row) {
     if (line.empty()) continue;
     const auto f = split_csv_line(line);
-    ETS_CHECK(f.size() == head.size(), ets::Errc::parse, "ets.sim.2", "{}: row '{}' has {} fields, the header {}", path,
-              line, f.size(), head.size());
+    ETS_CHECK(f.size() == head.size(), ets::Errc::parse, "ets.sim.2", "{}:{}: {} fields, the header has {}", path, row,
+              f.size(), head.size());
     Config c;
     c.name = f[0];
-    c.oracle_us = std::stod(f[1]);
-    for (std::size_t k = 2; k < f.size(); ++k) c.pred_us.push_back(std::stod(f[k]));
-    ETS_CHECK(c.oracle_us > 0 && std::isfinite(c.oracle_us), ets::Errc::parse, "ets.sim.2",
-              "{}: oracle_us of '{}' must be finite and > 0", path, c.name);
-    for (double p : c.pred_us)
-      ETS_CHECK(p > 0 && std::isfinite(p), ets::Errc::parse, "ets.sim.2", "{}: predictions of '{}' must be finite and > 0",
-                path, c.name);
+    std::vector<double> v(f.size() - 1);
+    for (std::size_t k = 1; k < f.size(); ++k)
+      ETS_CHECK(parse_double(f[k], v[k - 1]) && std::isfinite(v[k - 1]) && v[k - 1] > 0, ets::Errc::parse,
+                "ets.sim.2", "{}:{}: {} of '{}' is '{}'; it must be a finite number > 0", path, row, head[k], c.name,
+                f[k]);
+    c.oracle_us = v[0];
+    c.pred_us.assign(v.begin() + 1, v.end());
     t.configs.push_back(std::move(c));
   }
   ETS_CHECK(!t.configs.empty(), ets::Errc::parse, "ets.sim.2", "{}: no configurations", path);
@@ -164,15 +189,23 @@ std::vector<PhillyJob> read_philly(const std::string& path) {
   };
   const std::size_t ct = col("timestamp"), cd = col("duration"), cg = col("num_gpus");
   std::vector<PhillyJob> jobs;
-  while (std::getline(in, line)) {
+  const std::size_t need = std::max({ct, cd, cg}) + 1;
+  for (std::size_t row = 2; std::getline(in, line); ++row) {
     if (line.empty()) continue;
     const auto f = split_csv_line(line);
+    ETS_CHECK(f.size() >= need, ets::Errc::parse, "ets.sim.3", "{}:{}: {} fields, the columns need {}", path, row,
+              f.size(), need);
     PhillyJob j;
-    j.submit_s = parse_time(f.at(ct));
-    j.duration_s = std::stod(f.at(cd));
-    j.gpus = std::stoi(f.at(cg));
-    if (j.duration_s > 0 && j.gpus > 0) jobs.push_back(j);
+    j.submit_s = parse_time(f[ct]);
+    double gpus = 0;
+    ETS_CHECK(parse_double(f[cd], j.duration_s) && std::isfinite(j.duration_s) && parse_double(f[cg], gpus) &&
+                  gpus == std::floor(gpus) && gpus <= 1e6,
+              ets::Errc::parse, "ets.sim.3", "{}:{}: duration '{}' / num_gpus '{}' is not a finite number / whole count",
+              path, row, f[cd], f[cg]);
+    j.gpus = static_cast<int>(gpus);
+    if (j.duration_s > 0 && j.gpus > 0) jobs.push_back(j);  // the trace's failed-to-start jobs: nothing to schedule
   }
+  ETS_CHECK(!jobs.empty(), ets::Errc::parse, "ets.sim.3", "{}: no job with a duration > 0 and GPUs > 0", path);
   std::stable_sort(jobs.begin(), jobs.end(), [](const PhillyJob& a, const PhillyJob& b) { return a.submit_s < b.submit_s; });
   return jobs;
 }
@@ -304,15 +337,21 @@ Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& 
 }
 
 int run_sim(const Args& a) {
+  if (!a.has("--jobs") || !a.has("--predictions")) throw std::invalid_argument("run needs --jobs FILE and --predictions FILE");
+  // Options first: a bad one is a usage error before any file is read.
+  const auto sample = static_cast<std::size_t>(option_number(a, "--sample", 2000, 1, 1e9, true));
+  const double offset_arg = option_number(a, "--offset", -1, 0, 1e12, true);
+  const auto seed = static_cast<std::uint64_t>(option_number(a, "--seed", 1, 0, 9007199254740991.0, true));
+  const double load = option_number(a, "--load", 1.2, 1e-6, 1e6, false);
+  const int gpus_arg = static_cast<int>(option_number(a, "--gpus", 0, 1, 1e6, true));
+  const int seeds = static_cast<int>(option_number(a, "--seeds", 5, 1, 1000, true));
   const PredTable table = read_predictions(a.get("--predictions"));
   const auto philly = read_philly(a.get("--jobs"));
-  const long long sample_arg = std::stoll(a.get("--sample", "2000"));
-  if (sample_arg < 1) throw std::invalid_argument("--sample needs at least 1 job");
-  const std::size_t sample = static_cast<std::size_t>(sample_arg);
   // default window: the jobs submitted from the middle of the trace on (steady state, not the first weeks' ramp-up)
-  const std::size_t offset = a.has("--offset") ? std::stoul(a.get("--offset")) : philly.size() / 2;
-  const std::uint64_t seed = std::stoull(a.get("--seed", "1"));
-  if (offset >= philly.size()) throw std::invalid_argument("--offset beyond the job list");
+  const std::size_t offset = offset_arg >= 0 ? static_cast<std::size_t>(offset_arg) : philly.size() / 2;
+  if (offset >= philly.size())
+    throw std::invalid_argument("--offset " + std::to_string(offset) + " is beyond the job list's " +
+                                std::to_string(philly.size()) + " usable jobs");
   std::vector<PhillyJob> window(philly.begin() + static_cast<std::ptrdiff_t>(offset),
                                 philly.begin() + static_cast<std::ptrdiff_t>(std::min(philly.size(), offset + sample)));
   // cluster size: --gpus, or enough for an offered load of --load (GPU-seconds demanded / GPU-seconds available
@@ -324,13 +363,11 @@ int run_sim(const Args& a) {
     max_gpus = std::max(max_gpus, j.gpus);
   }
   const double span = window.back().submit_s - window.front().submit_s;
-  const double load = std::stod(a.get("--load", "1.2"));
-  if (!(load > 0) || !std::isfinite(load)) throw std::invalid_argument("--load must be a positive number");
-  int gpus = a.has("--gpus") ? std::stoi(a.get("--gpus")) : static_cast<int>(std::ceil(gpu_s / (std::max(span, 1.0) * load)));
+  int gpus = a.has("--gpus") ? gpus_arg : static_cast<int>(std::ceil(gpu_s / (std::max(span, 1.0) * load)));
+  if (a.has("--gpus") && gpus < max_gpus)
+    throw std::invalid_argument("--gpus " + std::to_string(gpus) + " is fewer than the window's largest job needs (" +
+                                std::to_string(max_gpus) + ")");
   gpus = std::max(gpus, max_gpus);
-
-  const int seeds = std::stoi(a.get("--seeds", "5"));
-  if (seeds < 1) throw std::invalid_argument("--seeds needs at least 1");
   // every seed re-draws the configuration of each job and its deadline; metrics are averaged over seeds
   auto draw = [&](std::uint64_t sd) {
     std::mt19937_64 rng(sd);
@@ -349,6 +386,14 @@ int run_sim(const Args& a) {
     return jobs;
   };
 
+  // The output file is opened before anything is printed, so a bad --out fails the run at once.
+  const std::string out_path = a.get("--out");
+  std::ofstream out;
+  if (!out_path.empty()) {
+    out.open(out_path);
+    ETS_CHECK(out.good(), ets::Errc::io, "ets.sim.1", "cannot write {}", out_path);
+    out << "policy,predictor,avg_jct_h,p99_jct_h,makespan_h,total_tardiness_h,mean_tardiness_h,deadline_misses,preemptions\n";
+  }
   std::printf("%zu Philly jobs (rows %zu..%zu, submitted %.1f h), %d GPUs (offered load %.2f), %zu configurations, "
               "seeds %llu..%llu\n",
               window.size(), offset, offset + window.size() - 1, span / 3600, gpus, gpu_s / (std::max(span, 1.0) * gpus),
@@ -368,12 +413,6 @@ int run_sim(const Args& a) {
   }
   if (ets_col >= 0) preds.push_back({"ets+observe", -2});
 
-  const std::string out_path = a.get("--out");
-  std::ofstream out;
-  if (!out_path.empty()) {
-    out.open(out_path);
-    out << "policy,predictor,avg_jct_h,p99_jct_h,makespan_h,total_tardiness_h,mean_tardiness_h,deadline_misses,preemptions\n";
-  }
   std::printf("\n| policy | predictor | avg JCT (h) | p99 JCT (h) | makespan (h) | total tardiness (h) | mean tardiness (h) | deadline misses |\n");
   std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
   std::vector<std::vector<Job>> drawn;
@@ -429,6 +468,10 @@ int run_sim(const Args& a) {
     std::printf(" %s %.4f", table.predictors[c].c_str(), std::sqrt(std::max(0.0, s2 / k - mean * mean)));
   }
   std::printf("\n");
+  if (out.is_open()) {
+    out.close();
+    ETS_CHECK(!out.fail(), ets::Errc::io, "ets.sim.1", "writing {} failed", out_path);
+  }
   return 0;
 }
 
@@ -444,6 +487,9 @@ std::string stem(const std::string& path) {
 int run_predictions(const Args& a) {
   const std::string data = a.get("--data"), out_path = a.get("--out");
   if (data.empty() || out_path.empty()) throw std::invalid_argument("predictions needs --data DIR and --out FILE");
+  if (a.has("--model") && (a.has("--train-seconds") || a.has("--save-model")))
+    throw std::invalid_argument("--model loads a model; --train-seconds and --save-model train one: pass one or the other");
+  const double train_seconds = option_number(a, "--train-seconds", 300, 1, 1e7, false);
   const auto train = ets::DatasetSplit::load(data, "train");
   const auto val = ets::DatasetSplit::load(data, "val");
   const auto files = ets::DatasetSplit::list(data, a.get("--split", "test"));
@@ -452,7 +498,7 @@ int run_predictions(const Args& a) {
     model = ets::load_model(a.get("--model"));
   } else {
     ets::ModelTrainer::Options o;
-    o.train.max_seconds = std::stod(a.get("--train-seconds", "300"));
+    o.train.max_seconds = train_seconds;
     o.provenance["dataset"] = data;
     std::fprintf(stderr, "cluster_sim: training ETS on %zu traces (budget %.0f s) ...\n", train.traces.size(),
                  o.train.max_seconds);
@@ -472,6 +518,7 @@ int run_predictions(const Args& a) {
     baselines.push_back(ets::Baseline::fit(kind, spec, train.traces, val.traces));
   }
   std::ofstream out(out_path);
+  ETS_CHECK(out.good(), ets::Errc::io, "ets.sim.1", "cannot write {}", out_path);
   out << "job_config,oracle_us,ets_us";
   for (const auto& b : baselines) out << ',' << b.name() << "_us";
   out << '\n';
@@ -484,6 +531,8 @@ int run_predictions(const Args& a) {
     for (const auto& b : baselines) out << ',' << b.predict(t);
     out << '\n';
   }
+  out.close();
+  ETS_CHECK(!out.fail(), ets::Errc::io, "ets.sim.1", "writing {} failed", out_path);
   std::fprintf(stderr, "cluster_sim: wrote %zu configurations to %s\n", files.size(), out_path.c_str());
   return 0;
 }
@@ -524,6 +573,11 @@ int main(int argc, char** argv) {
     std::fputs(usage.c_str(), stderr);
     return 2;
   }
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(usage.c_str(), stdout);
+      return 0;
+    }
   try {
     const std::string cmd = argv[1];
     if (cmd == "run")

@@ -44,10 +44,33 @@ for pol in ("FIFO", "SJF", "SRTF", "EDF", "EDF-plain"):
     if float(rows[(pol, "oracle")]["p99_jct_h"]) > float(rows[(pol, "oracle")]["makespan_h"]):
         fails.append(f"{pol}: p99 JCT above the makespan")
 # options the simulator does not know, and sizes that leave nothing to simulate, are usage errors (rc 2)
-for extra in (["--sample", "0"], ["--seeds", "0"], ["--seeds", "-3"], ["--load", "0"], ["--sampel", "400"]):
+# as are numbers with trailing junk, negative counts and a cluster smaller than one GPU
+for extra in (["--sample", "0"], ["--seeds", "0"], ["--seeds", "-3"], ["--load", "0"], ["--sampel", "400"],
+              ["--sample", "12abc"], ["--offset", "-1"], ["--gpus", "-3"], ["--gpus", "0"], ["--load", "nan"]):
     q = subprocess.run([sim, "run", "--jobs", philly, "--predictions", pred, *extra], capture_output=True, text=True)
-    if q.returncode != 2:
-        fails.append(f"run {extra}: rc {q.returncode} (want 2) {q.stderr[:200]}")
+    if q.returncode != 2 or extra[0] not in q.stderr:
+        fails.append(f"run {extra}: rc {q.returncode} (want 2, naming the option) {q.stderr[:200]}")
+q = subprocess.run([sim, "run", "--jobs", philly], capture_output=True, text=True)
+if q.returncode != 2:
+    fails.append(f"run without --predictions: rc {q.returncode} (want 2)")
+# a result file that cannot be written fails the run before it prints anything
+q = subprocess.run([sim, "run", "--jobs", philly, "--predictions", pred, "--sample", "50", "--out",
+                    os.path.join(work, "no", "such", "dir.csv")], capture_output=True, text=True)
+if q.returncode != 1 or "ets.sim.1" not in q.stderr or q.stdout:
+    fails.append(f"run --out into a missing folder: rc {q.returncode} (want 1, ets.sim.1, no output) {q.stderr[:200]}")
+# malformed rows name the file and row: a number with junk in the predictions, a non-finite duration, a short row
+bad_pred = os.path.join(work, "bad_pred.csv")
+with open(bad_pred, "w") as f:
+    f.write("job_config,oracle_us,ets_us\na,100,90x\n")
+for jobs_text, preds, want in (("timestamp,duration,num_gpus\n2017-10-09 07:01:55,100,1\n", bad_pred, "ets.sim.2"),
+                               ("timestamp,duration,num_gpus\n2017-10-09 07:01:55,inf,1\n", pred, "ets.sim.3"),
+                               ("timestamp,duration,num_gpus\n2017-10-09 07:01:55\n", pred, "ets.sim.3")):
+    jobs = os.path.join(work, "bad_jobs.csv")
+    with open(jobs, "w") as f:
+        f.write(jobs_text)
+    q = subprocess.run([sim, "run", "--jobs", jobs, "--predictions", preds], capture_output=True, text=True)
+    if q.returncode != 1 or want not in q.stderr or ":2:" not in q.stderr:
+        fails.append(f"malformed row ({jobs_text!r}, {preds}): rc {q.returncode} (want 1, {want}, file:row) {q.stderr[:200]}")
 if float(rows[("SRTF", "oracle")]["avg_jct_h"]) >= float(rows[("FIFO", "oracle")]["avg_jct_h"]):
     fails.append("SRTF with the oracle should beat FIFO on average JCT under load")
 if fails:
