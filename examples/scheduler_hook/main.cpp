@@ -2,26 +2,33 @@
 // placed where it runs fastest, then measured iteration times fed back with observe() to correct later rounds
 // (on the environment each measurement was taken on).
 // Usage: scheduler_hook ENV=MODEL.etsm [ENV=MODEL.etsm...] -- TRACE...
+// (the first '=' ends ENV; "=PATH" or a PATH without '=' uses the model's own environment)
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <ets/error.hpp>
+#include <ets/log.hpp>
 #include <ets/predictor.hpp>
 
 int main(int argc, char** argv) {
   std::vector<std::string> models, traces;
-  bool after_sep = false;
+  int separators = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--") after_sep = true;
-    else (after_sep ? traces : models).push_back(a);
+    if (a == "--") ++separators;
+    else (separators ? traces : models).push_back(a);
   }
-  if (models.empty() || traces.empty()) {
+  if (models.empty() || traces.empty() || separators != 1) {
     std::fprintf(stderr, "usage: scheduler_hook ENV=MODEL.etsm [ENV=MODEL.etsm...] -- TRACE...\n");
     return 2;
   }
+  // The library prints nothing by itself: import warnings reach the scheduler's log through a sink.
+  ets::set_log_sink([](ets::LogLevel, std::string_view message) {
+    std::fprintf(stderr, "scheduler_hook: warning: %.*s\n", static_cast<int>(message.size()), message.data());
+  }, ets::LogLevel::warn);
   try {
     ets::Predictor predictor;  // thread-safe: share one instance between the scheduler's threads
     for (const auto& m : models) {
@@ -50,13 +57,15 @@ int main(int argc, char** argv) {
         // A running job reports its measured iteration time on the environment it runs on, and later predictions
         // of that job there move toward it. Here the only measurement is the trace's own, taken on the hardware it
         // was recorded on (meta.environment): it corrects that environment alone, and once, being one measurement.
-        const ets::ExecutionTrace t = predictor.job_trace(jobs[j]);
-        if (round == 0 && t.has_measurement()) {
+        if (round != 0) continue;
+        const ets::ExecutionTrace t = predictor.job_trace(jobs[j]);  // a copy: fetched once, not every round
+        if (t.has_measurement()) {
           if (predictor.has_environment(t.meta.environment))
             predictor.observe(jobs[j], t.meta.environment, t.measured_us);
           else
-            std::printf("  %-8s was measured on '%s', not a registered environment: nothing to observe\n",
-                        jobs[j].c_str(), t.meta.environment.c_str());
+            std::printf("  %-8s was measured on %s, not a registered environment: nothing to observe\n",
+                        jobs[j].c_str(),
+                        t.meta.environment.empty() ? "an unnamed environment" : ("'" + t.meta.environment + "'").c_str());
         }
       }
     }
