@@ -1,28 +1,30 @@
-/* Example: ETS from C — create a predictor, add a model per environment, register jobs from trace files, query a
-   jobs x environments batch, and feed back a measured iteration time. Usage: c_api MODEL.etsm TRACE... */
+/* Example: ETS from C — create a predictor, add a model (named by the environment it was trained for), register jobs
+   from trace files, query a jobs x environments batch, and feed back a measured iteration time.
+   Usage: c_api MODEL.etsm TRACE... */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <ets/ets.h>
 
-#define CHECK(call)                                                          \
-  do {                                                                       \
-    ets_status s_ = (call);                                                  \
-    if (s_ != ETS_OK) {                                                      \
+/* On failure: report, then release everything through the one cleanup path (no leak on any error). */
+#define CHECK(call)                                                              \
+  do {                                                                           \
+    ets_status s_ = (call);                                                      \
+    if (s_ != ETS_OK) {                                                          \
       fprintf(stderr, "%s failed (%d): %s\n", #call, (int)s_, ets_last_error()); \
-      ets_predictor_destroy(p);                                              \
-      return 1;                                                              \
-    }                                                                        \
+      goto cleanup;                                                              \
+    }                                                                            \
   } while (0)
 
 int main(int argc, char** argv) {
   ets_predictor* p = NULL;
-  const char* envs[1] = {"gpu"};
-  const char** jobs;
-  ets_estimate* out;
+  const char* envs[1];
+  const char** jobs = NULL;
+  ets_estimate* out = NULL;
   ets_estimate after;
-  int n, i;
-  char name[32];
+  char* env = NULL;
+  size_t env_size = 0;
+  int n, i, rc = 1;
 
   if (argc < 3) {
     fprintf(stderr, "usage: c_api MODEL.etsm TRACE...\n");
@@ -35,10 +37,22 @@ int main(int argc, char** argv) {
   n = argc - 2;
   jobs = (const char**)malloc(sizeof(char*) * (size_t)n);
   out = (ets_estimate*)malloc(sizeof(ets_estimate) * (size_t)n);
-  if (!jobs || !out) return 1;
+  if (!jobs || !out) {
+    fprintf(stderr, "out of memory\n");
+    goto cleanup;
+  }
 
   CHECK(ets_predictor_create(&p));
-  CHECK(ets_predictor_add_model(p, envs[0], argv[1]));
+  /* NULL: the environment the model was trained for; read its name back, sized by the library */
+  CHECK(ets_predictor_add_model(p, NULL, argv[1]));
+  CHECK(ets_predictor_env_name_size(p, 0, &env_size));
+  env = (char*)malloc(env_size);
+  if (!env) {
+    fprintf(stderr, "out of memory\n");
+    goto cleanup;
+  }
+  CHECK(ets_predictor_env_name(p, 0, env, env_size));
+  envs[0] = env;
   for (i = 0; i < n; ++i) {
     jobs[i] = argv[i + 2]; /* the trace path doubles as the job id */
     CHECK(ets_predictor_load_job(p, jobs[i], jobs[i]));
@@ -55,11 +69,13 @@ int main(int argc, char** argv) {
 
   /* errors come back as codes plus a thread-local message with a stable id */
   if (ets_predict(p, "no-such-job", envs[0], &after) != ETS_OK) printf("expected error: %s\n", ets_last_error());
-  sprintf(name, "%s", ets_version());
-  printf("ets %s\n", name);
+  printf("ets %s\n", ets_version());
+  rc = 0;
 
-  ets_predictor_destroy(p);
+cleanup:
+  ets_predictor_destroy(p); /* NULL is accepted */
+  free(env);
   free(jobs);
   free(out);
-  return 0;
+  return rc;
 }
