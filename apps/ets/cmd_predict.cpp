@@ -144,6 +144,14 @@ int run_predict(const Args& a) {
     std::fputs(s.c_str(), stdout);
     return 0;
   }
+  // A model predicts for the hardware it was trained on: a measurement the trace names as taken elsewhere is shown,
+  // but no error is computed against it (a trace that names no environment is compared, as a sanity check).
+  std::vector<std::string> hardware;
+  for (const auto& e : envs) hardware.push_back(predictor.model(e).hardware_env);
+  auto comparable = [&](const ExecutionTrace& t, std::size_t e) {
+    const std::string& where = t.meta.environment;
+    return t.has_measurement() && (where.empty() || hardware[e].empty() || where == hardware[e] || where == envs[e]);
+  };
   // Every row is computed before any is printed: a prediction failing for a later trace prints nothing.
   std::string rows;
   for (std::size_t j = 0; j < ids.size(); ++j) {
@@ -151,7 +159,7 @@ int run_predict(const Args& a) {
     for (std::size_t e = 0; e < envs.size(); ++e) {
       if (format == "json") {
         const Prediction d = predictor.predict_detailed(t, envs[e]);
-        const double err = t.has_measurement() ? (d.iteration_us - t.measured_us) / t.measured_us : kUnknown;
+        const double err = comparable(t, e) ? (d.iteration_us - t.measured_us) / t.measured_us : kUnknown;
         rows += fmt::format("{{\"trace\":\"{}\",\"iteration\":{},\"env\":\"{}\",\"model\":\"{}\",\"ops\":{},"
                                 "\"predicted_us\":{},\"measured_us\":{},\"interval_us\":[{},{}],\"rel_error\":{},"
                                 "\"time_us\":{},\"gap_us\":{},\"phase_us\":{{\"forward\":{},\"backward\":{},"
@@ -163,11 +171,14 @@ int run_predict(const Args& a) {
                 "\n";
       } else {
         const Predictor::Estimate& est = m.at(j, e);
-        const double err = t.has_measurement() ? (est.iteration_us - t.measured_us) / t.measured_us : kUnknown;
+        const double err = comparable(t, e) ? (est.iteration_us - t.measured_us) / t.measured_us : kUnknown;
         rows += fmt::format("{} [{}]: predicted {:.3f} ms (interval {:.3f} .. {:.3f} ms), measured {}, "
                                         "{} ops, iteration {}",
                                         ids[j], envs[e], est.iteration_us / 1e3, est.lo_us / 1e3, est.hi_us / 1e3,
                                         !t.has_measurement() ? std::string("n/a")
+                                        : !comparable(t, e)
+                                            ? fmt::format("{:.3f} ms on '{}' (other hardware: no error)",
+                                                          t.measured_us / 1e3, t.meta.environment)
                                         : std::isfinite(err)
                                             ? fmt::format("{:.3f} ms ({:+.1f}%)", t.measured_us / 1e3, 100 * err)
                                             : fmt::format("{:.3f} ms", t.measured_us / 1e3),

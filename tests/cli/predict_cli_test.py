@@ -177,6 +177,20 @@ with tempfile.TemporaryDirectory() as tmp:
     p = subprocess.run([ets, "inspect", zero, "--json"], capture_output=True, text=True)
     check(p.returncode == 0 and all(i["measured_us"] is None for i in json.loads(p.stdout)["iterations"]),
           f"inspect of iterations timed at 0: {p.stdout[:300]}")
+    # a measurement the trace says was taken on other hardware is shown, but no error is computed against it
+    other_hw = os.path.join(tmp, "other_hw.etst")
+    subprocess.run([ets, "convert", trace, "-o", other_hw, "--quiet"], check=True)
+    with open(other_hw) as fh:
+        moved = re.sub(r'"environment":"[^"]*"', '"environment":"some-other-gpu"', fh.read())
+    with open(other_hw, "w") as fh:
+        fh.write(moved)
+    p = subprocess.run([ets, "predict", other_hw, "--model", model_a, "--json"], capture_output=True, text=True)
+    rows = [json.loads(line) for line in p.stdout.splitlines()] if p.returncode == 0 else []
+    check(rows and all(r["measured_us"] is not None and r["rel_error"] is None for r in rows),
+          f"predict of a trace measured elsewhere: rc {p.returncode} {p.stdout[:300]}")
+    p = subprocess.run([ets, "predict", other_hw, "--model", model_a], capture_output=True, text=True)
+    check(p.returncode == 0 and "on 'some-other-gpu' (other hardware: no error)" in p.stdout and "%" not in p.stdout,
+          f"text predict of a trace measured elsewhere: {p.stdout[:300]}")
     # convert warns when its inputs describe different jobs (predict would stand the file for one of them)
     other, both = os.path.join(tmp, "other.etst"), os.path.join(tmp, "both.etst")
     with open(other, "w") as fh:
