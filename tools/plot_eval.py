@@ -2,50 +2,96 @@
 # Predicted vs measured iteration time per method, from `ets eval --predictions OUT.csv` (one row per trace).
 # Usage: /usr/bin/python3 tools/plot_eval.py PREDICTIONS.csv OUT.png [--title TEXT]
 # Log-log scatter, one panel per method, the y = x line and ±10% band; each panel's title carries its MRE
-# (|pred − true| / true, as ets eval computes it).
+# (|pred − true| / true, as ets eval computes it). As in ets eval, a row whose measured time is not positive (or is
+# null) has no error and is left out; a labelled row whose prediction is null (non-finite: ets eval writes null for
+# NaN and ±inf) counts, and makes the method's MRE non-finite, "n/a" here as in `ets eval --json`; such rows are
+# listed on stderr and counted in the panel's title, never dropped silently.
 import argparse
 import csv
 import math
+import sys
 
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+def die(msg: str) -> None:
+    print(f"plot_eval.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def number(text) -> float:
+    """A CSV cell of `ets eval --predictions`: a number, or "" / null (non-finite) -> NaN."""
+    text = (text or "").strip()
+    return math.nan if text in ("", "null") else float(text)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description="Predicted vs measured iteration time per method, from "
+                                 "`ets eval --predictions OUT.csv`. Run with /usr/bin/python3 (needs matplotlib).")
     ap.add_argument("csv")
     ap.add_argument("out")
     ap.add_argument("--title", default="")
     a = ap.parse_args()
-    with open(a.csv) as fh:
-        rows = list(csv.DictReader(fh))
+    try:
+        import matplotlib
+    except ImportError:
+        die(f"matplotlib is not installed for {sys.executable}; run it with /usr/bin/python3 "
+                 "(Debian's python3-matplotlib: apt-get install python3-matplotlib)")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    try:
+        with open(a.csv, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    except OSError as e:
+        die(f"cannot read {a.csv}: {e.strerror}")
     if not rows:
-        raise SystemExit(f"{a.csv}: no rows")
+        die(f"{a.csv}: no rows")
+    if "measured_us" not in rows[0] or "family" not in rows[0]:
+        die(f"{a.csv} is not `ets eval --predictions` output (no measured_us / family column)")
     methods = [c[:-3] for c in rows[0] if c.endswith("_us") and c != "measured_us"]
+    if not methods:
+        die(f"{a.csv} has no METHOD_us prediction column")
+    for i, r in enumerate(rows, start=2):
+        for c in ["measured_us"] + [m + "_us" for m in methods]:
+            try:
+                number(r[c])
+            except (TypeError, ValueError):
+                die(f"{a.csv}:{i}: {c} is {r[c]!r}, not a number or null")
     families = sorted({r["family"] or "unknown" for r in rows})
     colours = {f: plt.cm.tab10(i % 10) for i, f in enumerate(families)}
     fig, axes = plt.subplots(1, len(methods), figsize=(4.2 * len(methods), 4.2), squeeze=False)
-    truth_all = [float(r["measured_us"]) / 1000 for r in rows]
+    # ets eval scores a row only when its truth is > 0 (a null, zero or negative one is unlabelled)
+    truth_all = [t for t in (number(r["measured_us"]) / 1000 for r in rows) if t > 0]
+    if not truth_all:
+        die(f"{a.csv}: no row with a positive measured_us, nothing to plot")
     lo, hi = min(truth_all), max(truth_all)
     for ax, m in zip(axes[0], methods):
-        errs = []
+        errs, bad = [], []
         for f in families:
             xs, ys = [], []
             for r in rows:
                 if (r["family"] or "unknown") != f:
                     continue
-                t, p = float(r["measured_us"]) / 1000, float(r[m + "_us"]) / 1000
-                if not (math.isfinite(t) and math.isfinite(p)) or t <= 0:
+                t, p = number(r["measured_us"]) / 1000, number(r[m + "_us"]) / 1000
+                if not t > 0:
+                    continue
+                if not math.isfinite(p):
+                    bad.append(r.get("trace", "?"))
                     continue
                 xs.append(t)
                 ys.append(max(p, 1e-3))
                 errs.append(abs(p - t) / t)
                 lo, hi = min(lo, ys[-1]), max(hi, ys[-1])
             ax.scatter(xs, ys, s=9, alpha=0.7, color=colours[f], label=f)
-        mre = 100 * sum(errs) / len(errs) if errs else float("nan")
-        ax.set_title(f"{m}: MRE {mre:.1f}% (n={len(errs)})", fontsize=10)
+        n = len(errs) + len(bad)
+        if bad:
+            print(f"plot_eval.py: {m}: {len(bad)} of {n} labelled rows have a non-finite (null) prediction, so its "
+                  f"MRE is n/a as in ets eval: {', '.join(bad[:10])}{' ...' if len(bad) > 10 else ''}",
+                  file=sys.stderr)
+            ax.set_title(f"{m}: MRE n/a, {len(bad)} null prediction{'s' if len(bad) > 1 else ''} (n={n})",
+                         fontsize=10)
+        else:
+            mre = 100 * sum(errs) / len(errs) if errs else float("nan")
+            ax.set_title(f"{m}: MRE {mre:.1f}% (n={n})", fontsize=10)
     for ax in axes[0]:
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -58,7 +104,10 @@ def main() -> None:
     if a.title:
         fig.suptitle(a.title, fontsize=11)
     fig.tight_layout()
-    fig.savefig(a.out, dpi=110)
+    try:
+        fig.savefig(a.out, dpi=110)
+    except OSError as e:
+        die(f"cannot write {a.out}: {e.strerror}")
     print(a.out)
 
 
