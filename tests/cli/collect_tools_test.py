@@ -2,6 +2,11 @@
 # Dataset tooling bookkeeping, without torch: `collect.py --invalidate` moves exactly the passes that overlap a
 # disturbed window (and their labels) aside, never deleting; `card.py --retest` keeps the re-collected labels in
 # DATA/retest.json so a later card run without the re-collection still reports the same test-retest floor.
+# Also: card.py refuses a --data / --retest without labels and writes nothing, keeps the previous card's
+# raw/- and collect/-derived figures when those folders are absent (a fresh clone), takes the median of an even
+# count as the mean of the middle two, and replaces its files atomically; collect.py refuses a bad selection
+# (unknown family or id, unreadable --configs, --block 0) before creating anything, and a clean pass leaves no
+# ids-pass*.txt behind (a stub worker in a copied tree).
 # Usage: collect_tools_test.py WORK_DIR
 import gzip
 import json
@@ -98,7 +103,140 @@ check(card2.get("retest", {}).get("mre") == rt.get("mre") and card2["retest"].ge
     "predictor_bound"), "the figures survive a card run without the re-collection")
 check(card2.get("labelled") == 2 and card2.get("max_abs_sum_discrepancy") == 0.0, f"card basics {card2.get('labelled')}")
 
+# ---- card.py on a --data (or --retest) without labels: exit 2, nothing written (not card.json, not the doc)
+from tools.collect import card as K  # noqa: E402
+
+empty = os.path.join(work, "empty-data")
+os.makedirs(empty)
+doc = os.path.join(work, "dataset.md")
+DOC = ("# card\n<!-- card:summary -->\nold\n<!-- /card:summary -->\n<!-- card:noise -->\nold\n<!-- /card:noise -->\n"
+       "<!-- card:env -->\nold\n<!-- /card:env -->\n")
+with open(doc, "w") as fh:
+    fh.write(DOC)
+for extra in ([], ["--no-doc"]):
+    r = subprocess.run([sys.executable, CARD, "--data", empty, "--doc", doc, *extra], capture_output=True, text=True)
+    check(r.returncode == 2 and "no labelled traces" in r.stderr, f"card on empty --data {extra}: rc {r.returncode} "
+          f"{r.stderr}")
+    check(os.listdir(empty) == [], f"card on empty --data {extra} wrote {os.listdir(empty)}")
+    check(open(doc).read() == DOC, f"card on empty --data {extra} changed the doc")
+with open(os.path.join(data, "retest.json")) as fh:
+    retest_before = fh.read()
+r = subprocess.run([sys.executable, CARD, "--data", data, "--retest", empty, "--no-doc"], capture_output=True,
+                   text=True)
+check(r.returncode == 2 and "--retest" in r.stderr, f"card --retest EMPTY: rc {r.returncode} {r.stderr}")
+check(open(os.path.join(data, "retest.json")).read() == retest_before, "card --retest EMPTY kept retest.json")
+
+# ---- a fresh clone has no raw/ nor collect/: the previous card's profiler-overhead and env figures stay, with a note
+prev = json.load(open(os.path.join(data, "card.json")))
+prev["profiled_over_unprofiled_q"] = {"0.0": 1.0, "0.1": 1.1, "0.5": 1.2, "0.9": 1.5, "1.0": 2.0}
+prev["profiled_over_unprofiled_n"] = 2
+prev["env_record"] = {"torch": "1.13", "threads": 1}
+with open(os.path.join(data, "card.json"), "w") as fh:
+    json.dump(prev, fh)
+r = subprocess.run([sys.executable, CARD, "--data", data, "--doc", doc], capture_output=True, text=True)
+check(r.returncode == 0, f"card without raw/: rc {r.returncode} {r.stderr}")
+card3 = json.load(open(os.path.join(data, "card.json")))
+check(card3.get("profiled_over_unprofiled_q") == prev["profiled_over_unprofiled_q"] and
+      card3.get("profiled_over_unprofiled_n") == 2, f"profiled figures kept: {card3.get('profiled_over_unprofiled_q')}")
+check(card3.get("env_record") == prev["env_record"], f"env_record kept: {card3.get('env_record')}")
+check("kept the previous card.json's profiled" in r.stderr and "env_record" in r.stderr, f"a note says so: {r.stderr}")
+text = open(doc).read()
+check("| profiled / unprofiled iteration time (10% / median / 90% / max; 2 configs) | 1.10 / 1.20 / 1.50 / 2.00 |"
+      in text, "the doc keeps the profiled / unprofiled row")
+check("| torch | 1.13 |" in text and "| threads | 1 |" in text, "the doc keeps the env table")
+# with raw/ present the ratio is measured again: label 100 us over the faster of warm-up iterations 2 and 3 (40 us)
+st = os.path.join(data, "raw", "mlp-0001", "pass1.status.json")
+os.makedirs(os.path.dirname(st))
+with open(st, "w") as fh:
+    json.dump({"ok": True, "warmup_ms": [5.0, 0.05, 0.04]}, fh)
+r = subprocess.run([sys.executable, CARD, "--data", data, "--no-doc"], capture_output=True, text=True)
+card4 = json.load(open(os.path.join(data, "card.json"))) if r.returncode == 0 else {}
+check(card4.get("profiled_over_unprofiled_n") == 1 and
+      abs(card4.get("profiled_over_unprofiled_q", {}).get("0.5", 0) - 2.5) < 1e-9 and
+      "profiled / unprofiled figures" not in r.stderr,
+      f"profiled ratio from raw/: {card4.get('profiled_over_unprofiled_q')}")
+
+# ---- quantiles: linear between order statistics, so the median of an even count is the mean of the middle two
+check(K.quantiles([4, 1, 3, 2])[0.5] == 2.5 and K.quantiles([3, 1, 2])[0.5] == 2, "median of even / odd counts")
+q = K.quantiles([10, 20, 30, 40, 50])
+check(q[0.0] == 10 and q[1.0] == 50 and q[0.25] == 20 and abs(q[0.9] - 46) < 1e-9, f"quantiles {q}")
+check(abs(card4.get("iter_ms_q", {}).get("0.5", 0) - 0.15) < 1e-12, f"card median of labels 100, 200 us: "
+      f"{card4.get('iter_ms_q')}")
+count = getattr(K, "_count", str)
+check(count(2.0) == "2" and count(957.5) == "957.5", "an even count's median of ops prints as a count")
+
+# ---- files the C++ side reads are replaced atomically: a failed replace leaves the old file and no temp file
+target = os.path.join(work, "atomic.json")
+with open(target, "w") as fh:
+    fh.write("old")
+real_replace = os.replace
+
+
+def failing_replace(src, dst):
+    raise OSError("disk full")
+
+
+os.replace = failing_replace
+try:
+    getattr(K, "atomic_write", lambda path, text: None)(target, "new")
+    check(False, "card.atomic_write reports a failed replace")
+except OSError:
+    pass
+finally:
+    os.replace = real_replace
+check(open(target).read() == "old" and sorted(os.listdir(work)).count("atomic.json") == 1 and
+      not [f for f in os.listdir(work) if f.startswith("atomic.json.tmp")], "old file kept, temp file removed")
+check(not [f for f in os.listdir(data) if ".tmp" in f], f"no temp files left in DATA: {os.listdir(data)}")
+
+# ---- collect.py in a copied tree whose worker is a stub (no torch, no timing): what a run leaves behind
+tree = os.path.join(work, "tree")
+os.makedirs(os.path.join(tree, "tools", "collect"))
+for f in ("__init__.py", "collect.py", "configs.py", "zoo.py", "randwire.py"):
+    shutil.copy(os.path.join(ROOT, "tools", "collect", f), os.path.join(tree, "tools", "collect", f))
+with open(os.path.join(tree, "tools", "collect", "worker.py"), "w") as fh:
+    fh.write("""import argparse, json, os
+ap = argparse.ArgumentParser()
+ap.add_argument("--ids")
+ap.add_argument("--pass", dest="p", type=int)
+ap.add_argument("--raw")
+a, _ = ap.parse_known_args()
+for cid in open(a.ids).read().split():
+    d = os.path.join(a.raw, cid)
+    os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, "pass%d.json.gz" % a.p), "wb").close()
+    json.dump({"ok": True, "pass": a.p}, open(os.path.join(d, "pass%d.status.json" % a.p), "w"))
+    print("DONE %s 1 0.01" % cid, flush=True)
+""")
+TREE_COLLECT = os.path.join(tree, "tools", "collect", "collect.py")
+
+# ---- collect.py refuses a bad selection before creating any folder (run in the stub tree, so that a regression
+# that accepts the selection runs no real collection)
+bad_ids = os.path.join(work, "bad-ids.txt")
+with open(bad_ids, "w") as fh:
+    fh.write("mlp-0001\nbogus-1\n")
+refused = os.path.join(work, "refused")
+for extra, word in ((["--configs", os.path.join(work, "no-such-ids.txt")], "no-such-ids.txt"),
+                    (["--configs", bad_ids], "bogus-1"),
+                    (["--configs", os.path.join(work, "ids.txt"), "--block", "0"], "--block"),
+                    (["--families", "mlp,resnt"], "known families: "),
+                    (["--families", "resnt", "--print-ids"], "resnt")):
+    r = subprocess.run([sys.executable, TREE_COLLECT, "--out", refused, "--no-label", *extra], capture_output=True,
+                       text=True)
+    check(r.returncode == 2 and word in r.stderr, f"collect {extra}: rc {r.returncode} {r.stderr[-300:]}")
+    check(not os.path.exists(refused), f"collect {extra} created {refused}")
+
+# a clean pass leaves no ids-pass*.txt (nor worker stderr) in OUT/collect
+stub_out = os.path.join(work, "stub-out")
+r = subprocess.run([sys.executable, TREE_COLLECT, "--out", stub_out,
+                    "--configs", os.path.join(work, "ids.txt"), "--passes", "2", "--no-label"],
+                   capture_output=True, text=True)
+check(r.returncode == 0, f"collect with a stub worker: rc {r.returncode} {r.stderr[-500:]}")
+left = sorted(os.listdir(os.path.join(stub_out, "collect"))) if os.path.isdir(os.path.join(stub_out, "collect")) else []
+check(left == ["run.jsonl"], f"OUT/collect after clean passes: {left}")
+check(all(os.path.exists(os.path.join(stub_out, "raw", cid, f"pass{p}.status.json")) for cid in ids for p in (1, 2)),
+      "the stub worker ran both passes of both configs")
+
 if failures:
     print("\n".join("FAIL: " + f for f in failures))
     sys.exit(1)
-print("collect tools: invalidate and retest bookkeeping hold")
+print("collect tools: invalidate and retest bookkeeping, card safeguards and collect refusals hold")

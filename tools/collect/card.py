@@ -62,7 +62,7 @@ def read_label(path: str) -> dict:
 
 def load_dir(data: str) -> dict:
     out = {}
-    for p in sorted(glob.glob(os.path.join(data, "traces", "**", "*.etst.gz"), recursive=True)):
+    for p in label_files(data):
         try:
             r = read_label(p)
             r["bytes"] = os.path.getsize(p)
@@ -73,10 +73,20 @@ def load_dir(data: str) -> dict:
 
 
 def quantiles(v, qs=(0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)):
+    """Quantile q of v by linear interpolation between the order statistics at position q·(n−1) (numpy's default,
+    statistics.quantiles(method="inclusive")): 0 and 1 are the min and max, and 0.5 is the median, the mean of the
+    two middle values for an even count."""
     s = sorted(v)
     if not s:
         return {}
-    return {q: s[min(len(s) - 1, int(round(q * (len(s) - 1))))] for q in qs}
+    out = {}
+    for q in qs:
+        pos = q * (len(s) - 1)
+        lo = min(len(s) - 1, int(math.floor(pos)))
+        hi = min(len(s) - 1, lo + 1)
+        frac = pos - lo
+        out[q] = s[lo] if frac == 0 or s[hi] == s[lo] else s[lo] + (s[hi] - s[lo]) * frac
+    return out
 
 
 def histogram(values, edges):
@@ -92,8 +102,14 @@ def bar(n, total, width=30):
     return "█" * (round(width * n / total) if total else 0)
 
 
-def compute(data: str, retest: str = "") -> dict:
-    labels = load_dir(data)
+def compute(data: str, retest: str = "", previous: dict | None = None, notes: list | None = None,
+            labels: dict | None = None) -> dict:
+    """The card's figures. The profiler-overhead ratio and the environment record come from DATA/raw/ and
+    DATA/collect/, which are not committed: when those sources are absent (a fresh clone), the figures of `previous`
+    (the card.json being replaced) are kept, and a line saying so is appended to `notes`."""
+    previous = previous or {}
+    notes = notes if notes is not None else []
+    labels = load_dir(data) if labels is None else labels
     manifest = {}
     mpath = os.path.join(data, "manifest.json")
     if os.path.exists(mpath):
@@ -153,10 +169,20 @@ def compute(data: str, retest: str = "") -> dict:
     if ratios:
         card["profiled_over_unprofiled_q"] = quantiles(ratios)
         card["profiled_over_unprofiled_n"] = len(ratios)
+    elif "profiled_over_unprofiled_q" in previous:
+        # card.json keeps the quantiles under string keys ("0.5"); tables() looks them up by number
+        card["profiled_over_unprofiled_q"] = {float(q): v for q, v in previous["profiled_over_unprofiled_q"].items()}
+        card["profiled_over_unprofiled_n"] = previous.get("profiled_over_unprofiled_n", 0)
+        notes.append(f"no warm-up timings under {os.path.join(data, 'raw')} (pass*.status.json): kept the previous "
+                     f"card.json's profiled / unprofiled figures ({card['profiled_over_unprofiled_n']} configs)")
     env_path = sorted(glob.glob(os.path.join(data, "collect", "env-pass*.json")))
     if env_path:
         with open(env_path[0]) as fh:
             card["env_record"] = json.load(fh)
+    elif "env_record" in previous:
+        card["env_record"] = previous["env_record"]
+        notes.append(f"no {os.path.join(data, 'collect', 'env-pass*.json')}: kept the previous card.json's "
+                     f"env_record (the env table)")
     again = retest_labels(data, retest)
     if again:
         common = sorted(set(again["labels"]) & set(labels))
@@ -178,6 +204,23 @@ def compute(data: str, retest: str = "") -> dict:
 RETEST_FILE = "retest.json"
 
 
+def atomic_write(path: str, text: str) -> None:
+    """Writes text to a temporary file in path's folder, then renames it over path: a reader (or an interrupted
+    run) sees the old file or the new one, never a partial one."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def label_files(data: str) -> list:
+    return sorted(glob.glob(os.path.join(data, "traces", "**", "*.etst.gz"), recursive=True))
+
+
 def retest_labels(data: str, retest_dir: str = "") -> dict:
     """The test–retest re-collection's iteration labels. From `retest_dir` when given (then kept in
     DATA/retest.json, a few KB, so later card runs keep the figure without the re-collected traces), else from
@@ -185,15 +228,15 @@ def retest_labels(data: str, retest_dir: str = "") -> dict:
     path = os.path.join(data, RETEST_FILE)
     if retest_dir:
         again = load_dir(retest_dir)
-        stamps = [os.path.getmtime(p) for p in glob.glob(os.path.join(retest_dir, "traces", "**", "*.etst.gz"),
-                                                          recursive=True)]
+        if not again:
+            raise ValueError(f"--retest {retest_dir}: none of its traces/**/*.etst.gz could be read")
+        stamps = [os.path.getmtime(p) for p in label_files(retest_dir)]
         doc = {"source": os.path.relpath(os.path.abspath(retest_dir), ROOT),
                "collected": time.strftime("%Y-%m-%d", time.gmtime(max(stamps))) if stamps else "",
                "labels": {cid: {"measured_us": r["measured_us"], "pass_median_us": r["pass_median_us"]}
                           for cid, r in sorted(again.items())}}
-        with open(path, "w") as fh:
-            json.dump(doc, fh, indent=1, sort_keys=True)
-            fh.write("\n")
+        # `ets eval` reads this file (DATA/retest.json): never leave a half-written one behind
+        atomic_write(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
         return doc
     try:
         with open(path) as fh:
@@ -204,6 +247,13 @@ def retest_labels(data: str, retest_dir: str = "") -> dict:
 
 def _fmt(x, spec=".1f"):
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def _count(x):
+    """A count, or a quantile of counts (the median of an even number of them can end in .5)."""
+    if x is None:
+        return "n/a"
+    return str(int(x)) if float(x).is_integer() else format(x, ".1f")
 
 
 def tables(card: dict) -> dict:
@@ -231,8 +281,8 @@ def tables(card: dict) -> dict:
         f"| size on disk (labelled traces) | {card['bytes'] / 1e6:.1f} MB |",
         f"| iteration time ms (min / median / max) | {_fmt(q.get(0.0), '.2f')} / {_fmt(q.get(0.5), '.2f')} / "
         f"{_fmt(q.get(1.0), '.2f')} |",
-        f"| ops per iteration (min / median / max) | {oq.get(0.0, 'n/a')} / {oq.get(0.5, 'n/a')} / "
-        f"{oq.get(1.0, 'n/a')} |",
+        f"| ops per iteration (min / median / max) | {_count(oq.get(0.0))} / {_count(oq.get(0.5))} / "
+        f"{_count(oq.get(1.0))} |",
         f"| gap share (10% / median / 90%) | {_fmt(100 * gq.get(0.1, math.nan))}% / "
         f"{_fmt(100 * gq.get(0.5, math.nan))}% / {_fmt(100 * gq.get(0.9, math.nan))}% |",
         f"| Σ(time+gap) of labels vs label: mean / max abs. deviation | "
@@ -277,8 +327,7 @@ def fill(doc_path: str, blocks: dict) -> None:
     for name, body in blocks.items():
         pat = re.compile(rf"(<!-- card:{name} -->\n).*?(<!-- /card:{name} -->)", re.S)
         text = pat.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
-    with open(doc_path, "w") as fh:
-        fh.write(text)
+    atomic_write(doc_path, text)
 
 
 def retest_ids(data: str, n: int) -> list:
@@ -308,14 +357,39 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
+    # A wrong --data (or --retest) would otherwise overwrite the card with zeros: refuse before writing anything.
+    for what, folder in (("--data", a.data), ("--retest", a.retest)):
+        if folder and not label_files(folder):
+            print(f"card.py: {what} {folder}: no labelled traces (traces/**/*.etst.gz) there; nothing written",
+                  file=sys.stderr)
+            return 2
     if a.retest_ids:
         print("\n".join(retest_ids(a.data, a.retest_ids)))
         return 0
-    card = compute(a.data, a.retest)
+    if not a.no_doc and not os.path.isfile(a.doc):
+        print(f"card.py: --doc {a.doc} does not exist; nothing written", file=sys.stderr)
+        return 2
+    card_path = os.path.join(a.data, "card.json")
+    try:
+        with open(card_path) as fh:
+            previous = json.load(fh)
+    except (OSError, ValueError):
+        previous = {}
+    labels = load_dir(a.data)
+    if not labels:
+        print(f"card.py: --data {a.data}: none of its traces/**/*.etst.gz could be read; nothing written",
+              file=sys.stderr)
+        return 2
+    notes = []
+    try:
+        card = compute(a.data, a.retest, previous, notes, labels)
+    except ValueError as e:
+        print(f"card.py: {e}; nothing written", file=sys.stderr)
+        return 2
+    for n in notes:
+        print(f"card: note: {n}", file=sys.stderr)
     blocks = tables(card)
-    with open(os.path.join(a.data, "card.json"), "w") as fh:
-        json.dump(card, fh, indent=1, sort_keys=True, default=str)
-        fh.write("\n")
+    atomic_write(card_path, json.dumps(card, indent=1, sort_keys=True, default=str) + "\n")
     if a.no_doc:
         for k, v in blocks.items():
             print(f"## {k}\n{v}\n")

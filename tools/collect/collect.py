@@ -138,10 +138,13 @@ class Collector:
             err_fh.seek(0)
             err = err_fh.read()
             err_fh.close()
-            try:
-                os.remove(err_path)
-            except OSError:
-                pass
+            # the worker is gone: neither file is needed any more, whatever happens next (a clean pass breaks out
+            # of this loop below, a worker that died at once stops the run)
+            for path in (err_path, ids_file):
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
             todo = [c for c in todo if c not in finished]
             if rc == 0 and not todo:
                 break
@@ -170,10 +173,6 @@ class Collector:
                 todo = [c for c in todo if c != culprit]
             if rc != 0 and not culprit:
                 break
-            try:
-                os.remove(ids_file)
-            except OSError:
-                pass
 
     # ---- labelling
     def label(self, cfg: dict) -> bool:
@@ -335,12 +334,36 @@ def _find_ets() -> str:
     return shutil.which("ets") or os.path.join(ROOT, "build", "ets")
 
 
-def select(args) -> list:
-    fams = [f.strip() for f in args.families.split(",")] if args.families else None
+def select(args, ap=None) -> list:
+    """The selected configurations. Refuses (ap.error: usage, exit 2) unknown --families names, a --configs file
+    that cannot be read and ids in it that name no configuration."""
+    def refuse(msg):
+        if ap is None:
+            raise ValueError(msg)
+        ap.error(msg)
+
+    fams = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
+    if fams:
+        unknown = [f for f in fams if f not in C.FAMILIES]
+        if unknown:
+            refuse(f"--families: unknown {', '.join(unknown)}; known families: {', '.join(C.FAMILIES)}")
     if args.configs:
-        with open(args.configs) as fh:
-            ids = [ln.split("#")[0].strip() for ln in fh]
+        try:
+            with open(args.configs) as fh:
+                ids = [ln.split("#")[0].strip() for ln in fh]
+        except (OSError, UnicodeDecodeError) as e:
+            refuse(f"--configs {args.configs}: {e.strerror if isinstance(e, OSError) else e}")
         ids = [i for i in ids if i]
+        bad = []
+        for i in ids:
+            try:
+                C.parse_id(i)
+            except KeyError:
+                bad.append(i)
+        if bad:
+            refuse(f"--configs {args.configs}: {len(bad)} line(s) name no configuration ({', '.join(bad[:5])}"
+                   f"{', ...' if len(bad) > 5 else ''}); an id is FAMILY-NNNN with FAMILY one of "
+                   f"{', '.join(C.FAMILIES)}")
         if fams:
             ids = [i for i in ids if C.parse_id(i)[0] in fams]
     else:
@@ -401,13 +424,17 @@ def main(argv=None) -> int:
         args.out = os.path.join(ROOT, "data", "quick") if args.quick else os.path.join(ROOT, "data")
     if args.iters < 1 or args.passes < 1 or args.warmup < 1:
         ap.error("--iters, --passes and --warmup must be ≥ 1")
+    if args.block < 1:
+        ap.error("--block must be ≥ 1")
+    if args.limit < 0:
+        ap.error("--limit must be ≥ 0 (0: no limit)")
 
     if args.manifest:
         os.makedirs(args.out, exist_ok=True)
         m = C.write_manifest(os.path.join(args.out, "manifest.json"))
         print(f"wrote {len(m['configs'])} configs: {m['counts']}")
         return 0
-    cfgs = select(args)
+    cfgs = select(args, ap)  # checks the selection before any folder or file is created
     mpath = os.path.join(args.out, "manifest.json")
     if not args.print_ids and not os.path.exists(mpath):
         os.makedirs(args.out, exist_ok=True)

@@ -63,6 +63,19 @@ def main(argv=None) -> int:
     ap.add_argument("--ets", default="")
     a = ap.parse_args(argv)
     ids = [c.strip() for c in a.configs.split(",") if c.strip()]
+    if not ids:
+        ap.error("--configs names no configuration")
+    bad = []
+    for cid in ids:
+        try:
+            C.parse_id(cid)
+        except KeyError:
+            bad.append(cid)
+    if bad:
+        ap.error(f"--configs: {', '.join(bad)} name{'s' if len(bad) == 1 else ''} no configuration; an id is "
+                 f"FAMILY-NNNN with FAMILY one of {', '.join(C.FAMILIES)}")
+    if a.passes < 1:
+        ap.error("--passes must be ≥ 1")
     missing = [c for c in ids if not os.path.exists(label_path(a.data, c))]
     if missing:
         print(f"reproduce: no committed label for {', '.join(missing)} under {a.data}/traces", file=sys.stderr)

@@ -33,6 +33,28 @@ def atomic_write_json(path: str, obj) -> None:
     os.replace(tmp, path)
 
 
+def _remove_stale_temps(path: str) -> None:
+    """Removes PATH.tmp<PID>.json[.gz] left by a worker that was killed mid-export (a crash, the collector's time
+    cap): they are never a pass, and a truncated one only wastes space. A temp file of a live process is kept."""
+    import glob
+    import re
+    for stale in glob.glob(glob.escape(path) + ".tmp*"):
+        m = re.fullmatch(r"\.tmp(\d+)\.json(\.gz)?", stale[len(path):])
+        if not m or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # that worker still runs
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue  # exists, but not ours to signal
+        try:
+            os.remove(stale)
+        except OSError:
+            pass
+
+
 def _sync(torch, device):
     if device == "cuda":
         torch.cuda.synchronize()
@@ -95,6 +117,7 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"pass{pass_no}.json.gz")
     tmp = path + f".tmp{os.getpid()}.json.gz"
+    _remove_stale_temps(path)
     extra = {"config_id": cfg["id"], "family": cfg["family"], "pass": pass_no,
              "batch_size": cfg["knobs"]["batch_size"], "optimizer": cfg["knobs"]["optimizer"],
              "environment": env_rec["environment"], "device": env_rec["device_name"]}
