@@ -5,7 +5,10 @@
 
   export_etsm.py export --out m.etsm [--input-size 16 --hidden 16 --layers 4 --seed 1 --cell lstm|gru]
                         [--state-dict trained.pt] [--encoder-from ets_model.etsm]
-                        [--parity p.bin --parity-windows 4 --width 12]
+                        [--width 12 --stride 4] [--parity p.bin --parity-windows 4]
+
+--width / --stride are the window geometry written into the model (1 ≤ stride ≤ width ≤ 4096, as `ets` reads it);
+with --encoder-from they come from that model, and a different --width or --stride is refused.
   export_etsm.py fixtures --out-dir tests/data      # the committed test fixtures (see tests/data/README.md)
 
 The byte layout is docs/model-format.md; this writer and src/model/model_file.cpp must agree byte for byte.
@@ -23,6 +26,9 @@ END_MAGIC = b"ETSM_END"
 MAJOR, MINOR = 1, 0
 HEADER_BYTES, TRAILER_BYTES, ALIGN = 64, 16, 64
 T_INT, T_FLOAT, T_STRING, T_BYTES = 1, 2, 3, 4
+MAX_WIDTH = 4096            # window.width a reader accepts (src/model/model_file.cpp)
+MAX_SELFTEST_POSITIONS = 4096  # windows × width of selftest.input (ModelFile::SelfTest::kMaxPositions)
+MAX_SIZE, MAX_LAYERS = 1 << 16, 64  # lstm.input_size / lstm.hidden, lstm.layers a reader accepts
 DT_F32 = 1
 PARITY_MAGIC = b"ETSPAR01"
 
@@ -38,6 +44,19 @@ def _crc32c_table():
 
 
 _CRC_TABLE = _crc32c_table()
+
+
+def atomic_write_bytes(path, data):
+    """Writes to a temporary file in path's folder, then renames it over path (as the C++ save_model does): a reader
+    never sees a partial file."""
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def crc32c(data: bytes) -> int:
@@ -138,8 +157,7 @@ def write_etsm(path, tensors, config, window=(12, 4), encoder_state=b"", labels=
     out += END_MAGIC
     out += struct.pack("<II", crc32c(bytes(out)), 0)
     assert len(out) == file_bytes
-    with open(path, "wb") as f:
-        f.write(out)
+    atomic_write_bytes(path, bytes(out))
 
 
 def read_etsm(path):
@@ -201,7 +219,8 @@ def model_from_etsm(path):
 def windows_input(rng, n, w, f, pad_last=3):
     """Random feature windows; the last window's trailing positions are zero, like the encoder's padding."""
     x = rng.standard_normal((n, w, f)).astype(np.float32)
-    if pad_last:
+    pad_last = min(pad_last, w - 1)  # a window keeps at least one real position
+    if pad_last > 0:
         x[-1, w - pad_last:, :] = 0.0
     return x
 
@@ -214,45 +233,101 @@ def torch_forward(net, x):
 
 def write_parity(path, x, y):
     n, w, f = x.shape
-    with open(path, "wb") as fh:
-        fh.write(PARITY_MAGIC + struct.pack("<IIII", n, w, f, y.shape[2]))
-        fh.write(np.ascontiguousarray(x, "<f4").tobytes())
-        fh.write(np.ascontiguousarray(y, "<f4").tobytes())
+    atomic_write_bytes(path, PARITY_MAGIC + struct.pack("<IIII", n, w, f, y.shape[2]) +
+                       np.ascontiguousarray(x, "<f4").tobytes() + np.ascontiguousarray(y, "<f4").tobytes())
+
+
+def fail(msg):
+    print("export_etsm.py: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def check_export_args(parser, args):
+    """Refuses (usage error, exit 2) what `ets` would refuse to load, and unusable paths, before any work."""
+    for name, v, lo, hi in (("--input-size", args.input_size, 1, MAX_SIZE), ("--hidden", args.hidden, 1, MAX_SIZE),
+                            ("--layers", args.layers, 1, MAX_LAYERS), ("--parity-windows", args.parity_windows, 1,
+                                                                         None), ("--seed", args.seed, 0, None)):
+        if v < lo or (hi is not None and v > hi):
+            parser.error("%s %d is outside %d..%s" % (name, v, lo, hi if hi is not None else ""))
+    for name, v in (("--width", args.width), ("--stride", args.stride)):
+        if v is not None and not 1 <= v <= MAX_WIDTH:
+            parser.error("%s %d is outside 1..%d" % (name, v, MAX_WIDTH))
+    if args.width is not None and args.stride is not None and args.stride > args.width:
+        parser.error("--stride %d exceeds --width %d: the ops between two windows would be covered by none "
+                     "(1 ≤ stride ≤ width ≤ %d)" % (args.stride, args.width, MAX_WIDTH))
+    for name, path in (("--state-dict", args.state_dict), ("--encoder-from", args.encoder_from)):
+        if path and not os.path.isfile(path):
+            parser.error("%s %s: no such file" % (name, path))
+    for name, path in (("--out", args.out), ("--parity", args.parity)):
+        folder = os.path.dirname(os.path.abspath(path)) if path else ""
+        if path and not os.path.isdir(folder):
+            parser.error("%s %s: folder %s does not exist" % (name, path, folder))
+
+
+def window_geometry(args):
+    """(width, stride, encoder state, label normalisation, source meta or None) the export writes."""
+    if not args.encoder_from:
+        width = 12 if args.width is None else args.width
+        stride = 4 if args.stride is None else args.stride
+        if stride > width:
+            fail("--stride %d exceeds the width %d (1 ≤ stride ≤ width ≤ %d)" % (stride, width, MAX_WIDTH))
+        return width, stride, b"", None, None
+    # a network trained outside ETS on ETS's features: take the encoder (FeatureSpec), the label normalisation
+    # and the window geometry from the ETS model the features came from, so `ets predict` can use the export
+    try:
+        src, _ = read_etsm(args.encoder_from)
+        width, stride = int(src["window.width"]), int(src["window.stride"])
+        labels = {k: src["labels." + k] for k in ("transform", "time_mean", "time_scale", "gap_mean", "gap_scale")}
+        encoder_state, src_inputs = src["encoder.state"], src["lstm.input_size"]
+    except (OSError, ValueError, KeyError, struct.error, UnicodeDecodeError) as e:
+        fail("--encoder-from %s is not a readable ETS model (.etsm): %s" % (args.encoder_from, e))
+    if src_inputs != args.input_size:
+        fail("--encoder-from %s encodes %d features, the network takes %d (--input-size)"
+             % (args.encoder_from, src_inputs, args.input_size))
+    # the window geometry belongs to the encoder's model: a different one asked for here would be silently dropped
+    for name, asked, got in (("--width", args.width, width), ("--stride", args.stride, stride)):
+        if asked is not None and asked != got:
+            fail("%s %d conflicts with --encoder-from %s, whose windows are %d wide with stride %d; leave %s out "
+                 "(the export takes the encoder model's geometry)" % (name, asked, args.encoder_from, width, stride,
+                                                                     name))
+    return width, stride, encoder_state, labels, src
 
 
 def export(args):
-    import torch
+    width, stride, encoder_state, labels, src = window_geometry(args)
+    try:
+        import torch
+    except ImportError:
+        fail("torch is not installed for %s; run it with /usr/bin/python3 (Debian's python3-torch)" % sys.executable)
     torch.manual_seed(args.seed)
     net = build_model(args.input_size, args.hidden, args.layers, 2, not args.unidirectional, args.cell)
     provenance = {"exporter": "tools/export_etsm.py", "torch": torch.__version__}
     if args.state_dict:
-        sd = torch.load(args.state_dict, map_location="cpu")
-        sd = {k if (k.startswith("lstm.") or k.startswith("head.")) else "lstm." + k: v for k, v in sd.items()}
-        net.load_state_dict(sd)
+        try:
+            sd = torch.load(args.state_dict, map_location="cpu")
+            if not isinstance(sd, dict):  # a whole saved module rather than its state_dict
+                sd = sd.state_dict()
+            sd = {k if (k.startswith("lstm.") or k.startswith("head.")) else "lstm." + k: v for k, v in sd.items()}
+            net.load_state_dict(sd)
+        except Exception as e:  # noqa: BLE001 - torch.load and load_state_dict raise many kinds
+            fail("--state-dict %s does not hold the weights of a %s net with --input-size %d --hidden %d --layers %d%s:"
+                 " %s" % (args.state_dict, args.cell, args.input_size, args.hidden, args.layers,
+                          " --unidirectional" if args.unidirectional else "", " ".join(str(e).split())[:500]))
         provenance["state_dict"] = os.path.basename(args.state_dict)
     else:
         provenance["init"] = "random seed %d" % args.seed
     net.eval()
     rng = np.random.default_rng(args.seed + 1000)
-    x_st = windows_input(rng, 2, args.width, args.input_size)
+    # the self-test runs at the window width the model is written with, within the reader's position cap
+    x_st = windows_input(rng, 2 if 2 * width <= MAX_SELFTEST_POSITIONS else 1, width, args.input_size)
     cfg = dict(input_size=args.input_size, hidden=args.hidden, layers=args.layers, outputs=2,
                bidirectional=not args.unidirectional, cell=args.cell)
-    encoder_state, labels, window = b"", None, (args.width, args.stride)
-    if args.encoder_from:
-        # a network trained outside ETS on ETS's features: take the encoder (FeatureSpec), the label normalisation
-        # and the window geometry from the ETS model the features came from, so `ets predict` can use the export
-        src, _ = read_etsm(args.encoder_from)
-        if src["lstm.input_size"] != args.input_size:
-            sys.exit("export_etsm.py: --encoder-from %s encodes %d features, the network takes %d"
-                     % (args.encoder_from, src["lstm.input_size"], args.input_size))
-        encoder_state = src["encoder.state"]
-        labels = {k: src["labels." + k] for k in ("transform", "time_mean", "time_scale", "gap_mean", "gap_scale")}
-        window = (src["window.width"], src["window.stride"])
+    if src is not None:
         provenance["encoder_from"] = os.path.basename(args.encoder_from)
-    write_etsm(args.out, lstm_tensors(net), cfg, window=window, encoder_state=encoder_state, labels=labels,
+    write_etsm(args.out, lstm_tensors(net), cfg, window=(width, stride), encoder_state=encoder_state, labels=labels,
                hardware_env=args.hardware_env, provenance=provenance, selftest=(x_st, torch_forward(net, x_st), 1e-4))
     if args.parity:
-        x = windows_input(rng, args.parity_windows, args.width, args.input_size)
+        x = windows_input(rng, args.parity_windows, width, args.input_size)
         write_parity(args.parity, x, torch_forward(net, x))
 
 
@@ -301,8 +376,10 @@ def main(argv=None):
     e.add_argument("--cell", choices=("lstm", "gru"), default="lstm")
     e.add_argument("--seed", type=int, default=1)
     e.add_argument("--state-dict", help="trained weights (torch.save of the Net or of its nn.LSTM + head)")
-    e.add_argument("--width", type=int, default=12)
-    e.add_argument("--stride", type=int, default=4)
+    e.add_argument("--width", type=int, default=None,
+                   help="window width written into the model (default 12; with --encoder-from: that model's)")
+    e.add_argument("--stride", type=int, default=None,
+                   help="window stride, 1 ≤ stride ≤ width (default 4; with --encoder-from: that model's)")
     e.add_argument("--hardware-env", default="")
     e.add_argument("--encoder-from", help="an ETS model (.etsm) whose encoder state, label normalisation and window "
                    "geometry the export carries, so `ets predict` can use it (its input size must match)")
@@ -312,8 +389,11 @@ def main(argv=None):
     f.add_argument("--out-dir", required=True)
     args = ap.parse_args(argv)
     if args.cmd == "export":
+        check_export_args(e, args)
         export(args)
     else:
+        if not os.path.isdir(args.out_dir):
+            f.error("--out-dir %s: no such folder" % args.out_dir)
         fixtures(args)
 
 
