@@ -172,13 +172,16 @@ fi
 inspect_all() {
   : >"$WORK/inspect.jsonl"
   local n=0 bad=0
+  # Exactly the passes (find -regex matches the whole path): not the worker's temp files
+  # (passN.json.gz.tmpPID.json.gz, possibly cut short when the time cap kills the worker) nor passes moved aside
+  # (passN.rejected-*.json.gz, passN.disturbed-*.json.gz).
   while IFS= read -r f; do
     n=$((n + 1))
     if ! "$BUILD/ets" inspect --json "$f" >>"$WORK/inspect.jsonl" 2>>"$LOG"; then
       bad=$((bad + 1))
       echo "{\"path\":\"$f\",\"error\":true}" >>"$WORK/inspect.jsonl"
     fi
-  done < <(find "$WORK/data/raw" -name 'pass*.json.gz' 2>/dev/null | sort)
+  done < <(find "$WORK/data/raw" -type f -regex '.*/pass[0-9]+\.json\.gz' 2>/dev/null | sort)
   log "inspected $n trace(s), $bad failed to import"
   [ $n -gt 0 ] && [ $bad = 0 ]
 }
