@@ -11,6 +11,7 @@
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,18 +24,45 @@ DEFAULT_CELLS = "12x4,6x2,6x4,12x2,12x8,24x2,24x4,24x8"
 
 
 def run_json(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise RuntimeError(f"{' '.join(cmd)}: {e}") from e
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: rc {p.returncode}\n{p.stderr[-2000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError) as e:
+        raise RuntimeError(f"{' '.join(cmd)}: no JSON line on stdout ({e})\n{p.stdout[-500:]}") from e
 
 
 def parse_cells(text):
+    """[(width, stride), ...] from "12x4,6x2"; ValueError naming the bad item otherwise."""
     cells = []
     for item in text.split(","):
-        w, s = item.lower().split("x")
-        cells.append((int(w), int(s)))
+        parts = item.strip().lower().split("x")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            w, s = int(parts[0]), int(parts[1])
+        except ValueError:
+            raise ValueError(f"{item.strip()!r} is not WIDTHxSTRIDE (like 12x4)") from None
+        if not (1 <= w <= 4096 and s >= 1):
+            raise ValueError(f"{item.strip()!r}: width must be 1..4096 and stride ≥ 1")
+        cells.append((w, s))
     return cells
+
+
+def save(path, done):
+    """The resume file, replaced atomically: an interrupted write leaves the previous one whole."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(done, fh, indent=1)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def main() -> None:
@@ -48,9 +76,35 @@ def main() -> None:
     ap.add_argument("--cell", choices=("lstm", "gru"), default="lstm", help="recurrent cell of every trained model")
     ap.add_argument("--out", default="ablations.json")
     a = ap.parse_args()
-    done = json.load(open(a.out)) if os.path.exists(a.out) else {}
-    models = tempfile.mkdtemp(prefix="ets-ablate-")
-    cells = parse_cells(a.cells)
+    try:
+        cells = parse_cells(a.cells)
+    except ValueError as e:
+        ap.error(f"--cells: {e}")
+    if not shutil.which(a.ets):
+        ap.error(f"--ets {a.ets}: not an executable (build the ets_cli target or pass --ets)")
+    if not os.path.isdir(a.data):
+        ap.error(f"--data {a.data}: no such folder")
+    if a.minutes <= 0 or a.threads < 0:
+        ap.error("--minutes must be > 0 and --threads ≥ 0")
+    out_dir = os.path.dirname(os.path.abspath(a.out))
+    if not os.path.isdir(out_dir):
+        ap.error(f"--out {a.out}: folder {out_dir} does not exist")
+    done = {}
+    if os.path.exists(a.out):
+        try:
+            with open(a.out) as fh:
+                done = json.load(fh)
+        except (OSError, ValueError) as e:
+            ap.error(f"--out {a.out} is not a readable resume file ({e}); move it aside or pass another --out")
+        if not isinstance(done, dict):
+            ap.error(f"--out {a.out} is not a resume file of ablate.py (not a JSON object)")
+    # the trained models are only scored here, never kept: the folder goes when the run ends, however it ends
+    with tempfile.TemporaryDirectory(prefix="ets-ablate-") as models:
+        run_cells(a, cells, done, models)
+    print_table(a, cells, done)
+
+
+def run_cells(a, cells, done, models):
     for w, s in cells:
         key = f"w{w}_s{s}" + ("_gru" if a.cell == "gru" else "")
         if key in done:
@@ -68,29 +122,40 @@ def main() -> None:
         except RuntimeError as e:  # e.g. killed for memory: keep the reason, go on with the other cells
             print(f"ablate: {key} failed: {str(e)[:300]}", file=sys.stderr, flush=True)
             done[key] = {"width": w, "stride": s, "failed": str(e)[-500:], "train_wall_s": time.time() - t0}
-            json.dump(done, open(a.out, "w"), indent=1)
+            save(a.out, done)
             continue
         cell = {"width": w, "stride": s, "train": tr, "train_wall_s": time.time() - t0}
         if a.split == "val" and not (isinstance(tr.get("val_mre"), (int, float)) and tr["val_mre"] >= 0):
             # null: validation diverged; -1: nothing was validated. Either way no figure for the table.
             done[key] = {"width": w, "stride": s, "train": tr, "train_wall_s": cell["train_wall_s"],
                          "failed": f"no validation MRE (val_mre {tr.get('val_mre')})"}
-            json.dump(done, open(a.out, "w"), indent=1)
+            save(a.out, done)
             continue
-        if a.split == "val":
-            cell["mean"] = {"mre": tr["val_mre"]}
-        else:
-            cell["mean"] = run_json([a.ets, "eval", "--model", model, "--data", a.data, "--split", a.split, "--json",
-                                     "--aggregate", "mean", "--threads", str(a.threads)])["methods"]["ets"]
-        t0 = time.time()
-        cell["nearest"] = run_json([a.ets, "eval", "--model", model, "--data", a.data, "--split", a.split, "--json",
-                                    "--aggregate", "nearest", "--threads", str(a.threads)])["methods"]["ets"]
+        try:
+            if a.split == "val":
+                cell["mean"] = {"mre": tr["val_mre"]}
+            else:
+                cell["mean"] = run_json([a.ets, "eval", "--model", model, "--data", a.data, "--split", a.split,
+                                         "--json", "--aggregate", "mean",
+                                         "--threads", str(a.threads)])["methods"]["ets"]
+            t0 = time.time()
+            cell["nearest"] = run_json([a.ets, "eval", "--model", model, "--data", a.data, "--split", a.split,
+                                        "--json", "--aggregate", "nearest",
+                                        "--threads", str(a.threads)])["methods"]["ets"]
+        except (RuntimeError, KeyError, TypeError) as e:
+            print(f"ablate: {key} eval failed: {str(e)[:300]}", file=sys.stderr, flush=True)
+            done[key] = {**cell, "failed": f"eval: {str(e)[-500:]}"}
+            save(a.out, done)
+            continue
         cell["eval_wall_s"] = time.time() - t0
         cell["cell"] = a.cell
         done[key] = cell
-        json.dump(done, open(a.out, "w"), indent=1)
+        save(a.out, done)
         print(f"ablate: {key} {a.split} MRE mean {100 * cell['mean']['mre']:.2f}% nearest "
               f"{100 * cell['nearest']['mre']:.2f}%", file=sys.stderr, flush=True)
+
+
+def print_table(a, cells, done):
     print(f"| width | stride | train windows | epochs trained | {a.split} MRE, overlap mean | "
           f"{a.split} MRE, nearest window | train wall s |")
     print("|---:|---:|---:|---:|---:|---:|---:|")

@@ -51,10 +51,16 @@ def main() -> None:
         bench = cands[-1]
     if not os.access(bench, os.X_OK):
         sys.exit(f"bench_import: {bench} is not an executable")
+    if a.trace and not os.path.isfile(a.trace):
+        ap.error(f"--trace {a.trace}: no such file")
     trace = a.trace or largest_trace(a.shared)
     opener = gzip.open if trace.endswith(".gz") else open
-    with opener(trace, "rb") as fh:
-        data = fh.read()
+    try:
+        with opener(trace, "rb") as fh:
+            data = fh.read()
+        data.decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        ap.error(f"--trace {trace}: not a readable JSON trace ({e})")
     if a.cpu is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {a.cpu})
     text = data.decode("utf-8")

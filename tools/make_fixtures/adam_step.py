@@ -1,18 +1,32 @@
 #!/usr/bin/python3
 # Writes tests/data/adam_step.bin: a tiny BiLSTM + Linear, one masked-MAE batch, PyTorch's gradients and the
 # weights after torch.optim Adam (L2 weight decay, global-norm clipping, two steps) and AdamW (one step).
-# Run with Debian's torch: /usr/bin/python3 tools/make_fixtures/adam_step.py [out]
+# Run with Debian's torch: /usr/bin/python3 tools/make_fixtures/adam_step.py [OUT]  (default: the repository's
+# tests/data/adam_step.bin, wherever it is run from)
+import argparse
+import os
 import struct
 import sys
 
-import torch
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "adam_step.bin")
+_ap = argparse.ArgumentParser(description="Writes the Adam / AdamW step fixture (tests/data/adam_step.bin) from "
+                              "PyTorch. Run with /usr/bin/python3 (Debian's torch).")
+_ap.add_argument("out", nargs="?", default=DEFAULT_OUT, help="output file (default: tests/data/adam_step.bin of "
+                 "this repository)")
+_args = _ap.parse_args()
+if not os.path.isdir(os.path.dirname(os.path.abspath(_args.out))):
+    _ap.error(f"{_args.out}: folder {os.path.dirname(os.path.abspath(_args.out))} does not exist")
+try:
+    import torch
+except ImportError:
+    _ap.exit(2, f"adam_step.py: torch is not installed for {sys.executable}; run it with /usr/bin/python3\n")
 
 F, H, L, W, N = 4, 3, 2, 5, 3
 SEED = 1234
 LR, WD_L2, CLIP = 1e-2, 1e-2, 0.1
 LR_W, WD_W = 5e-3, 0.1
 
-out_path = sys.argv[1] if len(sys.argv) > 1 else "tests/data/adam_step.bin"
+out_path = os.path.normpath(_args.out)
 torch.manual_seed(SEED)
 
 

@@ -1,19 +1,30 @@
 # Generates tests/data/cpu_small_mlp.json.gz: a small CPU training trace (conv + MLP, SGD, 4 ProfilerSteps).
 # Run with Debian's torch: /usr/bin/python3 tools/make_fixtures/cpu_trace.py [OUT]; the output is committed.
+import argparse
 import os
 import sys
 
-import torch
-import torch.nn as nn
-from torch.profiler import ProfilerActivity, profile, schedule
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from trace_export import export_kineto_json  # noqa: E402
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data",
+                           "cpu_small_mlp.json.gz")
 
 
 def main() -> None:
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "cpu_small_mlp.json.gz")
+    ap = argparse.ArgumentParser(description="Generates the small CPU training trace fixture "
+                                 "(tests/data/cpu_small_mlp.json.gz). Run with /usr/bin/python3 (Debian's torch).")
+    ap.add_argument("out", nargs="?", default=DEFAULT_OUT,
+                    help="output file (default: tests/data/cpu_small_mlp.json.gz of this repository)")
+    out = ap.parse_args().out
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        ap.error(f"{out}: folder {os.path.dirname(os.path.abspath(out))} does not exist")
+    try:
+        import torch
+        import torch.nn as nn
+        from torch.profiler import ProfilerActivity, profile, schedule
+    except ImportError:
+        ap.exit(2, f"cpu_trace.py: torch is not installed for {sys.executable}; run it with /usr/bin/python3\n")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from trace_export import export_kineto_json
+
     torch.manual_seed(0)
     torch.set_num_threads(1)
     # Small op count (small file) but real compute, so per-step bookkeeping offsets stay far below 0.5% of a step.
