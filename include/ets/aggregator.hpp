@@ -32,7 +32,9 @@ class Aggregator {
   const Options& options() const noexcept { return options_; }
 
   /// pred: windows × width × 2 normalised (time, gap), the predictor's output for `batch`. The batch must
-  /// come from one trace (ets.aggregate.7 otherwise); an empty batch gives an empty prediction.
+  /// come from one trace (ets.aggregate.7 otherwise); an empty batch gives an empty prediction. Throws
+  /// ets.aggregate.1 / .2 (shapes), .4 / .5 (bad op indices) and .3 for a non-finite or overflowing prediction
+  /// (never a NaN result); aggregate_all throws the same.
   ETS_INLINE Prediction aggregate(const WindowBatch& batch, const float* pred, std::size_t count) const;
   Prediction aggregate(const WindowBatch& batch, const std::vector<float>& pred) const {
     return aggregate(batch, pred.data(), pred.size());

@@ -33,7 +33,8 @@ class Baseline {
     std::uint64_t seed = 42;
     /// Ridge strengths tried for WholeTrace; the one with the lowest validation MRE wins (first one without val).
     std::vector<double> ridge_lambdas = {1e-3, 1e-2, 1e-1, 1, 10, 100, 1000};
-    /// Called after every MLP epoch / ridge candidate with (step, train loss, validation MRE or −1).
+    /// Called after every MLP epoch with (epoch, train loss, validation MRE or −1), and for WholeTrace after every
+    /// ridge candidate with (index, λ, validation MRE or −1).
     std::function<void(int, double, double)> progress;
   };
 
@@ -43,6 +44,7 @@ class Baseline {
   static bool parse_kind(std::string_view name, Kind& out) noexcept;
   static std::vector<Kind> all_kinds() { return {Kind::OpSum, Kind::PerOpMlp, Kind::WholeTrace}; }
 
+  /// Throws ets.train.15 (spec not fitted), ets.train.16 (no usable training trace), and as described below.
   /// Trains on `train` (labelled traces), choosing epochs / ridge strength by the iteration-level MRE on `val`
   /// (may be empty; traces without ops or a positive iteration time are left out, ets.train.17 when that leaves
   /// none). The spec is the one ETS uses (fitted on the same training traces).

@@ -1,4 +1,5 @@
-// BiLstmPredictor: runs the 4-layer bidirectional LSTM + linear head over a batch of windows on a chosen backend.
+// BiLstmPredictor: runs the recurrent network (the shipped model: a 4-layer bidirectional LSTM; any layer count, one or
+// two directions, LSTM or GRU cell) + linear head over a batch of windows on a chosen backend.
 // It sees only windows (never traces) and returns normalised (time, gap) per position.
 #pragma once
 

@@ -60,7 +60,8 @@ void ets_predictor_destroy(ets_predictor* predictor);
 
 /* Loads an .etsm model for an environment id. env NULL or "" = the model's own hardware environment. */
 ets_status ets_predictor_add_model(ets_predictor* predictor, const char* env, const char* model_path);
-/* Loads the shipped default model ($ETS_MODEL, or share/ets/models/default.etsm beside the executable). */
+/* Loads the shipped default model: $ETS_MODEL, else <exe dir>/../share/ets/models/default.etsm, else
+   <exe dir>/models/default.etsm; ETS_IO (ets.predict.8) when none exists. */
 ets_status ets_predictor_add_default_model(ets_predictor* predictor, const char* env);
 /* Number of environments, and the id of the i-th (copied into buf of cap bytes, NUL-terminated; ETS_INVALID_ARGUMENT
    when it does not fit, buf untouched). env_name_size gives the bytes the i-th id needs, NUL included. */
@@ -68,8 +69,8 @@ ets_status ets_predictor_env_count(const ets_predictor* predictor, size_t* out);
 ets_status ets_predictor_env_name_size(const ets_predictor* predictor, size_t index, size_t* out);
 ets_status ets_predictor_env_name(const ets_predictor* predictor, size_t index, char* buf, size_t cap);
 
-/* Registers a job from a trace file (Kineto JSON, Nsight SQLite, ETS CSV / trace; plain or .gz), replacing any job
-   with that id together with its observations. */
+/* Registers a job from a trace file (Kineto JSON, PyTorch Execution Trace, Nsight SQLite, ETS CSV / trace; plain or
+   .gz), replacing any job with that id together with its observations. */
 ets_status ets_predictor_load_job(ets_predictor* predictor, const char* job_id, const char* trace_path);
 /* Forgets a job (ETS_INVALID_ARGUMENT when it is not registered). */
 ets_status ets_predictor_remove_job(ets_predictor* predictor, const char* job_id);

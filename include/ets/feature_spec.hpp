@@ -43,6 +43,7 @@ class FeatureSpec {
   FeatureSpec() = default;
 
   /// Fits vocabulary, per-op-type hyper-parameter statistics, size statistics and label statistics.
+  /// Throws ets.encoder.1 (invalid options) and ets.encoder.2 (no ops to fit on).
   ETS_INLINE static FeatureSpec fit(const std::vector<ExecutionTrace>& traces, const FeatureOptions& options = {});
 
   bool fitted() const noexcept { return layout_.features > 0; }

@@ -74,6 +74,7 @@ class Predictor {
   };
 
   Predictor();
+  /// Throws ets.predict.7 for options out of range.
   explicit Predictor(Options options);
   ~Predictor();
   Predictor(const Predictor&) = delete;
@@ -85,7 +86,9 @@ class Predictor {
 
   /// Loads an .etsm file for `env` ("" = the model's own hardware_env, or "default" when that is empty), replacing
   /// any model of that env. observe() corrections on a replaced env are dropped: they measured the old model's bias.
-  /// Returns the env id used. Throws the model reader's errors (ets.model.*).
+  /// Returns the env id used. Throws the model reader's errors (ets.model.*), ets.encoder.* (embedded spec),
+  /// ets.predict.6 (no encoder, widths differ, not 2 outputs), ets.predict.9 (an env id with a control character)
+  /// and the backend's (ets.predictor.*, ets.cuda.*).
   std::string add_model(const std::string& env, const std::string& path);
   /// Same, from a model in memory (e.g. fresh from ModelTrainer).
   std::string add_model(const std::string& env, const ModelFile& model);
@@ -101,7 +104,8 @@ class Predictor {
 
   // ---- jobs ----
 
-  /// Registers (or replaces, dropping its cache and corrections) a job by id.
+  /// Registers (or replaces, dropping its cache and corrections) a job by id. Throws ets.predict.1 (empty id) and
+  /// ets.predict.5 (a trace without ops).
   void add_job(const std::string& job_id, ExecutionTrace trace);
   /// Loads a trace file (any format Tracer::load reads) and registers representative_iteration() of it.
   /// Returns the registered trace's op count.

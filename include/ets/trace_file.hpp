@@ -19,7 +19,8 @@ inline constexpr int kTraceFileMinor = 0;
 std::string serialize_traces(const std::vector<ExecutionTrace>& traces);
 
 /// Writes traces to path, gzip-compressed when path ends in ".gz". Writes a temporary file beside path and
-/// renames it, so a failure (bad trace, full disk) never leaves a partial file at path.
+/// renames it, so a failure (bad trace, full disk) never leaves a partial file at path. Throws ets.etst.1 (I/O)
+/// and the ids of serialize_traces.
 void write_trace_file(const std::string& path, const std::vector<ExecutionTrace>& traces);
 
 }  // namespace ets

@@ -40,17 +40,22 @@ class Tracer {
 
   /// Options for load().
   struct LoadOptions {
-    int rank = -1;                 ///< multi-rank files: which rank (-1: the file's own / the first)
-    bool keep_incomplete = false;  ///< keep a trailing iteration with no successor and no end marker
+    /// Kineto files: the rank the file must hold (ets.kineto.2 when it records another; -1: any). A file holds one
+    /// rank; other formats ignore it. Below -1: ets.import.4.
+    int rank = -1;
+    /// Kineto files: keep a trailing iteration with no successor and no end marker (other formats ignore it).
+    bool keep_incomplete = false;
   };
 
 #if defined(ETS_COMPILED_LIB)
-  /// Reads a trace file (Kineto / PyTorch-profiler JSON, Nsight SQLite, ETS CSV, ETS trace; plain or .gz),
+  /// Reads a trace file (Kineto / PyTorch-profiler JSON, PyTorch Execution Trace, Nsight SQLite, ETS CSV, ETS trace;
+  /// plain or .gz),
   /// detecting its format from its content. Needs the compiled library ets::ets. Throws ets::Error
   /// (ets.io.* / ets.import.* / the format's own ids, see docs/errors.md).
   static std::vector<ExecutionTrace> load(const std::string& path, const LoadOptions& options);
   static std::vector<ExecutionTrace> load(const std::string& path);
   /// Name of the detected format of a file ("kineto", "pytorch-et", "nsight", "ets-csv", "ets-trace", "unknown").
+  /// Reads the whole file (a pipe is consumed); throws ets.io.* when it cannot be read.
   static std::string detect(const std::string& path);
 #endif
 

@@ -110,7 +110,8 @@ class Trainer {
   /// Trains on train (x, y, mask required). val may be null; see Options::validate.
   Result fit(const WindowBatch& train, const WindowBatch* val = nullptr);
 
-  /// Masked MAE (mean over real positions and both outputs, normalised units) of weights on a batch.
+  /// Masked MAE (mean over real positions and both outputs, normalised units) of weights on a batch; −1 when the
+  /// mask has no real position. Throws ets.train.1 (another network), .3 / .5 / .7 (batch shapes).
   double loss(const LstmWeights& weights, const WindowBatch& batch) const;
 
   /// Network outputs for every position: windows × width × outputs (the trainer's own forward; matches

@@ -1,5 +1,5 @@
-// Library version, both compile-time (macros from config.hpp) and of the copy actually linked.
-// Comparing the two catches a consumer built against one ETS and linked to another.
+// Library version as compiled in: the headers' (macros from config.hpp). The version of the copy actually linked is
+// the C ABI's ets_version(); comparing the two catches a consumer built against one ETS and linked to another.
 #pragma once
 
 #include "ets/common.hpp"

@@ -36,6 +36,7 @@ class WindowEncoder {
   /// Windows for a trace of `ops` ops: 0 for none, 1 when ops <= width, else ⌈(ops − width) / stride⌉ + 1.
   ETS_INLINE std::int64_t window_count(std::int64_t ops) const noexcept;
 
+  /// Every encoder throws ets.encoder.10 for a null trace or a batch too large for 32-bit indices.
   /// One trace; y is filled when the trace has labels (FeatureSpec::has_labels).
   ETS_INLINE WindowBatch encode(const ExecutionTrace& trace, EncodeStats* stats = nullptr) const;
   /// Many traces in one contiguous batch; trace_index refers to positions in `traces`. y is filled only when

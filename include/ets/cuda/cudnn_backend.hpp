@@ -15,7 +15,8 @@ struct CudnnOptions {
   int device = 0;  ///< CUDA device ordinal
 };
 
-/// BiLSTM + linear head on cuDNN's RNN API (cudnnRNNForward, inference mode, fp32 without TF32).
+/// The recurrent network (LSTM or GRU, one or two directions, any layer count) + linear head on cuDNN's RNN API
+/// (cudnnRNNForward, inference mode, fp32 without TF32).
 ///
 /// Weights are packed into cuDNN's weight space once, at construction, block by block from the
 /// PyTorch layout (cudnn_weight_slice.hpp); the opaque buffer is never stored or exported.
@@ -30,13 +31,15 @@ struct CudnnOptions {
 /// allocate nothing. The packed weights are shared read-only.
 class CudnnBackend final : public InferenceBackend {
  public:
-  /// Throws ets::Error: ets.cuda.1 without a device, ets.cuda.6 / ets.cuda.7 for weights that do
-  /// not match their config, ets.cuda.2 / 3 / 9 for CUDA / cuDNN / cuBLAS failures.
+  /// Throws ets::Error: ets.cuda.1 without a device, ets.cuda.5 for an invalid config, ets.cuda.6 / ets.cuda.7 for
+  /// weights that do not match their config, ets.cuda.8 for a device ordinal out of range, ets.cuda.2 / 3 / 9 for
+  /// CUDA / cuDNN / cuBLAS failures.
   explicit CudnnBackend(const LstmWeights& weights, const CudnnOptions& options = {});
   ~CudnnBackend() override;
   CudnnBackend(const CudnnBackend&) = delete;
   CudnnBackend& operator=(const CudnnBackend&) = delete;
 
+  /// Throws ets.cuda.8 (null buffers, width ≤ 0, windows < 0) and ets.cuda.2 / 3 / 9 (CUDA / cuDNN / cuBLAS).
   void forward(const float* x, int windows, int width, float* y) const override;
   std::string name() const override { return "cuda-cudnn"; }
   const LstmConfig& config() const noexcept override;

@@ -36,8 +36,8 @@ inline int cudnn_pseudo_layers(const LstmConfig& c) noexcept { return c.layers *
 /// instead of the matrix. Throws ets.cuda.5 for indices outside the network.
 ETS_INLINE CudnnWeightSlice cudnn_weight_slice(const LstmConfig& c, int pseudo_layer, int lin_layer_id, bool bias);
 
-/// First float of `s` inside `w`; throws ets.cuda.6 when the tensor is too small for the slice
-/// (weights that do not match their config).
+/// First float of `s` inside `w`; throws ets.cuda.6 when the cell is missing or its tensor's size differs from the
+/// config's (weights that do not match their config).
 ETS_INLINE const float* cudnn_slice_data(const LstmWeights& w, const CudnnWeightSlice& s);
 
 }  // namespace ets::cuda

@@ -45,13 +45,15 @@ struct CuptiCaptureStats {
 /// stop() synchronises the current device so that all queued work is recorded.
 class CuptiTracer {
  public:
+  /// Throws ets.cuda.13 for a buffer_bytes below 4096 or not a multiple of 8.
   explicit CuptiTracer(CuptiTracerOptions options = {});
   /// Stops a running capture and discards it (errors are swallowed: destructors do not throw).
   ~CuptiTracer();
   CuptiTracer(const CuptiTracer&) = delete;
   CuptiTracer& operator=(const CuptiTracer&) = delete;
 
-  /// Enables the activity kinds; throws ets.cuda.10 if a capture is running, ets.cuda.4 on CUPTI failure.
+  /// Enables the activity kinds; throws ets.cuda.10 if another CuptiTracer is capturing, ets.cuda.13 if this one
+  /// already is, ets.cuda.4 on CUPTI failure.
   void start();
   /// Flushes, disables and assembles; throws ets.cuda.13 when not started.
   std::vector<ExecutionTrace> stop();

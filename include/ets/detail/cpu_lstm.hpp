@@ -44,7 +44,7 @@ ETS_INLINE void gemm_packed(int m, const float* a, std::ptrdiff_t lda, const Pac
 /// Throws ets::Error (ets.predictor.1/2) unless every weight vector matches the config.
 ETS_INLINE void validate_weights(const LstmWeights& w);
 
-/// Multiply-adds of one forward pass (2 FLOPs each are counted by callers that report GFLOP/s).
+/// FLOPs of one forward pass (2 per multiply-add), for callers that report GFLOP/s.
 ETS_INLINE double lstm_forward_flops(const LstmConfig& c, int windows, int width) noexcept;
 
 /// The CPU backend. Immutable after construction; forward() keeps a per-thread workspace that grows to the
