@@ -24,8 +24,9 @@ namespace ets {
 
 namespace {
 
-// Windows per forward call: bounds the batch tensor (≈ 6 MB per 1,000 windows at F = 128) while keeping the
-// GEMMs large enough to run at full speed.
+// Windows per forward call when several jobs are predicted together: bounds the batch tensor (≈ 6 MB per 1,000
+// windows at F = 128) while keeping the GEMMs large enough to run at full speed. A job is never split, so one job
+// with more windows is a chunk of its own (≈ 1.2 KB per op encoded; the network's workspace is bounded separately).
 constexpr std::int64_t kMaxWindowsPerForward = 8192;
 
 struct Raw {
