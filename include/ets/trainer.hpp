@@ -66,7 +66,13 @@ class Trainer {
     double ema_decay = 0.0;
     int progress_every = 20;        ///< steps between progress reports
     std::string checkpoint_path;    ///< written (atomically) after every evaluation when not empty
-    bool resume = false;            ///< continue from checkpoint_path if it exists
+    /// Continue from checkpoint_path if it exists. The checkpoint records a fingerprint of the training windows,
+    /// the validation windows, run_tag and the options that shape the run (all but epochs, threads, patience,
+    /// progress and time budget); resuming with others throws ets.train.9 instead of mixing two runs.
+    bool resume = false;
+    /// Mixed into the checkpoint fingerprint: e.g. a hash of the data a `validate` callback scores on, which the
+    /// trainer cannot see (ModelTrainer sets it from its validation traces).
+    std::uint64_t run_tag = 0;
     /// Validation metric of a candidate (lower is better), e.g. iteration-level MRE on the validation traces.
     /// When empty, the masked MAE of the validation windows passed to fit() is used; with neither, no early stop.
     /// A negative value means "not validated" (the latest weights are kept); NaN or infinity counts as no

@@ -73,6 +73,21 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
 
   Trainer::Options topt = opt.train;
   const bool own_validation = !topt.validate && !val.empty();
+  if (own_validation) {
+    // The validation traces reach the trainer only through the callback: their labels go into the checkpoint's
+    // run fingerprint this way, so a resume against other validation data is refused too (FNV-1a, as the trainer's).
+    std::uint64_t h = topt.run_tag ^ 1469598103934665603ULL;
+    auto mix = [&h](const void* p, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ULL;
+    };
+    for (const auto& t : val) {
+      const double truth = Evaluator::truth_us(t);
+      const std::uint64_t ops = t.ops.size();
+      mix(&truth, sizeof truth);
+      mix(&ops, sizeof ops);
+    }
+    topt.run_tag = h;
+  }
   if (own_validation)
     topt.validate = [&](const LstmWeights& w) {
       try {

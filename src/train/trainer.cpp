@@ -33,7 +33,8 @@ namespace {
 // Version 2 appends the weight average (empty without ema_decay); version 1 files, which lack it, still resume.
 // Version 3 adds the step inside the epoch a run stopped in (a time budget or a cancel cuts epochs short);
 // version 2 the weight average. Older versions are read as stopping at an epoch boundary.
-constexpr char kCkptMagic[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '3'};
+constexpr char kCkptMagic[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '4'};
+constexpr char kCkptMagicV3[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '3'};
 constexpr char kCkptMagicV2[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '2'};
 constexpr char kCkptMagicV1[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '1'};
 
@@ -41,6 +42,62 @@ constexpr char kCkptMagicV1[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '1'};
 // and a reader without the GRU sees a GRU checkpoint as a different network (ets.train.9), never as an LSTM.
 std::int32_t shape_flags(const LstmConfig& c) {
   return (c.bidirectional ? 1 : 0) | (c.cell == RnnCell::gru ? 2 : 0);
+}
+
+// FNV-1a over bytes, for the checkpoint's run fingerprint (not a cryptographic hash: it tells runs apart).
+struct Fingerprint {
+  std::uint64_t h = 1469598103934665603ULL;
+  void bytes(const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  }
+  template <typename T>
+  void pod(const T& v) {
+    bytes(&v, sizeof v);
+  }
+  // Every element of small vectors; of large ones (the feature tensor) a strided sample plus the size, which is
+  // enough to tell two datasets or window geometries apart at a fraction of a pass over the data.
+  template <typename T>
+  void vec(const std::vector<T>& v, std::size_t stride = 1) {
+    pod(static_cast<std::uint64_t>(v.size()));
+    for (std::size_t i = 0; i < v.size(); i += stride) pod(v[i]);
+  }
+  void batch(const WindowBatch& b) {
+    pod(b.windows);
+    pod(b.width);
+    pod(b.features);
+    vec(b.x, 61);
+    vec(b.y);
+    vec(b.mask);
+  }
+};
+
+// What a resumed run must share with the run that wrote the checkpoint: its data and the options that shape the
+// trajectory. Left out: epochs (a run may be extended), threads, patience / min_delta / eval cadence, the time budget
+// and progress reporting.
+std::uint64_t run_fingerprint(const Trainer::Options& o, const WindowBatch& train, const WindowBatch* val) {
+  Fingerprint f;
+  f.batch(train);
+  f.pod(val != nullptr);
+  if (val) f.batch(*val);
+  f.pod(o.run_tag);
+  f.pod(o.batch);
+  f.pod(o.lr);
+  f.pod(static_cast<int>(o.schedule));
+  f.pod(o.warmup_steps);
+  f.pod(o.min_lr_ratio);
+  f.pod(o.step_every_epochs);
+  f.pod(o.step_gamma);
+  f.pod(o.beta1);
+  f.pod(o.beta2);
+  f.pod(o.eps);
+  f.pod(o.weight_decay);
+  f.pod(o.decoupled_weight_decay);
+  f.pod(o.clip_norm);
+  f.pod(o.seed);
+  f.pod(o.max_windows_per_epoch);
+  f.pod(o.ema_decay);
+  return f.h;
 }
 
 train::AdamOptions adam_options(const Trainer::Options& opt) {
@@ -279,13 +336,15 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     std::error_code ignored;
     if (!existed) std::filesystem::remove(ck_tmp, ignored);
   }
+  const std::uint64_t fingerprint = ck.empty() ? 0 : run_fingerprint(opt, train_set, val);
   if (opt.resume && !ck.empty() && std::filesystem::exists(ck)) {
     std::ifstream in(ck, std::ios::binary);
     char magic[8] = {};
     in.read(magic, 8);
     const bool v1 = in && std::memcmp(magic, kCkptMagicV1, 8) == 0;
     const bool v2 = in && std::memcmp(magic, kCkptMagicV2, 8) == 0;
-    ETS_CHECK(in && (v1 || v2 || std::memcmp(magic, kCkptMagic, 8) == 0), Errc::parse, "ets.train.9",
+    const bool v3 = in && std::memcmp(magic, kCkptMagicV3, 8) == 0;
+    ETS_CHECK(in && (v1 || v2 || v3 || std::memcmp(magic, kCkptMagic, 8) == 0), Errc::parse, "ets.train.9",
               "{} is not an ETS checkpoint", ck);
     const auto cfg_words = std::array<std::int32_t, 5>{read_pod<std::int32_t>(in), read_pod<std::int32_t>(in),
                                                         read_pod<std::int32_t>(in), read_pod<std::int32_t>(in),
@@ -302,8 +361,9 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     const auto rs = read_pod<std::uint64_t>(in);
     std::string rstate(static_cast<std::size_t>(std::min<std::uint64_t>(rs, 1 << 20)), '\0');
     in.read(rstate.data(), static_cast<std::streamsize>(rstate.size()));
+    ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
     // Counters as save_checkpoint writes them; anything else is damage (a negative epoch would loop ~2^31 times).
-    ETS_CHECK(in && start_epoch >= 0 && step >= 0 && adam_steps >= 0 && bad_evals >= 0 &&
+    ETS_CHECK(start_epoch >= 0 && step >= 0 && adam_steps >= 0 && bad_evals >= 0 &&
                   res.best_epoch >= -1 && res.best_epoch <= start_epoch &&
                   (best_metric == -1 || (std::isfinite(best_metric) && best_metric >= 0)) && rng.load(rstate),
               Errc::parse, "ets.train.9",
@@ -332,7 +392,20 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     if (opt.ema_decay > 0) ema = saved.empty() ? im.params : std::move(saved);
     if (!v1 && !v2) {
       resume_step = read_pod<std::int64_t>(in);
-      ETS_CHECK(in && resume_step >= 0 && resume_step < steps_per_epoch, Errc::parse, "ets.train.9",
+      ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+      if (!v3) {  // format 4 on: the run it belongs to
+        const auto saved_fingerprint = read_pod<std::uint64_t>(in);
+        ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+        ETS_CHECK(saved_fingerprint == fingerprint, Errc::parse, "ets.train.9",
+                  "checkpoint {} was written by a run with other training or validation data or other options (batch, "
+                  "learning rate and schedule, Adam, clipping, seed, EMA, windows per epoch, window geometry): resume "
+                  "with the same ones, or delete it to start over",
+                  ck);
+      } else {
+        log(LogLevel::warn, "checkpoint {} predates run fingerprints: it is resumed without checking that the data "
+                            "and options are those it was written with", ck);
+      }
+      ETS_CHECK(resume_step >= 0 && resume_step < steps_per_epoch, Errc::parse, "ets.train.9",
                 "checkpoint {} stops at step {} of an epoch of {} steps", ck, resume_step, steps_per_epoch);
       // the cut epoch's partial record gives way to the whole epoch's
       if (resume_step > 0 && !res.history.empty() && res.history.back().epoch == start_epoch) res.history.pop_back();
@@ -378,6 +451,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       }
       write_floats(o, ema);
       write_pod<std::int64_t>(o, epoch_step);
+      write_pod<std::uint64_t>(o, fingerprint);
       ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", tmp);
     }
     std::error_code ec;

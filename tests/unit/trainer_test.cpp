@@ -214,15 +214,16 @@ TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterr
   std::filesystem::remove(path);
   auto opt = small_options();
   opt.epochs = 4;
-  // with and without the weight average, which the checkpoint must carry; and a version 1 checkpoint (written
-  // before the average existed: the same layout without its trailing block)
-  // and a GRU network, whose checkpoint says so
-  const auto variant = GENERATE(table<double, bool, ets::RnnCell>({{0.0, false, ets::RnnCell::lstm},
-                                                                   {0.9, false, ets::RnnCell::lstm},
-                                                                   {0.0, true, ets::RnnCell::lstm},
-                                                                   {0.0, false, ets::RnnCell::gru}}));
+  // with and without the weight average, which the checkpoint must carry; a version 1 checkpoint (written
+  // before the average existed: the same layout without its trailing block) and a version 3 one (before the run
+  // fingerprint); and a GRU network, whose checkpoint says so
+  const auto variant = GENERATE(table<double, int, ets::RnnCell>({{0.0, 4, ets::RnnCell::lstm},
+                                                                  {0.9, 4, ets::RnnCell::lstm},
+                                                                  {0.0, 1, ets::RnnCell::lstm},
+                                                                  {0.0, 3, ets::RnnCell::lstm},
+                                                                  {0.0, 4, ets::RnnCell::gru}}));
   opt.ema_decay = std::get<0>(variant);
-  const bool as_version1 = std::get<1>(variant);
+  const int version = std::get<1>(variant);
   const ets::RnnCell cell = std::get<2>(variant);
   auto init = ets::Trainer::init(small_config(cell), 2);
   auto full = ets::Trainer(init, opt).fit(train);
@@ -232,18 +233,42 @@ TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterr
   auto part = ets::Trainer(init, opt).fit(train);
   CHECK(part.cancelled);
   CHECK(part.epochs_run == 2);
-  if (as_version1) {
+  if (version != 4) {
     std::ifstream in(path, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     in.close();
-    REQUIRE(bytes.size() > 16);
-    REQUIRE(bytes.compare(0, 8, "ETSCKPT3") == 0);
-    bytes[7] = '1';
-    bytes.resize(bytes.size() - 16);  // the step within the epoch, then the empty average's element count
+    REQUIRE(bytes.size() > 24);
+    REQUIRE(bytes.compare(0, 8, "ETSCKPT4") == 0);
+    bytes[7] = static_cast<char>('0' + version);
+    // from the end: the run fingerprint (version 4), the step within the epoch (3), the empty average's count (2)
+    bytes.resize(bytes.size() - (version == 1 ? 24 : 8));
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   }
   opt.progress = nullptr;
   opt.resume = true;
+  if (version == 4) {
+    // a checkpoint belongs to its run: other options or other data are refused, not silently continued
+    auto faster = opt;
+    faster.lr *= 2;
+    CHECK_THROWS_WITH(ets::Trainer(init, faster).fit(train),
+                      Catch::Contains("ets.train.9") && Catch::Contains("other training or validation data"));
+    CHECK_THROWS_WITH(ets::Trainer(init, opt).fit(synthetic(96, 6)),
+                      Catch::Contains("ets.train.9") && Catch::Contains("other training or validation data"));
+    auto tagged = opt;
+    tagged.run_tag = 7;  // e.g. other validation traces behind a validate callback
+    CHECK_THROWS_WITH(ets::Trainer(init, tagged).fit(train), Catch::Contains("ets.train.9"));
+    auto longer = opt;  // what may change: more epochs, another thread count
+    longer.threads = 1;
+    longer.epochs = 5;
+    CHECK_NOTHROW(ets::Trainer(init, longer).fit(train, nullptr));
+    // (that run went on from the checkpoint and wrote its own; the part run is redone for the comparison below)
+    opt.resume = false;
+    opt.progress = [](const ets::Trainer::Progress& p) { return !(p.evaluated && p.epoch == 1); };
+    std::filesystem::remove(path);
+    REQUIRE(ets::Trainer(init, opt).fit(train).cancelled);
+    opt.progress = nullptr;
+    opt.resume = true;
+  }
   {
     // the other cell with the same sizes is another network: its checkpoint is refused, not misread
     const auto other = ets::Trainer::init(
