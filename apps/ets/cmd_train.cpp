@@ -3,10 +3,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -14,10 +21,42 @@
 
 #include "cli.hpp"
 #include "ets/dataset_split.hpp"
+#include "ets/error.hpp"
+#include "ets/evaluator.hpp"
+#include "ets/feature_spec.hpp"
 #include "ets/model_trainer.hpp"
 
 namespace ets::cli {
 namespace {
+
+// Ctrl-C during training: the first stops it at the next progress report and the best weights so far are written;
+// a second one ends the process as usual.
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) {
+  g_interrupted.store(true);
+  std::signal(SIGINT, SIG_DFL);
+}
+
+// The model is written after the training: a place it cannot be written must be found out before it.
+void check_writable(const std::string& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(out, ec)) throw std::invalid_argument("--out " + out + " is a directory, not a model file");
+  const std::string probe = out + ".tmp";  // the temporary save_model writes and renames
+  const bool existed = fs::exists(probe, ec);
+  errno = 0;
+  const bool ok = static_cast<bool>(std::ofstream(probe, std::ios::binary | std::ios::app));
+  const int err = errno;
+  if (!existed) fs::remove(probe, ec);
+  ETS_CHECK(ok, Errc::io, "ets.model.9", "cannot write model file '{}': {}", probe,
+            err ? std::strerror(err) : "cannot create it");
+}
+
+double positive_option(const Args& a, const std::string& name, double fallback, bool zero_ok) {
+  const double v = number_option(a, name, fallback);
+  if (!(zero_ok ? v >= 0 : v > 0)) throw std::invalid_argument(name + (zero_ok ? " must be >= 0" : " must be > 0"));
+  return v;
+}
 
 std::string hms(double s) {
   const long t = static_cast<long>(s < 0 ? 0 : s);
@@ -32,25 +71,26 @@ int run_train(const Args& a) {
   const std::string data = a.value("--data"), out = a.value("--out");
   if (data.empty() || out.empty()) throw std::invalid_argument("needs --data DIR and --out MODEL.etsm");
   ModelTrainer::Options o;
-  o.hidden = static_cast<int>(integer_option(a, "--hidden", 0, 0, std::numeric_limits<int>::max()));
-  o.layers = static_cast<int>(integer_option(a, "--layers", o.layers, 0, std::numeric_limits<int>::max()));
+  // Ranges as the trainer and the model file accept them: a bad value is a usage error before any data is read.
+  o.hidden = static_cast<int>(integer_option(a, "--hidden", 0, 0, 65536));
+  o.layers = static_cast<int>(integer_option(a, "--layers", o.layers, 1, 64));
   const std::string cell = a.value("--cell", "lstm");
   if (cell != "lstm" && cell != "gru") throw std::invalid_argument("--cell must be lstm or gru");
   o.cell = cell == "gru" ? RnnCell::gru : RnnCell::lstm;
-  o.width = static_cast<int>(integer_option(a, "--width", o.width, 0, std::numeric_limits<int>::max()));
-  o.stride = static_cast<int>(integer_option(a, "--stride", o.stride, 0, std::numeric_limits<int>::max()));
+  o.width = static_cast<int>(integer_option(a, "--width", o.width, 1, 4096));
+  o.stride = static_cast<int>(integer_option(a, "--stride", o.stride, 1, o.width));
   o.threads = static_cast<int>(integer_option(a, "--threads", 0, 0, std::numeric_limits<int>::max()));
   auto& t = o.train;
   // at least one: 0 epochs would write the untrained starting weights as a model
   t.epochs = static_cast<int>(integer_option(a, "--epochs", t.epochs, 1, std::numeric_limits<int>::max()));
-  t.batch = static_cast<int>(integer_option(a, "--batch", t.batch, 0, std::numeric_limits<int>::max()));
-  t.lr = number_option(a, "--lr", t.lr);
+  t.batch = static_cast<int>(integer_option(a, "--batch", t.batch, 1, std::numeric_limits<int>::max()));
+  t.lr = positive_option(a, "--lr", t.lr, false);
   t.seed = static_cast<std::uint64_t>(
       integer_option(a, "--seed", static_cast<long long>(t.seed), 0, std::numeric_limits<long long>::max()));
   t.threads = o.threads;
   t.patience = static_cast<int>(integer_option(a, "--patience", t.patience, 0, std::numeric_limits<int>::max()));
-  t.weight_decay = number_option(a, "--weight-decay", t.weight_decay);
-  t.clip_norm = number_option(a, "--clip", t.clip_norm);
+  t.weight_decay = positive_option(a, "--weight-decay", t.weight_decay, true);
+  t.clip_norm = positive_option(a, "--clip", t.clip_norm, true);
   t.ema_decay = number_option(a, "--ema", t.ema_decay);
   if (!(t.ema_decay >= 0 && t.ema_decay < 1)) throw std::invalid_argument("--ema must be in [0, 1) (0 = off)");
   // the budget covers the whole command (loading, encoding, training, final validation), not just the optimiser
@@ -65,11 +105,42 @@ int run_train(const Args& a) {
   o.provenance["dataset"] = data;
   if (a.has("--commit")) o.provenance["git_commit"] = a.value("--commit");
 
+  const std::string train_split = a.value("--train-split", "train"), val_split = a.value("--val-split", "val");
+  if (train_split.empty()) throw std::invalid_argument("--train-split needs a split name");
+  if (val_split == train_split)
+    throw std::invalid_argument("--val-split " + val_split + " is the training split: early stopping would score "
+                                "the data it trains on (--val-split \"\" trains without validation)");
+  check_writable(out);
+
   const bool quiet = a.flag("--quiet"), tty = isatty(fileno(stderr)) != 0;
   if (!quiet) std::fprintf(stderr, "ets train: loading %s ...\n", data.c_str());
-  const auto train = DatasetSplit::load(data, a.value("--train-split", "train"), o.threads);
-  const auto val = DatasetSplit::load(data, a.value("--val-split", "val"), o.threads);
-  if (!quiet) std::fprintf(stderr, "ets train: %zu train traces, %zu val traces\n", train.traces.size(), val.traces.size());
+  const auto train = DatasetSplit::load(data, train_split, o.threads);
+  // --val-split "": no validation (no early stopping; the last weights are kept)
+  const auto val = val_split.empty() ? DatasetSplit{} : DatasetSplit::load(data, val_split, o.threads);
+  // What training will use: traces with per-op labels, validation traces with a measured time (as ModelTrainer)
+  const auto usable_train = std::count_if(train.traces.begin(), train.traces.end(),
+                                          [](const ExecutionTrace& x) { return FeatureSpec::has_labels(x); });
+  const auto usable_val = std::count_if(val.traces.begin(), val.traces.end(), [](const ExecutionTrace& x) {
+    return !x.ops.empty() && Evaluator::truth_us(x) > 0;
+  });
+  if (!quiet)
+    std::fprintf(stderr, "ets train: %zu train traces (%ld labelled), %zu val traces (%ld with a measured time)\n",
+                 train.traces.size(), static_cast<long>(usable_train), val.traces.size(), static_cast<long>(usable_val));
+  if (usable_val == 0)
+    std::fprintf(stderr, "ets train: warning: %s: no early stopping; the last weights are kept\n",
+                 val_split.empty() ? "no validation split" : "no validation trace carries a measured time");
+  {
+    std::map<std::string, std::size_t> envs;
+    for (const auto& x : train.traces) ++envs[x.meta.environment];
+    if (envs.size() > 1) {
+      std::string list;
+      for (const auto& [e, n] : envs) list += fmt::format("{}'{}' ({})", list.empty() ? "" : ", ", e, n);
+      std::fprintf(stderr,
+                   "ets train: warning: the training traces come from %zu hardware environments (%s); a model "
+                   "predicts for one (--environment names it)\n",
+                   envs.size(), list.c_str());
+    }
+  }
   if (budget_s > 0) {
     constexpr double kSaveReserve = 2.0;  // writing the model: a few MB, well under a second
     o.max_seconds = std::max(1e-3, budget_s - seconds_so_far() - kSaveReserve);
@@ -77,6 +148,7 @@ int run_train(const Args& a) {
 
   double last_line_s = -1e9;  // not a terminal (a log file): a line per evaluation and at most one a minute between
   t.progress = [&](const Trainer::Progress& p) {
+    if (g_interrupted.load()) return false;  // the trainer stops and returns the best weights so far
     if (quiet) return true;
     // the bar follows the ETA, which a time budget shortens (the planned epochs would take hours)
     const double frac = p.elapsed_s + p.eta_s > 0 ? std::clamp(p.elapsed_s / (p.elapsed_s + p.eta_s), 0.0, 1.0) : 0.0;
@@ -95,12 +167,23 @@ int run_train(const Args& a) {
     std::fflush(stderr);
     return true;
   };
+  g_interrupted.store(false);
+  std::signal(SIGINT, on_interrupt);
+  struct RestoreSigint {
+    ~RestoreSigint() { std::signal(SIGINT, SIG_DFL); }
+  } restore;
   const auto r = ModelTrainer::train(train.traces, val.traces, o);
+  std::signal(SIGINT, SIG_DFL);
+  if (r.training.cancelled)
+    std::fprintf(stderr, "\nets train: interrupted: writing the best weights so far (epoch %d)\n",
+                 r.training.best_epoch + 1);
   save_model(r.model, out);
   const auto& tr = r.training;
   const double wall_s = seconds_so_far();
-  // -1 means "not validated"; a diverged validation can be NaN or infinite, which JSON cannot hold
-  const auto metric = [](double v) { return std::isfinite(v) ? fmt::format("{:.6f}", v) : std::string("null"); };
+  // -1 means "not validated"; a diverged validation can be NaN or infinite: JSON gets null for all three
+  const auto metric = [](double v) {
+    return std::isfinite(v) && v >= 0 ? fmt::format("{:.6f}", v) : std::string("null");
+  };
   if (a.flag("--json")) {
     std::string history;
     for (const auto& e : tr.history)
@@ -111,10 +194,11 @@ int run_train(const Args& a) {
                 fmt::format("{{\"model\":\"{}\",\"train_traces\":{},\"val_traces\":{},\"train_windows\":{},\"epochs\":{},"
                             "\"best_epoch\":{},\"steps\":{},\"batch\":{},\"val_mre\":{},\"seconds\":{:.1f},"
                             "\"wall_seconds\":{:.1f},\"windows_per_s\":{:.0f},\"early_stopped\":{},\"out_of_time\":{},"
-                            "\"history\":[{}]}}",
+                            "\"interrupted\":{},\"history\":[{}]}}",
                             json_escape(out), r.train_traces, r.val_traces, r.train_windows, tr.epochs_run, tr.best_epoch,
                             tr.steps, t.batch, metric(r.val_mre), tr.seconds, wall_s, tr.windows_per_s,
-                            tr.early_stopped ? "true" : "false", tr.out_of_time ? "true" : "false", history)
+                            tr.early_stopped ? "true" : "false", tr.out_of_time ? "true" : "false",
+                            tr.cancelled ? "true" : "false", history)
                     .c_str());
   } else {
     std::printf("%s\n",
@@ -122,7 +206,10 @@ int run_train(const Args& a) {
                             "({} in all), {:.0f} windows/s",
                             out, r.train_traces, r.train_windows, tr.epochs_run,
                             tr.best_epoch >= 0 ? std::to_string(tr.best_epoch + 1) : std::string("none"),
-                            tr.early_stopped ? ", early stop" : tr.out_of_time ? ", time budget" : "",
+                            tr.early_stopped  ? ", early stop"
+                            : tr.out_of_time  ? ", time budget"
+                            : tr.cancelled    ? ", interrupted"
+                                              : "",
                             r.val_mre >= 0 && std::isfinite(r.val_mre) ? fmt::format("{:.2f}%", 100 * r.val_mre)
                                                                        : std::string("n/a"),
                             hms(tr.seconds), hms(wall_s), tr.windows_per_s)
@@ -149,10 +236,10 @@ const Register train_cmd{Command{
           {"--batch B", "windows per optimizer step (default 256)"},
           {"--lr X", "peak learning rate of the warm-up + cosine schedule (default 0.002)"},
           {"--hidden H", "hidden units per direction (default 0: the feature count)"},
-          {"--layers L", "recurrent layers (default 4)"},
+          {"--layers L", "recurrent layers, 1 to 64 (default 4)"},
           {"--cell lstm|gru", "recurrent cell (default lstm)"},
-          {"--width W", "ops per window (default 12)"},
-          {"--stride S", "ops between the starts of consecutive windows (default 4)"},
+          {"--width W", "ops per window, 1 to 4096 (default 12)"},
+          {"--stride S", "ops between the starts of consecutive windows, 1 to W (default 4)"},
           {"--seed N", "seed of the initial weights and the shuffling (default 42)"},
           {"--threads T", "threads for loading, training and validation (default 0: hardware concurrency)"},
           {"--patience P", "stop after P validations without improvement (default 6; 0: never)"},
@@ -166,7 +253,7 @@ const Register train_cmd{Command{
           {"--checkpoint PATH", "write a checkpoint to PATH after every validation"},
           {"--resume", "continue from the --checkpoint file if it exists"},
           {"--train-split S", "split of DIR to train on (default train)"},
-          {"--val-split S", "split of DIR to validate on (default val)"},
+          {"--val-split S", "split of DIR to validate on, not the train split (default val; \"\": none)"},
           {"--environment E", "hardware environment of the model (default: the training traces' most common)"},
           {"--commit C", "git commit recorded in the model's provenance"},
           {"--quiet", "no progress on stderr"},

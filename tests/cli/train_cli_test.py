@@ -88,11 +88,46 @@ if j:
         check(b"cell=lstm" in f.read(), "the default cell is the LSTM")
 
 # ---- bad budgets, decays, cells and epoch counts are usage errors (rc 2) with a message naming the option
-for option, value in (("--max-minutes", "-1"), ("--ema", "1"), ("--ema", "-0.5"), ("--cell", "rnn"), ("--epochs", "0")):
+# (before any data is read: a bad --lr used to fail only after loading, with exit 1)
+for option, value in (("--max-minutes", "-1"), ("--ema", "1"), ("--ema", "-0.5"), ("--cell", "rnn"), ("--epochs", "0"),
+                      ("--lr", "0"), ("--lr", "-1"), ("--batch", "0"), ("--layers", "0"), ("--width", "0"),
+                      ("--stride", "13"), ("--clip", "-1"), ("--weight-decay", "-1"), ("--val-split", "train")):
     p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), option, value],
                        capture_output=True, text=True)
     check(p.returncode == 2 and option in p.stderr, f"{option} {value}: rc {p.returncode}; {p.stderr}")
 check(not os.path.exists(os.path.join(work, "never.etsm")), "nothing written for a refused command")
+
+# ---- an --out that cannot be written fails before training, not after it
+p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "no", "such", "m.etsm"), *TINY],
+                   capture_output=True, text=True)
+check(p.returncode == 1 and "ets.model.9" in p.stderr and "loading" not in p.stderr,
+      f"--out into a missing folder: rc {p.returncode}; {p.stderr}")
+
+# ---- without validation (--val-split ""): a warning, and val_mre is null rather than -1
+novalid = os.path.join(work, "noval.etsm")
+p = subprocess.run([ets, "train", "--data", data, "--out", novalid, *TINY, "--epochs", "1", "--max-minutes", "0",
+                    "--val-split", ""], capture_output=True, text=True)
+check(p.returncode == 0 and "no early stopping" in p.stderr, f"--val-split '': rc {p.returncode}; {p.stderr}")
+if p.returncode == 0:
+    j = json.loads(p.stdout)
+    check(j["val_mre"] is None and all(h["val_mre"] is None for h in j["history"]), f"unvalidated run: {j}")
+
+# ---- Ctrl-C stops the run and still writes the best weights so far
+import signal
+stopped = os.path.join(work, "interrupted.etsm")
+proc = subprocess.Popen([ets, "train", "--data", data, "--out", stopped, "--hidden", "8", "--layers", "1", "--batch",
+                         "64", "--max-windows", "256", "--threads", "1", "--json", "--epochs", "100000", "--patience",
+                         "0", "--max-minutes", "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+for line in proc.stderr:  # not a terminal: one line per validation; the first means training is under way
+    if "val MRE" in line:
+        break
+proc.send_signal(signal.SIGINT)
+out, err = proc.communicate(timeout=120)
+check(proc.returncode == 0 and os.path.exists(stopped), f"interrupted run: rc {proc.returncode}; {err[-300:]}")
+if proc.returncode == 0:
+    j = json.loads(out)
+    check(j["interrupted"] and j["epochs"] < 100000, f"interrupted run summary: {j}")
+    eval_val_mre(stopped, "the interrupted run's model")
 
 # ---- an output path JSON must escape, and divergence reported as such (not as an aggregator error)
 odd = os.path.join(work, 'q"x\\y.etsm')
