@@ -68,6 +68,11 @@ long long integer_option(const Args& args, const std::string& name, long long fa
 /// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete.
 Tracer::LoadOptions load_options(const Args& args);
 
+/// Whether `path` can be written, found out before a long computation whose result goes there: "" when it can, else
+/// the reason (a directory, or the system's error on creating `path` + ".tmp", which is removed again unless it was
+/// there before).
+std::string unwritable_reason(const std::string& path);
+
 /// JSON string body: escapes quotes, backslashes and control characters (the CLI's JSON is hand-formatted).
 std::string json_escape(const std::string& s);
 /// A number with 3 decimals, or null when not finite (unknown measurements print as null).

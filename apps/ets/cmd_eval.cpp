@@ -2,6 +2,7 @@
 // baselines, trained on DIR's train split and tuned on its val split), per family, per op count, per phase.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
@@ -47,10 +48,17 @@ void write_predictions(const std::string& path, const std::vector<ExecutionTrace
     for (const auto& m : methods) csv += "," + num(m.predicted_us[i]);
     csv += "\n";
   }
-  std::ofstream f(path, std::ios::binary);
+  // Written beside and renamed into place: a failure never leaves half a file for the plot script.
+  const std::string tmp = path + ".tmp";
+  std::ofstream f(tmp, std::ios::binary);
   f << csv;
   f.close();
-  if (!f) ETS_THROW(Errc::io, "ets.cli.1", "cannot write the predictions to '{}'", path);
+  std::error_code ec;
+  if (f) std::filesystem::rename(tmp, path, ec);
+  if (!f || ec) {
+    std::filesystem::remove(tmp, ec);
+    ETS_THROW(Errc::io, "ets.cli.1", "cannot write the predictions to '{}'", path);
+  }
 }
 
 int run_eval(const Args& a) {
@@ -63,6 +71,12 @@ int run_eval(const Args& a) {
   if (a.flag("--baselines") && (train_split == split || val_split == split))
     throw std::invalid_argument("--split '" + split + "' must differ from --train-split '" + train_split +
                                 "' and --val-split '" + val_split + "'");
+  // The predictions file comes after minutes of baseline fitting: an unwritable one is refused first.
+  if (a.has("--predictions")) {
+    const std::string why = unwritable_reason(a.value("--predictions"));
+    ETS_CHECK(why.empty(), Errc::io, "ets.cli.1", "cannot write the predictions to '{}': {}", a.value("--predictions"),
+              why);
+  }
   const ModelFile model = load_model(model_path);
   const auto test = DatasetSplit::load(data, split, threads);
   std::size_t labelled = 0;
@@ -70,6 +84,20 @@ int run_eval(const Args& a) {
   ETS_CHECK(labelled > 0, Errc::invalid_argument, "ets.eval.4",
             "split '{}' of '{}' holds no trace with a measured or labelled iteration time ({} traces): nothing to "
             "evaluate", split, data, test.traces.size());
+
+  // A model predicts for its own hardware: traces measured elsewhere are scored, but the user should know.
+  std::size_t elsewhere = 0;
+  std::string example;
+  for (const auto& t : test.traces)
+    if (!t.meta.environment.empty() && !model.hardware_env.empty() && t.meta.environment != model.hardware_env) {
+      ++elsewhere;
+      example = t.meta.environment;
+    }
+  if (elsewhere)
+    std::fprintf(stderr,
+                 "ets eval: warning: %zu of %zu traces were measured on other hardware than the model's '%s' (e.g. "
+                 "'%s'): their errors are not the model's\n",
+                 elsewhere, test.traces.size(), model.hardware_env.c_str(), example.c_str());
 
   Aggregator::Options aggregation;
   const std::string agg = a.value("--aggregate", "mean");

@@ -4,14 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -39,17 +35,8 @@ extern "C" void on_interrupt(int) {
 
 // The model is written after the training: a place it cannot be written must be found out before it.
 void check_writable(const std::string& out) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(out, ec)) throw std::invalid_argument("--out " + out + " is a directory, not a model file");
-  const std::string probe = out + ".tmp";  // the temporary save_model writes and renames
-  const bool existed = fs::exists(probe, ec);
-  errno = 0;
-  const bool ok = static_cast<bool>(std::ofstream(probe, std::ios::binary | std::ios::app));
-  const int err = errno;
-  if (!existed) fs::remove(probe, ec);
-  ETS_CHECK(ok, Errc::io, "ets.model.9", "cannot write model file '{}': {}", probe,
-            err ? std::strerror(err) : "cannot create it");
+  const std::string why = unwritable_reason(out);
+  ETS_CHECK(why.empty(), Errc::io, "ets.model.9", "cannot write model file '{}': {}", out, why);
 }
 
 double positive_option(const Args& a, const std::string& name, double fallback, bool zero_ok) {

@@ -2,6 +2,10 @@
 // Exit codes: 0 ok, 1 runtime failure (ets::Error), 2 usage error.
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <filesystem>
+#include <cstring>
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -163,6 +167,20 @@ std::string json_escape(const std::string& s) {
 }
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; }
+
+std::string unwritable_reason(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty()) return "no path given";
+  if (fs::is_directory(path, ec)) return "it is a directory";
+  const std::string probe = path + ".tmp";
+  const bool existed = fs::exists(probe, ec);
+  errno = 0;
+  const bool ok = static_cast<bool>(std::ofstream(probe, std::ios::binary | std::ios::app));
+  const int err = errno;
+  if (!existed) fs::remove(probe, ec);
+  return ok ? "" : err ? std::strerror(err) : "it cannot be created";
+}
 
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;

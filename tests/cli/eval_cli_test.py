@@ -12,6 +12,7 @@ import gzip
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -115,7 +116,20 @@ check(p.returncode != 0 and "ets.eval.3" in p.stderr, f"damaged retest.json refu
 
 p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "test", "--predictions",
                     os.path.join(work, "no-such-dir", "p.csv")], capture_output=True, text=True)
-check(p.returncode == 1 and "ets.cli.1" in p.stderr, f"unwritable --predictions: rc {p.returncode} {p.stderr}")
+check(p.returncode == 1 and "ets.cli.1" in p.stderr and not p.stdout,
+      f"unwritable --predictions (refused before any work): rc {p.returncode} {p.stderr}")
+
+# traces measured on other hardware than the model's are scored with a warning
+hw_data = os.path.join(work, "other-hw-data")
+os.makedirs(os.path.join(hw_data, "traces", "test"), exist_ok=True)
+for path in sorted(glob.glob(os.path.join(data, "traces", "test", "*.etst.gz")))[:2]:
+    with gzip.open(path, "rt") as fh:
+        text = re.sub(r'"environment":"[^"]*"', '"environment":"gpu-v100"', fh.read())
+    with gzip.open(os.path.join(hw_data, "traces", "test", os.path.basename(path)), "wt") as fh:
+        fh.write(text)
+p = subprocess.run([ets, "eval", "--model", model, "--data", hw_data, "--split", "test"], capture_output=True, text=True)
+check(p.returncode == 0 and "2 of 2 traces were measured on other hardware" in p.stderr,
+      f"eval of traces from other hardware: rc {p.returncode} {p.stderr}")
 p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--threads", "two"], capture_output=True, text=True)
 check(p.returncode == 2 and "--threads" in p.stderr, f"--threads two: rc {p.returncode} {p.stderr}")
 
