@@ -22,6 +22,13 @@ int run_label(const Args& a) {
   Labeler::Options opt;
   opt.disagreement_threshold = number_option(a, "--threshold", opt.disagreement_threshold);
   opt.sum_tolerance = number_option(a, "--tolerance", opt.sum_tolerance);
+  if (!(opt.disagreement_threshold >= 0)) throw std::invalid_argument("--threshold must be >= 0");
+  if (!(opt.sum_tolerance > 0 && opt.sum_tolerance < 1)) throw std::invalid_argument("--tolerance must lie in (0, 1)");
+  // One file twice would pass for two passes that agree perfectly.
+  for (std::size_t i = 0; i < a.positional.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (a.positional[i] == a.positional[j])
+        throw std::invalid_argument("pass '" + a.positional[i] + "' is given twice");
   const std::string per_op = a.value("--per-op", "bracket");
   if (per_op == "pass-median")
     opt.op_statistic = Labeler::OpStatistic::PassMedian;

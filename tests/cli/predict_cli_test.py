@@ -191,6 +191,15 @@ with tempfile.TemporaryDirectory() as tmp:
     p = subprocess.run([ets, "predict", other_hw, "--model", model_a], capture_output=True, text=True)
     check(p.returncode == 0 and "on 'some-other-gpu' (other hardware: no error)" in p.stdout and "%" not in p.stdout,
           f"text predict of a trace measured elsewhere: {p.stdout[:300]}")
+    # ets label: one file given twice would pass for two perfectly agreeing passes; ranges are usage errors
+    labelled = os.path.join(tmp, "labelled.etst.gz")
+    for extra, what in (([trace, trace], "given twice"), ([trace, "--threshold", "-1"], "--threshold"),
+                        ([trace, "--tolerance", "2"], "--tolerance")):
+        p = subprocess.run([ets, "label", *extra, "-o", labelled], capture_output=True, text=True)
+        check(p.returncode == 2 and what in p.stderr and not os.path.exists(labelled),
+              f"label {extra}: rc {p.returncode} {p.stderr}")
+    p = subprocess.run([ets, "label", trace, "-o", labelled, "--json"], capture_output=True, text=True)
+    check(p.returncode == 0 and os.path.exists(labelled), f"label of one pass: rc {p.returncode} {p.stderr}")
     # convert warns when its inputs describe different jobs (predict would stand the file for one of them)
     other, both = os.path.join(tmp, "other.etst"), os.path.join(tmp, "both.etst")
     with open(other, "w") as fh:

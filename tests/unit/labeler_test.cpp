@@ -228,6 +228,16 @@ TEST_CASE("Labeler: misaligned, empty and invalid input raise documented ids") {
   CHECK(error_id([&] { Labeler().label({{a}, {renamed}}); }) == "ets.label.2");
   CHECK(error_id([&] { Labeler().label({{a, rephased}}); }) == "ets.label.2");
   CHECK(error_id([&] { Labeler().label({{a}, {shorter}}); }) == "ets.label.2");
+  // a pass that names another model or batch size is another configuration; unnamed passes are not compared
+  auto named = a, other_model = a, other_batch = a;
+  named.meta.model = other_batch.meta.model = "resnet18";
+  named.meta.batch_size = 32;
+  other_model.meta.model = "vgg11";
+  other_model.meta.batch_size = 32;
+  other_batch.meta.batch_size = 64;
+  CHECK(error_id([&] { Labeler().label({{named}, {other_model}}); }) == "ets.label.2");
+  CHECK(error_id([&] { Labeler().label({{named}, {other_batch}}); }) == "ets.label.2");
+  CHECK_NOTHROW(Labeler().label({{named}, {a}}));
   // passes of different lengths: with [9], [9] and twelve iterations of 4 µs every iteration of the third lies
   // below the 9 µs label, and the bracket's per-op labels summed to 7.7 µs, 15% off it
   CHECK(error_id([&] { Labeler().label({{a}, {a, a}}); }) == "ets.label.6");
