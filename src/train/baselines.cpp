@@ -67,11 +67,14 @@ struct Baseline::Impl {
   train::Mlp mlp;                  // OpSum, PerOpMlp
   Eigen::VectorXd mean, scale, w;  // WholeTrace: standardisation and ridge weights
   double bias = 0;
+  // WholeTrace: log-time bounds, the training labels' range widened 1000× both ways. A trace whose features lie far
+  // outside the training set (few training traces) must not extrapolate to an overflowing exp().
+  double log_lo = -std::numeric_limits<double>::infinity(), log_hi = std::numeric_limits<double>::infinity();
 
   double predict(const ExecutionTrace& t) const {
     if (kind == Kind::WholeTrace) {
       const Eigen::VectorXd f = (trace_features(spec, t) - mean).cwiseQuotient(scale);
-      return std::exp(bias + f.dot(w));
+      return std::exp(std::clamp(bias + f.dot(w), log_lo, log_hi));
     }
     const std::size_t n = t.ops.size();
     if (n == 0) return 0.0;
@@ -158,6 +161,8 @@ Baseline Baseline::fit(Kind kind, const FeatureSpec& spec, const std::vector<Exe
       if (!(impl->scale(j) > 1e-12)) impl->scale(j) = 1.0;
     const Eigen::MatrixXd Z = (X.rowwise() - impl->mean.transpose()).array().rowwise() / impl->scale.transpose().array();
     impl->bias = y.mean();
+    impl->log_lo = y.minCoeff() - std::log(1000.0);
+    impl->log_hi = y.maxCoeff() + std::log(1000.0);
     const Eigen::VectorXd yc = y.array() - impl->bias;
     const Eigen::MatrixXd G = Z.transpose() * Z;
     const Eigen::VectorXd r = Z.transpose() * yc;

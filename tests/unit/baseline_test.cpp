@@ -3,6 +3,7 @@
 // whole_trace regresses the iteration time; all are tuned on validation traces only.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ets/baseline.hpp"
@@ -80,4 +81,19 @@ TEST_CASE("validation traces without a measurement are left out, not fatal", "[t
       CHECK(e.id() == "ets.train.17");
     }
   }
+}
+
+TEST_CASE("whole_trace fitted on two traces stays finite far outside them", "[train][baseline]") {
+  // Two training traces leave the ridge regression nearly free; a trace of far more ops used to give exp(huge) = inf.
+  const auto train = ets_test::learnable_set(4, 2), val = ets_test::learnable_set(5, 2);
+  const auto spec = ets::FeatureSpec::fit(train);
+  auto whole = ets::Baseline::fit(ets::Baseline::Kind::WholeTrace, spec, train, val);
+  double most = 0;
+  for (const auto& t : train) most = std::max(most, t.measured_us);
+  auto huge = ets_test::learnable_trace(6, 2000);
+  for (auto& op : huge.ops) op.flops *= 1e12;
+  const double p = whole.predict(huge);
+  CHECK(std::isfinite(p));
+  CHECK(p > 0);
+  CHECK(p <= 1000.0 * most * (1 + 1e-9));
 }
