@@ -69,8 +69,8 @@ long long integer_option(const Args& args, const std::string& name, long long fa
 Tracer::LoadOptions load_options(const Args& args);
 
 /// Whether `path` can be written, found out before a long computation whose result goes there: "" when it can, else
-/// the reason (a directory, or the system's error on creating `path` + ".tmp", which is removed again unless it was
-/// there before).
+/// the reason. A pipe or device must be writable; for a regular file (or none yet) its folder must take a new file,
+/// tested with a probe file of its own name, so no file of the user's is touched.
 std::string unwritable_reason(const std::string& path);
 
 /// JSON string body: escapes quotes, backslashes and control characters (the CLI's JSON is hand-formatted).

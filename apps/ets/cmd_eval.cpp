@@ -48,15 +48,26 @@ void write_predictions(const std::string& path, const std::vector<ExecutionTrace
     for (const auto& m : methods) csv += "," + num(m.predicted_us[i]);
     csv += "\n";
   }
-  // Written beside and renamed into place: a failure never leaves half a file for the plot script.
-  const std::string tmp = path + ".tmp";
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st)) {  // a pipe or device (>(...), /dev/stdout): streamed in place
+    std::ofstream f(path, std::ios::binary);
+    f << csv;
+    f.close();
+    if (!f) ETS_THROW(Errc::io, "ets.cli.1", "cannot write the predictions to '{}'", path);
+    return;
+  }
+  // A file: written beside its target (through a symlink) and renamed into place, so a failure never leaves half a
+  // file for the plot script.
+  const fs::path target = fs::is_symlink(path, ec) ? fs::weakly_canonical(path, ec) : fs::path(path);
+  const fs::path tmp = target.string() + ".tmp";
   std::ofstream f(tmp, std::ios::binary);
   f << csv;
   f.close();
-  std::error_code ec;
-  if (f) std::filesystem::rename(tmp, path, ec);
+  if (f) fs::rename(tmp, target, ec);
   if (!f || ec) {
-    std::filesystem::remove(tmp, ec);
+    fs::remove(tmp, ec);
     ETS_THROW(Errc::io, "ets.cli.1", "cannot write the predictions to '{}'", path);
   }
 }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <signal.h>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -25,13 +26,12 @@
 namespace ets::cli {
 namespace {
 
-// Ctrl-C during training: the first stops it at the next progress report and the best weights so far are written;
-// a second one ends the process as usual.
+// Ctrl-C during training: the first stops it at the next progress report, the best weights so far are written and
+// the command then ends by SIGINT as a shell expects (so `ets train ... && next` stops); the handler is one-shot
+// (SA_RESETHAND), so a second Ctrl-C ends the process at once. A SIGINT the caller ignores stays ignored.
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) {
-  g_interrupted.store(true);
-  std::signal(SIGINT, SIG_DFL);
-}
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
 
 // The model is written after the training: a place it cannot be written must be found out before it.
 void check_writable(const std::string& out) {
@@ -65,7 +65,8 @@ int run_train(const Args& a) {
   if (cell != "lstm" && cell != "gru") throw std::invalid_argument("--cell must be lstm or gru");
   o.cell = cell == "gru" ? RnnCell::gru : RnnCell::lstm;
   o.width = static_cast<int>(integer_option(a, "--width", o.width, 1, 4096));
-  o.stride = static_cast<int>(integer_option(a, "--stride", o.stride, 1, o.width));
+  // (a narrow window without --stride gets stride = width, not a default stride wider than it)
+  o.stride = static_cast<int>(integer_option(a, "--stride", std::min(o.stride, o.width), 1, o.width));
   o.threads = static_cast<int>(integer_option(a, "--threads", 0, 0, std::numeric_limits<int>::max()));
   auto& t = o.train;
   // at least one: 0 epochs would write the untrained starting weights as a model
@@ -155,12 +156,25 @@ int run_train(const Args& a) {
     return true;
   };
   g_interrupted.store(false);
-  std::signal(SIGINT, on_interrupt);
-  struct RestoreSigint {
-    ~RestoreSigint() { std::signal(SIGINT, SIG_DFL); }
-  } restore;
+  struct sigaction previous {};
+  sigaction(SIGINT, nullptr, &previous);
+  const bool catch_interrupt = previous.sa_handler != SIG_IGN;
+  if (catch_interrupt) {
+    struct sigaction act {};
+    act.sa_handler = on_interrupt;
+    sigemptyset(&act.sa_mask);
+    act.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &act, nullptr);
+  }
+  struct RestoreSigint {  // also when training throws
+    const struct sigaction& previous;
+    bool active;
+    ~RestoreSigint() {
+      if (active) sigaction(SIGINT, &previous, nullptr);
+    }
+  } restore{previous, catch_interrupt};
   const auto r = ModelTrainer::train(train.traces, val.traces, o);
-  std::signal(SIGINT, SIG_DFL);
+  if (catch_interrupt) sigaction(SIGINT, &previous, nullptr);
   if (r.training.cancelled)
     std::fprintf(stderr, "\nets train: interrupted: writing the best weights so far (epoch %d)\n",
                  r.training.best_epoch + 1);
@@ -201,6 +215,11 @@ int run_train(const Args& a) {
                                                                        : std::string("n/a"),
                             hms(tr.seconds), hms(wall_s), tr.windows_per_s)
                     .c_str());
+  }
+  if (tr.cancelled && g_interrupted.load()) {  // the model is written: now end as the interrupt asked
+    std::fflush(stdout);
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 // Entry point of the `ets` tool: dispatches to registered subcommands, turns every error into one line + exit code.
 // Exit codes: 0 ok, 1 runtime failure (ets::Error), 2 usage error.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <filesystem>
@@ -13,6 +14,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -172,14 +176,21 @@ std::string unwritable_reason(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (path.empty()) return "no path given";
-  if (fs::is_directory(path, ec)) return "it is a directory";
-  const std::string probe = path + ".tmp";
-  const bool existed = fs::exists(probe, ec);
-  errno = 0;
-  const bool ok = static_cast<bool>(std::ofstream(probe, std::ios::binary | std::ios::app));
-  const int err = errno;
-  if (!existed) fs::remove(probe, ec);
-  return ok ? "" : err ? std::strerror(err) : "it cannot be created";
+  const fs::file_status st = fs::status(path, ec);  // through symlinks
+  if (fs::is_directory(st)) return "it is a directory";
+  if (fs::exists(st) && !fs::is_regular_file(st))  // a pipe or device (>(...), /dev/stdout): written in place
+    return ::access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+  // A regular file, or none yet: it is written beside its (resolved) path and renamed into place, so its folder must
+  // take a new file. The probe is a name of its own, created exclusively: no file of the user's is ever touched.
+  const fs::path target = fs::is_symlink(path, ec) ? fs::weakly_canonical(path, ec) : fs::path(path);
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  static std::atomic<unsigned> counter{0};
+  const fs::path probe = folder / fmt::format(".ets-probe-{}-{}", static_cast<long>(::getpid()), counter++);
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
 }
 
 std::string csv_field(const std::string& s) {

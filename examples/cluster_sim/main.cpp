@@ -199,7 +199,7 @@ std::vector<PhillyJob> read_philly(const std::string& path) {
     j.submit_s = parse_time(f[ct]);
     double gpus = 0;
     ETS_CHECK(parse_double(f[cd], j.duration_s) && std::isfinite(j.duration_s) && parse_double(f[cg], gpus) &&
-                  gpus == std::floor(gpus) && gpus <= 1e6,
+                  gpus == std::floor(gpus) && gpus >= 0 && gpus <= 1e6,
               ets::Errc::parse, "ets.sim.3", "{}:{}: duration '{}' / num_gpus '{}' is not a finite number / whole count",
               path, row, f[cd], f[cg]);
     j.gpus = static_cast<int>(gpus);
@@ -487,6 +487,13 @@ std::string stem(const std::string& path) {
 int run_predictions(const Args& a) {
   const std::string data = a.get("--data"), out_path = a.get("--out");
   if (data.empty() || out_path.empty()) throw std::invalid_argument("predictions needs --data DIR and --out FILE");
+  {  // the file comes after minutes of training: find out first that it can be written (and leave nothing behind)
+    std::error_code ec;
+    const bool existed = fs::exists(out_path, ec);
+    const bool ok = std::ofstream(out_path, std::ios::app).good();
+    if (!existed) fs::remove(out_path, ec);
+    ETS_CHECK(ok, ets::Errc::io, "ets.sim.1", "cannot write {}", out_path);
+  }
   if (a.has("--model") && (a.has("--train-seconds") || a.has("--save-model")))
     throw std::invalid_argument("--model loads a model; --train-seconds and --save-model train one: pass one or the other");
   const double train_seconds = option_number(a, "--train-seconds", 300, 1, 1e7, false);

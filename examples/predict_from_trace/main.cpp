@@ -39,14 +39,15 @@ int main(int argc, char** argv) {
                   p.hi_us / 1e3);
       std::printf("  operators %.3f ms + framework gaps %.3f ms; forward %.3f, backward %.3f, update %.3f ms\n",
                   p.time_us / 1e3, p.gap_us / 1e3, p.forward_us / 1e3, p.backward_us / 1e3, p.update_us / 1e3);
-      // A model predicts for its own environment: a measurement from other hardware is no error of it.
-      if (trace.has_measurement() && trace.meta.environment == env)
+      // A model predicts for its own environment: a measurement the trace names as taken on other hardware is no
+      // error of it (a trace that names none is compared, as `ets predict` does).
+      const std::string& where = trace.meta.environment;
+      if (trace.has_measurement() && (where.empty() || where == env))
         std::printf("  measured  %.3f ms  (error %+.1f%%)\n", trace.measured_us / 1e3,
                     100.0 * (p.iteration_us - trace.measured_us) / trace.measured_us);
       else if (trace.has_measurement())
         std::printf("  measured  %.3f ms on '%s', not on %s: no error to compute\n", trace.measured_us / 1e3,
-                    trace.meta.environment.empty() ? "an unnamed environment" : trace.meta.environment.c_str(),
-                    env.c_str());
+                    where.c_str(), env.c_str());
     } catch (const std::exception& e) {  // ets::Error (stable id, docs/errors.md) or e.g. std::bad_alloc
       std::fprintf(stderr, "predict_from_trace: %s: %s\n", argv[i], e.what());
       ++failed;

@@ -68,7 +68,9 @@ class Trainer {
     std::string checkpoint_path;    ///< written (atomically) after every evaluation when not empty
     /// Continue from checkpoint_path if it exists. The checkpoint records a fingerprint of the training windows,
     /// the validation windows, run_tag and the options that shape the run (all but epochs, threads, patience,
-    /// progress and time budget); resuming with others throws ets.train.9 instead of mixing two runs.
+    /// min_delta, eval_every_epochs, progress, max_seconds and anneal_within_budget); resuming with others throws
+    /// ets.train.9 instead of mixing two runs. The windows' exact float values count, so a checkpoint resumes on a
+    /// build (libm) that encodes the data as the writing one did.
     bool resume = false;
     /// Mixed into the checkpoint fingerprint: e.g. a hash of the data a `validate` callback scores on, which the
     /// trainer cannot see (ModelTrainer sets it from its validation traces).

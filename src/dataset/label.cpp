@@ -40,6 +40,16 @@ std::string join(const std::vector<double>& v, int decimals) {
 
 // The reference op sequence is the first iteration of the first pass; every other iteration must match it.
 void check_aligned(const ExecutionTrace& ref, const ExecutionTrace& it, std::size_t pass, std::size_t iter) {
+  // Passes name their job when the exporter knew it: two names (or batch sizes) are two configurations, said as such
+  // before their ops are compared. (Input shapes are not compared: data-dependent ops, e.g. a masked-LM's selected
+  // positions, change them between iterations.)
+  const auto differ = [](const std::string& x, const std::string& y) { return !x.empty() && !y.empty() && x != y; };
+  if (differ(ref.meta.model, it.meta.model) ||
+      (ref.meta.batch_size > 0 && it.meta.batch_size > 0 && ref.meta.batch_size != it.meta.batch_size))
+    ETS_THROW(Errc::invalid_trace, "ets.label.2",
+              "pass {} iteration {} is of another job than pass 1 iteration 1: model '{}' batch size {}, not '{}' "
+              "batch size {}",
+              pass + 1, iter + 1, it.meta.model, it.meta.batch_size, ref.meta.model, ref.meta.batch_size);
   const std::size_t n = std::min(ref.ops.size(), it.ops.size());
   for (std::size_t j = 0; j < n; ++j) {
     const OpRecord& a = ref.ops[j];
@@ -49,14 +59,6 @@ void check_aligned(const ExecutionTrace& ref, const ExecutionTrace& it, std::siz
                 "pass {} iteration {} does not align with pass 1 iteration 1: op {} is '{}' ({}), expected '{}' ({})",
                 pass + 1, iter + 1, j, b.name, phase_name(b.phase), a.name, phase_name(a.phase));
   }
-  // Passes name their job when the exporter knew it: two names (or batch sizes) are two configurations. (Input shapes
-  // are not compared: data-dependent ops, e.g. a masked-LM's selected positions, change them between iterations.)
-  const auto differ = [](const std::string& x, const std::string& y) { return !x.empty() && !y.empty() && x != y; };
-  if (differ(ref.meta.model, it.meta.model) ||
-      (ref.meta.batch_size > 0 && it.meta.batch_size > 0 && ref.meta.batch_size != it.meta.batch_size))
-    ETS_THROW(Errc::invalid_trace, "ets.label.2",
-              "pass {} is of another job than pass 1: model '{}' batch size {}, not '{}' batch size {}", pass + 1,
-              it.meta.model, it.meta.batch_size, ref.meta.model, ref.meta.batch_size);
   if (ref.ops.size() != it.ops.size())
     ETS_THROW(Errc::invalid_trace, "ets.label.2",
               "pass {} iteration {} does not align with pass 1 iteration 1: {} ops instead of {}", pass + 1, iter + 1,

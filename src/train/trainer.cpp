@@ -387,6 +387,9 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       res.history.push_back(r);
     }
     ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+    if (v1 || v2 || v3)
+      log(LogLevel::warn, "checkpoint {} predates run fingerprints: it is resumed without checking that the data "
+                          "and options are those it was written with", ck);
     // the weight average: empty when the interrupted run kept none (or predates version 2)
     std::vector<float> saved = v1 ? std::vector<float>{} : read_floats(in, im.layout.size, ck, true);
     if (opt.ema_decay > 0) ema = saved.empty() ? im.params : std::move(saved);
@@ -401,9 +404,6 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
                   "learning rate and schedule, Adam, clipping, seed, EMA, windows per epoch, window geometry): resume "
                   "with the same ones, or delete it to start over",
                   ck);
-      } else {
-        log(LogLevel::warn, "checkpoint {} predates run fingerprints: it is resumed without checking that the data "
-                            "and options are those it was written with", ck);
       }
       ETS_CHECK(resume_step >= 0 && resume_step < steps_per_epoch, Errc::parse, "ets.train.9",
                 "checkpoint {} stops at step {} of an epoch of {} steps", ck, resume_step, steps_per_epoch);

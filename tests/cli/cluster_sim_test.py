@@ -64,6 +64,7 @@ with open(bad_pred, "w") as f:
     f.write("job_config,oracle_us,ets_us\na,100,90x\n")
 for jobs_text, preds, want in (("timestamp,duration,num_gpus\n2017-10-09 07:01:55,100,1\n", bad_pred, "ets.sim.2"),
                                ("timestamp,duration,num_gpus\n2017-10-09 07:01:55,inf,1\n", pred, "ets.sim.3"),
+                               ("timestamp,duration,num_gpus\n2017-10-09 07:01:55,100,-1e20\n", pred, "ets.sim.3"),
                                ("timestamp,duration,num_gpus\n2017-10-09 07:01:55\n", pred, "ets.sim.3")):
     jobs = os.path.join(work, "bad_jobs.csv")
     with open(jobs, "w") as f:

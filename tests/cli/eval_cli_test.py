@@ -119,6 +119,22 @@ p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "t
 check(p.returncode == 1 and "ets.cli.1" in p.stderr and not p.stdout,
       f"unwritable --predictions (refused before any work): rc {p.returncode} {p.stderr}")
 
+# --predictions into a device or through a symlink: written in place / at the link's target, neither replaced
+import stat
+p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "test", "--predictions", "/dev/null"],
+                   capture_output=True, text=True)
+check(p.returncode == 0 and stat.S_ISCHR(os.stat("/dev/null").st_mode), f"--predictions /dev/null: rc {p.returncode} {p.stderr}")
+real, link = os.path.join(work, "real.csv"), os.path.join(work, "link.csv")
+for f in (real, link):
+    if os.path.lexists(f):
+        os.remove(f)
+open(real, "w").close()
+os.symlink(real, link)
+p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "test", "--predictions", link],
+                   capture_output=True, text=True)
+check(p.returncode == 0 and os.path.islink(link) and os.path.getsize(real) > 0,
+      f"--predictions through a symlink: rc {p.returncode} link kept {os.path.islink(link)} {p.stderr}")
+
 # traces measured on other hardware than the model's are scored with a warning
 hw_data = os.path.join(work, "other-hw-data")
 os.makedirs(os.path.join(hw_data, "traces", "test"), exist_ok=True)

@@ -89,12 +89,12 @@ if j:
 
 # ---- bad budgets, decays, cells and epoch counts are usage errors (rc 2) with a message naming the option
 # (before any data is read: a bad --lr used to fail only after loading, with exit 1)
-for option, value in (("--max-minutes", "-1"), ("--ema", "1"), ("--ema", "-0.5"), ("--cell", "rnn"), ("--epochs", "0"),
-                      ("--lr", "0"), ("--lr", "-1"), ("--batch", "0"), ("--layers", "0"), ("--width", "0"),
-                      ("--stride", "13"), ("--clip", "-1"), ("--weight-decay", "-1"), ("--val-split", "train")):
-    p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), option, value],
+for args in (["--max-minutes", "-1"], ["--ema", "1"], ["--ema", "-0.5"], ["--cell", "rnn"], ["--epochs", "0"],
+             ["--lr", "0"], ["--lr", "-1"], ["--batch", "0"], ["--layers", "0"], ["--width", "0"], ["--stride", "13"],
+             ["--width", "2", "--stride", "3"], ["--clip", "-1"], ["--weight-decay", "-1"], ["--val-split", "train"]):
+    p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), *args],
                        capture_output=True, text=True)
-    check(p.returncode == 2 and option in p.stderr, f"{option} {value}: rc {p.returncode}; {p.stderr}")
+    check(p.returncode == 2 and args[-2] in p.stderr, f"{args}: rc {p.returncode}; {p.stderr}")
 check(not os.path.exists(os.path.join(work, "never.etsm")), "nothing written for a refused command")
 
 # ---- an --out that cannot be written fails before training, not after it
@@ -112,22 +112,41 @@ if p.returncode == 0:
     j = json.loads(p.stdout)
     check(j["val_mre"] is None and all(h["val_mre"] is None for h in j["history"]), f"unvalidated run: {j}")
 
-# ---- Ctrl-C stops the run and still writes the best weights so far
+# ---- Ctrl-C stops the run, still writes the best weights so far and its summary, then ends by SIGINT (so a
+# shell's `ets train ... && next` stops); a SIGINT the caller ignores stays ignored
 import signal
+import time
+LONG = ["--hidden", "8", "--layers", "1", "--batch", "64", "--max-windows", "256", "--threads", "1", "--json",
+        "--epochs", "100000", "--patience", "0", "--max-minutes", "5"]
+
+
+def start_training(out, ignore_sigint=False):
+    proc = subprocess.Popen([ets, "train", "--data", data, "--out", out, *LONG], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None)
+    for line in proc.stderr:  # not a terminal: one line per validation; the first means training is under way
+        if "val MRE" in line:
+            break
+    return proc
+
+
 stopped = os.path.join(work, "interrupted.etsm")
-proc = subprocess.Popen([ets, "train", "--data", data, "--out", stopped, "--hidden", "8", "--layers", "1", "--batch",
-                         "64", "--max-windows", "256", "--threads", "1", "--json", "--epochs", "100000", "--patience",
-                         "0", "--max-minutes", "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-for line in proc.stderr:  # not a terminal: one line per validation; the first means training is under way
-    if "val MRE" in line:
-        break
+proc = start_training(stopped)
 proc.send_signal(signal.SIGINT)
 out, err = proc.communicate(timeout=120)
-check(proc.returncode == 0 and os.path.exists(stopped), f"interrupted run: rc {proc.returncode}; {err[-300:]}")
-if proc.returncode == 0:
+check(proc.returncode == -signal.SIGINT and os.path.exists(stopped), f"interrupted run: rc {proc.returncode}; {err[-300:]}")
+try:
     j = json.loads(out)
     check(j["interrupted"] and j["epochs"] < 100000, f"interrupted run summary: {j}")
     eval_val_mre(stopped, "the interrupted run's model")
+except ValueError:
+    failures.append(f"interrupted run printed no JSON summary: {out[:200]!r}")
+ignoring = start_training(os.path.join(work, "ignoring.etsm"), ignore_sigint=True)
+ignoring.send_signal(signal.SIGINT)
+time.sleep(1.0)
+check(ignoring.poll() is None, f"a run started with SIGINT ignored stopped on SIGINT (rc {ignoring.poll()})")
+ignoring.kill()
+ignoring.communicate(timeout=60)
 
 # ---- an output path JSON must escape, and divergence reported as such (not as an aggregator error)
 odd = os.path.join(work, 'q"x\\y.etsm')
