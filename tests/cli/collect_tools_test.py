@@ -214,12 +214,17 @@ TREE_COLLECT = os.path.join(tree, "tools", "collect", "collect.py")
 bad_ids = os.path.join(work, "bad-ids.txt")
 with open(bad_ids, "w") as fh:
     fh.write("mlp-0001\nbogus-1\n")
+off_manifest = os.path.join(work, "off-manifest-ids.txt")
+with open(off_manifest, "w") as fh:
+    fh.write("resnet-5\n")  # a known family, but no id of the manifest
 refused = os.path.join(work, "refused")
 for extra, word in ((["--configs", os.path.join(work, "no-such-ids.txt")], "no-such-ids.txt"),
                     (["--configs", bad_ids], "bogus-1"),
                     (["--configs", os.path.join(work, "ids.txt"), "--block", "0"], "--block"),
                     (["--families", "mlp,resnt"], "known families: "),
-                    (["--families", "resnt", "--print-ids"], "resnt")):
+                    (["--families", "resnt", "--print-ids"], "resnt"),
+                    (["--configs", off_manifest], "resnet-5"),
+                    (["--families", ",", "--print-ids"], "names no family")):
     r = subprocess.run([sys.executable, TREE_COLLECT, "--out", refused, "--no-label", *extra], capture_output=True,
                        text=True)
     check(r.returncode == 2 and word in r.stderr, f"collect {extra}: rc {r.returncode} {r.stderr[-300:]}")

@@ -169,7 +169,14 @@ def compute(data: str, retest: str = "", previous: dict | None = None, notes: li
     if ratios:
         card["profiled_over_unprofiled_q"] = quantiles(ratios)
         card["profiled_over_unprofiled_n"] = len(ratios)
-    elif "profiled_over_unprofiled_q" in previous:
+    # Figures whose sources are local-only (raw/, collect/) are carried over from the previous card only when it
+    # describes these labels: the same labelled count and the same environments.
+    same_labels = (previous.get("labelled") == card["labelled"]
+                   and previous.get("environment") == card["environment"])
+    if not ratios and "profiled_over_unprofiled_q" in previous and not same_labels:
+        notes.append("no warm-up timings, and the previous card.json describes other labels: the profiled / "
+                     "unprofiled figures are left out")
+    elif "profiled_over_unprofiled_q" in previous and not ratios:
         # card.json keeps the quantiles under string keys ("0.5"); tables() looks them up by number
         card["profiled_over_unprofiled_q"] = {float(q): v for q, v in previous["profiled_over_unprofiled_q"].items()}
         card["profiled_over_unprofiled_n"] = previous.get("profiled_over_unprofiled_n", 0)
@@ -179,6 +186,9 @@ def compute(data: str, retest: str = "", previous: dict | None = None, notes: li
     if env_path:
         with open(env_path[0]) as fh:
             card["env_record"] = json.load(fh)
+    elif "env_record" in previous and not same_labels:
+        notes.append("no environment record, and the previous card.json describes other labels: the env table is "
+                     "left out")
     elif "env_record" in previous:
         card["env_record"] = previous["env_record"]
         notes.append(f"no {os.path.join(data, 'collect', 'env-pass*.json')}: kept the previous card.json's "

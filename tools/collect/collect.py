@@ -343,6 +343,8 @@ def select(args, ap=None) -> list:
         ap.error(msg)
 
     fams = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
+    if fams is not None and not fams:  # "--families ," or "--families ''" would have selected everything
+        refuse("--families names no family; leave it out to select every family")
     if fams:
         unknown = [f for f in fams if f not in C.FAMILIES]
         if unknown:
@@ -354,12 +356,8 @@ def select(args, ap=None) -> list:
         except (OSError, UnicodeDecodeError) as e:
             refuse(f"--configs {args.configs}: {e.strerror if isinstance(e, OSError) else e}")
         ids = [i for i in ids if i]
-        bad = []
-        for i in ids:
-            try:
-                C.parse_id(i)
-            except KeyError:
-                bad.append(i)
+        known = set(C.all_ids())  # the manifest's ids exactly: "resnet-5" or "resnet-0999" name nothing
+        bad = [i for i in ids if i not in known]
         if bad:
             refuse(f"--configs {args.configs}: {len(bad)} line(s) name no configuration ({', '.join(bad[:5])}"
                    f"{', ...' if len(bad) > 5 else ''}); an id is FAMILY-NNNN with FAMILY one of "

@@ -47,8 +47,8 @@ def _remove_stale_temps(path: str) -> None:
             continue  # that worker still runs
         except ProcessLookupError:
             pass
-        except OSError:
-            continue  # exists, but not ours to signal
+        except (OSError, OverflowError):
+            continue  # exists but not ours to signal, or not a process id at all: leave the file
         try:
             os.remove(stale)
         except OSError:
