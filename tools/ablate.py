@@ -10,6 +10,7 @@
 # Prints a markdown table for docs/results.md; each cell's JSON is kept in --out so a rerun skips finished cells.
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -29,7 +30,8 @@ def run_json(cmd):
     except OSError as e:
         raise RuntimeError(f"{' '.join(cmd)}: {e}") from e
     if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: rc {p.returncode}\n{p.stderr[-2000:]}")
+        # the error first (the table shows its first line), then the command
+        raise RuntimeError(f"{p.stderr.strip()[-2000:] or 'no message'} (rc {p.returncode}: {' '.join(cmd)})")
     try:
         return json.loads(p.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError) as e:
@@ -84,8 +86,8 @@ def main() -> None:
         ap.error(f"--ets {a.ets}: not an executable (build the ets_cli target or pass --ets)")
     if not os.path.isdir(a.data):
         ap.error(f"--data {a.data}: no such folder")
-    if a.minutes <= 0 or a.threads < 0:
-        ap.error("--minutes must be > 0 and --threads ≥ 0")
+    if not (math.isfinite(a.minutes) and a.minutes > 0) or a.threads < 0:
+        ap.error("--minutes must be a finite number > 0 and --threads ≥ 0")
     out_dir = os.path.dirname(os.path.abspath(a.out))
     if not os.path.isdir(out_dir):
         ap.error(f"--out {a.out}: folder {out_dir} does not exist")
@@ -107,7 +109,7 @@ def main() -> None:
 def run_cells(a, cells, done, models):
     for w, s in cells:
         key = f"w{w}_s{s}" + ("_gru" if a.cell == "gru" else "")
-        if key in done:
+        if key in done and "failed" not in done[key]:  # a failed cell is tried again on the next run
             continue
         if s > w:
             done[key] = {"width": w, "stride": s, "skipped": "stride > width leaves ops uncovered"}

@@ -268,7 +268,7 @@ def window_geometry(args):
     """(width, stride, encoder state, label normalisation, source meta or None) the export writes."""
     if not args.encoder_from:
         width = 12 if args.width is None else args.width
-        stride = 4 if args.stride is None else args.stride
+        stride = min(4, width) if args.stride is None else args.stride  # a narrow window gets stride = width
         if stride > width:
             fail("--stride %d exceeds the width %d (1 ≤ stride ≤ width ≤ %d)" % (stride, width, MAX_WIDTH))
         return width, stride, b"", None, None
