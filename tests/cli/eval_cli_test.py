@@ -114,8 +114,9 @@ with open(os.path.join(rt_data, "retest.json"), "w") as fh:
 p = subprocess.run([ets, "eval", "--model", model, "--data", rt_data, "--split", "test"], capture_output=True, text=True)
 check(p.returncode != 0 and "ets.eval.3" in p.stderr, f"damaged retest.json refused: rc {p.returncode} {p.stderr}")
 
-p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "test", "--predictions",
-                    os.path.join(work, "no-such-dir", "p.csv")], capture_output=True, text=True)
+# (with a data folder that does not exist: had the data been read first, the error would be its ets.eval.1)
+p = subprocess.run([ets, "eval", "--model", model, "--data", os.path.join(work, "no-such-data"), "--split", "test",
+                    "--predictions", os.path.join(work, "no-such-dir", "p.csv")], capture_output=True, text=True)
 check(p.returncode == 1 and "ets.cli.1" in p.stderr and not p.stdout,
       f"unwritable --predictions (refused before any work): rc {p.returncode} {p.stderr}")
 

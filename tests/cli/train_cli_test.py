@@ -98,8 +98,9 @@ for args in (["--max-minutes", "-1"], ["--ema", "1"], ["--ema", "-0.5"], ["--cel
 check(not os.path.exists(os.path.join(work, "never.etsm")), "nothing written for a refused command")
 
 # ---- an --out that cannot be written fails before training, not after it
-p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "no", "such", "m.etsm"), *TINY],
-                   capture_output=True, text=True)
+# (a data folder that does not exist: had the data been read first, the error would be its ets.eval.1)
+p = subprocess.run([ets, "train", "--data", os.path.join(work, "no-such-data"), "--out",
+                    os.path.join(work, "no", "such", "m.etsm")], capture_output=True, text=True)
 check(p.returncode == 1 and "ets.model.9" in p.stderr and "loading" not in p.stderr,
       f"--out into a missing folder: rc {p.returncode}; {p.stderr}")
 
@@ -133,12 +134,17 @@ def start_training(out, ignore_sigint=False):
 stopped = os.path.join(work, "interrupted.etsm")
 proc = start_training(stopped)
 proc.send_signal(signal.SIGINT)
-out, err = proc.communicate(timeout=120)
+try:
+    out, err = proc.communicate(timeout=120)
+except subprocess.TimeoutExpired:  # SIGINT no longer stops training: fail, and do not leave the run behind
+    proc.kill()
+    out, err = proc.communicate()
+    failures.append("SIGINT did not stop ets train within 120 s")
 check(proc.returncode == -signal.SIGINT and os.path.exists(stopped), f"interrupted run: rc {proc.returncode}; {err[-300:]}")
 try:
     j = json.loads(out)
     check(j["interrupted"] and j["epochs"] < 100000, f"interrupted run summary: {j}")
-    eval_val_mre(stopped, "the interrupted run's model")
+    check_val_mre_matches(stopped, j, "the interrupted run's model (its best weights)")
 except ValueError:
     failures.append(f"interrupted run printed no JSON summary: {out[:200]!r}")
 ignoring = start_training(os.path.join(work, "ignoring.etsm"), ignore_sigint=True)
