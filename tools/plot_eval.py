@@ -7,14 +7,12 @@
 # NaN and ±inf) counts, and makes the method's MRE non-finite, "n/a" here as in `ets eval --json`; such rows are
 # listed on stderr and counted in the panel's title, never dropped silently.
 import argparse
-import csv
 import math
 import sys
 
+from plot_common import die, pyplot, read_rows
 
-def die(msg: str) -> None:
-    print(f"plot_eval.py: {msg}", file=sys.stderr)
-    sys.exit(2)
+
 
 
 def number(text) -> float:
@@ -30,19 +28,8 @@ def main() -> None:
     ap.add_argument("out")
     ap.add_argument("--title", default="")
     a = ap.parse_args()
-    try:
-        import matplotlib
-    except ImportError:
-        die(f"matplotlib is not installed for {sys.executable}; run it with /usr/bin/python3 "
-                 "(Debian's python3-matplotlib: apt-get install python3-matplotlib)")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    try:
-        with open(a.csv, newline="") as fh:
-            rows = list(csv.DictReader(fh))
-    except OSError as e:
-        die(f"cannot read {a.csv}: {e.strerror}")
+    plt = pyplot()
+    rows = read_rows(a.csv)
     if not rows:
         die(f"{a.csv}: no rows")
     if "measured_us" not in rows[0] or "family" not in rows[0]:

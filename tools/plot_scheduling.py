@@ -2,17 +2,15 @@
 # Plots cluster_sim results (examples/cluster_sim): each predictor's schedule metrics relative to the oracle's, per
 # policy. Usage: /usr/bin/python3 tools/plot_scheduling.py RESULTS.csv OUT.png
 import argparse
-import csv
 import sys
+
+from plot_common import die, pyplot, read_rows
 
 METRICS = [("SJF", "avg_jct_h", "SJF avg JCT"), ("SRTF", "avg_jct_h", "SRTF avg JCT"),
            ("SRTF", "p99_jct_h", "SRTF p99 JCT"), ("EDF", "total_tardiness_h", "EDF total tardiness"),
            ("EDF", "deadline_misses", "EDF deadline misses")]
 
 
-def die(msg: str) -> None:
-    print(f"plot_scheduling.py: {msg}", file=sys.stderr)
-    sys.exit(2)
 
 
 def main() -> None:
@@ -21,19 +19,8 @@ def main() -> None:
     ap.add_argument("csv", help="results.csv written by examples/cluster_sim")
     ap.add_argument("out", help="image to write (PNG)")
     a = ap.parse_args()
-    try:
-        import matplotlib
-    except ImportError:
-        die(f"matplotlib is not installed for {sys.executable}; run it with /usr/bin/python3 "
-            "(Debian's python3-matplotlib: apt-get install python3-matplotlib)")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    try:
-        with open(a.csv, newline="") as fh:
-            rows = list(csv.DictReader(fh))
-    except OSError as e:
-        die(f"cannot read {a.csv}: {e.strerror}")
+    plt = pyplot()
+    rows = read_rows(a.csv)
     need = {"policy", "predictor"} | {col for _, col, _ in METRICS}
     missing = sorted(need - set(rows[0])) if rows else sorted(need)
     if missing:

@@ -1,0 +1,31 @@
+# Shared by the plot scripts (tools/plot_eval.py, tools/plot_scheduling.py): a clear exit instead of a traceback when
+# matplotlib is missing or the CSV cannot be read.
+import csv
+import os
+import sys
+
+
+def die(msg: str) -> None:
+    print(f"{os.path.basename(sys.argv[0])}: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (files only, no display)."""
+    try:
+        import matplotlib
+    except ImportError:
+        die(f"matplotlib is not installed for {sys.executable}; run it with /usr/bin/python3 "
+            "(Debian's python3-matplotlib: apt-get install python3-matplotlib)")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def read_rows(path: str) -> list:
+    """The CSV's rows as dicts."""
+    try:
+        with open(path, newline="") as fh:
+            return list(csv.DictReader(fh))
+    except OSError as e:
+        die(f"cannot read {path}: {e.strerror}")
