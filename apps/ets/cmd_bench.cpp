@@ -80,7 +80,12 @@ class Peer {
  public:
   Peer(const std::string& python, const std::string& script, const std::string& dir, int width) {
     int in[2], out[2];
-    if (pipe(in) != 0 || pipe(out) != 0) return;
+    if (pipe(in) != 0) return;
+    if (pipe(out) != 0) {
+      close(in[0]);
+      close(in[1]);
+      return;
+    }
     pid_ = fork();
     if (pid_ == 0) {
       dup2(in[0], 0);
@@ -100,6 +105,14 @@ class Peer {
     }
     to_ = fdopen(in[1], "w");
     from_ = fdopen(out[0], "r");
+    if (!to_ || !from_) {  // no stream, no peer: close what is open (the peer then sees its stdin end)
+      if (to_) std::fclose(to_);
+      else close(in[1]);
+      if (from_) std::fclose(from_);
+      else close(out[0]);
+      to_ = from_ = nullptr;
+      return;
+    }
     const std::string first = read_line();
     if (first.rfind("ready ", 0) == 0) info_ = first.substr(6);
   }

@@ -154,8 +154,14 @@ std::string read_file_bytes(const std::string& path) {
     if (n == 0) break;
     total += n;
   }
-  if (std::ferror(f.get())) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
   out.resize(total);
+  // The size is where reading starts, not where it stops: a file that grew meanwhile, or a "regular" file that
+  // reports 0 bytes (procfs, sysfs), is read to its end. (Usually the first small read finds the end at once.)
+  if (total == size) {
+    char more[1 << 16];
+    for (std::size_t n; (n = std::fread(more, 1, sizeof more, f.get())) > 0;) out.append(more, n);
+  }
+  if (std::ferror(f.get())) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
   return out;
 }
 

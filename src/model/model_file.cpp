@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,14 @@
 
 #include "ets/detail/cpu_lstm.hpp"
 #include "ets/error.hpp"
+
+#ifdef _WIN32
+#include <process.h>
+#define ETS_GETPID _getpid
+#else
+#include <unistd.h>
+#define ETS_GETPID getpid
+#endif
 
 namespace ets {
 namespace {
@@ -287,19 +296,28 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
 
 void save_model(const ModelFile& model, const std::string& path) {
   const std::vector<std::uint8_t> bytes = serialize_model(model);
-  const std::string tmp = path + ".tmp";
+  // A temporary of this call's own beside path (two saves to one path never share one), removed on every failure.
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = fmt::format("{}.tmp-{}-{}", path, static_cast<long>(ETS_GETPID()), counter++);
+  struct RemoveUnlessMoved {
+    const std::string& tmp;
+    bool moved = false;
+    ~RemoveUnlessMoved() {
+      if (!moved) std::remove(tmp.c_str());
+    }
+  } guard{tmp};
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    ETS_CHECK(f.good(), Errc::io, "ets.model.9", "cannot write model file '{}': {}", tmp, std::strerror(errno));
+    ETS_CHECK(f.good(), Errc::io, "ets.model.9", "cannot write model file '{}': {}", path, std::strerror(errno));
     f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     f.flush();
-    ETS_CHECK(f.good(), Errc::io, "ets.model.9", "cannot write model file '{}'", tmp);
+    ETS_CHECK(f.good(), Errc::io, "ets.model.9", "cannot write model file '{}' (a full disk?)", path);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
-    std::remove(tmp.c_str());
     ETS_THROW(Errc::io, "ets.model.9", "cannot move model file into place at '{}': {}", path, std::strerror(err));
   }
+  guard.moved = true;
 }
 
 ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoadOptions& options) {

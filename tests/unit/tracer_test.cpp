@@ -108,6 +108,9 @@ TEST_CASE("Tracer::load: missing file, unknown format, gzip round trip") {
   std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   CHECK_THROWS_WITH(ets::import::read_file_bytes(cut), Catch::Contains("ets.io.5"));
   CHECK(Tracer::detect(gz) == "kineto");
+  // a "regular" file that reports 0 bytes (procfs) is still read to its end
+  if (fs::is_regular_file("/proc/self/status"))
+    CHECK(ets::import::read_file_bytes("/proc/self/status").find("Name:") != std::string::npos);
   Tracer::LoadOptions bad_rank;
   bad_rank.rank = -2;  // not "any rank": refused before the file is read
   CHECK_THROWS_WITH(Tracer::load(gz, bad_rank), Catch::Contains("ets.import.4"));
