@@ -68,10 +68,19 @@ long long integer_option(const Args& args, const std::string& name, long long fa
 /// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete.
 Tracer::LoadOptions load_options(const Args& args);
 
+/// The name an output `path` ends at through symlinks (a chain of them, a dangling last one included): a file written
+/// there through a temporary beside it keeps the user's link. Throws ets.cli.1 for a link loop or an unreadable link.
+std::string resolve_output(const std::string& path);
+
 /// Whether `path` can be written, found out before a long computation whose result goes there: "" when it can, else
-/// the reason. A pipe or device must be writable; for a regular file (or none yet) its folder must take a new file,
-/// tested with a probe file of its own name, so no file of the user's is touched.
-std::string unwritable_reason(const std::string& path);
+/// the reason. `streams`: a pipe or device counts as written in place (checked for write access) and a symlink is
+/// followed (resolve_output); otherwise only a regular file (or none yet) is, in the folder of `path` as given. The
+/// folder must take a new file, tested with a probe file of its own name, so no file of the user's is touched.
+std::string unwritable_reason(const std::string& path, bool streams);
+
+/// Writes `text` to `path`: streamed into a pipe or device; else to a temporary of its own beside resolve_output(path),
+/// renamed into place, so a reader never sees half a file. Throws ets.cli.1.
+void write_output(const std::string& path, const std::string& text);
 
 /// JSON string body: escapes quotes, backslashes and control characters (the CLI's JSON is hand-formatted).
 std::string json_escape(const std::string& s);

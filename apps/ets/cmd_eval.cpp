@@ -2,7 +2,6 @@
 // baselines, trained on DIR's train split and tuned on its val split), per family, per op count, per phase.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
@@ -48,28 +47,8 @@ void write_predictions(const std::string& path, const std::vector<ExecutionTrace
     for (const auto& m : methods) csv += "," + num(m.predicted_us[i]);
     csv += "\n";
   }
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (fs::exists(st) && !fs::is_regular_file(st)) {  // a pipe or device (>(...), /dev/stdout): streamed in place
-    std::ofstream f(path, std::ios::binary);
-    f << csv;
-    f.close();
-    if (!f) ETS_THROW(Errc::io, "ets.cli.1", "cannot write the predictions to '{}'", path);
-    return;
-  }
-  // A file: written beside its target (through a symlink) and renamed into place, so a failure never leaves half a
-  // file for the plot script.
-  const fs::path target = fs::is_symlink(path, ec) ? fs::weakly_canonical(path, ec) : fs::path(path);
-  const fs::path tmp = target.string() + ".tmp";
-  std::ofstream f(tmp, std::ios::binary);
-  f << csv;
-  f.close();
-  if (f) fs::rename(tmp, target, ec);
-  if (!f || ec) {
-    fs::remove(tmp, ec);
-    ETS_THROW(Errc::io, "ets.cli.1", "cannot write the predictions to '{}'", path);
-  }
+  // streamed into a pipe or device; else a temporary beside the (symlink-resolved) target, renamed into place
+  write_output(path, csv);
 }
 
 int run_eval(const Args& a) {
@@ -84,7 +63,7 @@ int run_eval(const Args& a) {
                                 "' and --val-split '" + val_split + "'");
   // The predictions file comes after minutes of baseline fitting: an unwritable one is refused first.
   if (a.has("--predictions")) {
-    const std::string why = unwritable_reason(a.value("--predictions"));
+    const std::string why = unwritable_reason(a.value("--predictions"), true);
     ETS_CHECK(why.empty(), Errc::io, "ets.cli.1", "cannot write the predictions to '{}': {}", a.value("--predictions"),
               why);
   }

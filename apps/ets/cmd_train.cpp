@@ -35,7 +35,7 @@ extern "C" void on_interrupt(int) { g_interrupted.store(true); }
 
 // The model is written after the training: a place it cannot be written must be found out before it.
 void check_writable(const std::string& out) {
-  const std::string why = unwritable_reason(out);
+  const std::string why = unwritable_reason(out, false);
   ETS_CHECK(why.empty(), Errc::io, "ets.model.9", "cannot write model file '{}': {}", out, why);
 }
 
@@ -245,7 +245,7 @@ const Register train_cmd{Command{
           {"--layers L", "recurrent layers, 1 to 64 (default 4)"},
           {"--cell lstm|gru", "recurrent cell (default lstm)"},
           {"--width W", "ops per window, 1 to 4096 (default 12)"},
-          {"--stride S", "ops between the starts of consecutive windows, 1 to W (default 4)"},
+          {"--stride S", "ops between the starts of consecutive windows, 1 to W (default 4, or W when W < 4)"},
           {"--seed N", "seed of the initial weights and the shuffling (default 42)"},
           {"--threads T", "threads for loading, training and validation (default 0: hardware concurrency)"},
           {"--patience P", "stop after P validations without improvement (default 6; 0: never)"},

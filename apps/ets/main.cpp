@@ -2,13 +2,13 @@
 // Exit codes: 0 ok, 1 runtime failure (ets::Error), 2 usage error.
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <fstream>
-#include <filesystem>
-#include <cstring>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <stdexcept>
@@ -172,18 +172,39 @@ std::string json_escape(const std::string& s) {
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; }
 
-std::string unwritable_reason(const std::string& path) {
+std::string resolve_output(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    if (!fs::is_symlink(p, ec)) return p.string();
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) ETS_THROW(Errc::io, "ets.cli.1", "cannot read the symlink '{}': {}", p.string(), ec.message());
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  ETS_THROW(Errc::io, "ets.cli.1", "'{}' is a loop of symlinks", path);
+}
+
+std::string unwritable_reason(const std::string& path, bool streams) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (path.empty()) return "no path given";
   const fs::file_status st = fs::status(path, ec);  // through symlinks
   if (fs::is_directory(st)) return "it is a directory";
-  if (fs::exists(st) && !fs::is_regular_file(st))  // a pipe or device (>(...), /dev/stdout): written in place
-    return ::access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
-  // A regular file, or none yet: it is written beside its (resolved) path and renamed into place, so its folder must
-  // take a new file. The probe is a name of its own, created exclusively: no file of the user's is ever touched.
-  const fs::path target = fs::is_symlink(path, ec) ? fs::weakly_canonical(path, ec) : fs::path(path);
-  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    if (!streams) return "it is not a regular file (a model is written beside it and renamed into place)";
+    return ::access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);  // a pipe or device (>(...), /dev/stdout)
+  }
+  std::string target = path;
+  if (streams) {
+    try {
+      target = resolve_output(path);
+    } catch (const Error& e) {
+      return e.message();
+    }
+  }
+  const fs::path t(target);
+  const fs::path folder = t.has_parent_path() ? t.parent_path() : fs::path(".");
   static std::atomic<unsigned> counter{0};
   const fs::path probe = folder / fmt::format(".ets-probe-{}-{}", static_cast<long>(::getpid()), counter++);
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
@@ -191,6 +212,41 @@ std::string unwritable_reason(const std::string& path) {
   ::close(fd);
   ::unlink(probe.c_str());
   return "";
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st)) {  // a pipe or device: streamed in place
+    std::ofstream f(path, std::ios::binary);
+    f << text;
+    f.close();
+    if (!f) ETS_THROW(Errc::io, "ets.cli.1", "cannot write to '{}'", path);
+    return;
+  }
+  const std::string target = resolve_output(path);
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = fmt::format("{}.tmp-{}-{}", target, static_cast<long>(::getpid()), counter++);
+  bool ok = false;
+  {
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) {
+      std::size_t done = 0;
+      while (done < text.size()) {
+        const ::ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n <= 0) break;
+        done += static_cast<std::size_t>(n);
+      }
+      ok = ::close(fd) == 0 && done == text.size();
+    }
+  }
+  if (ok) ok = ::rename(tmp.c_str(), target.c_str()) == 0;
+  if (!ok) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    ETS_THROW(Errc::io, "ets.cli.1", "cannot write to '{}': {}", path, std::strerror(err));
+  }
 }
 
 std::string csv_field(const std::string& s) {

@@ -136,6 +136,23 @@ p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "t
 check(p.returncode == 0 and os.path.islink(link) and os.path.getsize(real) > 0,
       f"--predictions through a symlink: rc {p.returncode} link kept {os.path.islink(link)} {p.stderr}")
 
+# a symlink loop is refused before any work, and a dangling link is written through to its (new) target
+loop = os.path.join(work, "loop.csv")
+if not os.path.lexists(loop):
+    os.symlink("loop.csv", loop)
+p = subprocess.run([ets, "eval", "--model", model, "--data", os.path.join(work, "no-such-data"), "--predictions", loop],
+                   capture_output=True, text=True)
+check(p.returncode == 1 and "ets.cli.1" in p.stderr and "loop" in p.stderr, f"--predictions loop: {p.stderr}")
+dangling, fresh = os.path.join(work, "dangling.csv"), os.path.join(work, "fresh-target.csv")
+for f in (dangling, fresh):
+    if os.path.lexists(f):
+        os.remove(f)
+os.symlink("fresh-target.csv", dangling)
+p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "test", "--predictions", dangling],
+                   capture_output=True, text=True)
+check(p.returncode == 0 and os.path.islink(dangling) and os.path.getsize(fresh) > 0,
+      f"--predictions through a dangling link: rc {p.returncode} {p.stderr}")
+
 # traces measured on other hardware than the model's are scored with a warning
 hw_data = os.path.join(work, "other-hw-data")
 os.makedirs(os.path.join(hw_data, "traces", "test"), exist_ok=True)

@@ -104,6 +104,14 @@ p = subprocess.run([ets, "train", "--data", os.path.join(work, "no-such-data"), 
 check(p.returncode == 1 and "ets.model.9" in p.stderr and "loading" not in p.stderr,
       f"--out into a missing folder: rc {p.returncode}; {p.stderr}")
 
+# ---- a pipe as --out is refused before training (the model is written beside the path and renamed into place)
+fifo = os.path.join(work, "out.fifo")
+if not os.path.exists(fifo):
+    os.mkfifo(fifo)
+p = subprocess.run([ets, "train", "--data", os.path.join(work, "no-such-data"), "--out", fifo], capture_output=True,
+                   text=True, timeout=60)
+check(p.returncode == 1 and "not a regular file" in p.stderr, f"--out a FIFO: rc {p.returncode}; {p.stderr}")
+
 # ---- without validation (--val-split ""): a warning, and val_mre is null rather than -1
 novalid = os.path.join(work, "noval.etsm")
 p = subprocess.run([ets, "train", "--data", data, "--out", novalid, *TINY, "--epochs", "1", "--max-minutes", "0",
