@@ -30,8 +30,10 @@ def run_json(cmd):
     except OSError as e:
         raise RuntimeError(f"{' '.join(cmd)}: {e}") from e
     if p.returncode != 0:
-        # the error first (the table shows its first line), then the command
-        raise RuntimeError(f"{p.stderr.strip()[-2000:] or 'no message'} (rc {p.returncode}: {' '.join(cmd)})")
+        # the error (stderr's last line: warnings come before it) first, as the table shows the first line
+        lines = p.stderr.strip().splitlines()
+        raise RuntimeError(f"{lines[-1] if lines else 'no message'} (rc {p.returncode}: {' '.join(cmd)})\n"
+                           + "\n".join(lines[-20:-1]))
     try:
         return json.loads(p.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError) as e:
@@ -123,7 +125,7 @@ def run_cells(a, cells, done, models):
                            "--cell", a.cell, "--quiet", "--json"])
         except RuntimeError as e:  # e.g. killed for memory: keep the reason, go on with the other cells
             print(f"ablate: {key} failed: {str(e)[:300]}", file=sys.stderr, flush=True)
-            done[key] = {"width": w, "stride": s, "failed": str(e)[-500:], "train_wall_s": time.time() - t0}
+            done[key] = {"width": w, "stride": s, "failed": str(e)[:500], "train_wall_s": time.time() - t0}
             save(a.out, done)
             continue
         cell = {"width": w, "stride": s, "train": tr, "train_wall_s": time.time() - t0}
@@ -146,7 +148,7 @@ def run_cells(a, cells, done, models):
                                         "--threads", str(a.threads)])["methods"]["ets"]
         except (RuntimeError, KeyError, TypeError) as e:
             print(f"ablate: {key} eval failed: {str(e)[:300]}", file=sys.stderr, flush=True)
-            done[key] = {**cell, "failed": f"eval: {str(e)[-500:]}"}
+            done[key] = {**cell, "failed": f"eval: {str(e)[:500]}"}
             save(a.out, done)
             continue
         cell["eval_wall_s"] = time.time() - t0

@@ -342,7 +342,7 @@ def select(args, ap=None) -> list:
             raise ValueError(msg)
         ap.error(msg)
 
-    fams = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
+    fams = [f.strip() for f in args.families.split(",") if f.strip()] if args.families is not None else None
     if fams is not None and not fams:  # "--families ," or "--families ''" would have selected everything
         refuse("--families names no family; leave it out to select every family")
     if fams:
@@ -379,7 +379,7 @@ def main(argv=None) -> int:
                     "never mixes its short passes into the dataset)")
     ap.add_argument("--raw", default="", help="raw Kineto JSON folder (default: OUT/raw)")
     ap.add_argument("--passes", type=int, default=None, help="timing passes per config (default 3; 2 with --quick)")
-    ap.add_argument("--families", default="", help="comma-separated family names")
+    ap.add_argument("--families", default=None, help="comma-separated family names (default: all)")
     ap.add_argument("--configs", default="", help="file with one config id per line")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
