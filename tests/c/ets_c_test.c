@@ -1,6 +1,8 @@
 /* C-language test of the ETS C ABI (include/ets/ets.h), compiled as C99 with -Werror-level warnings: status codes,
    NULL checks, thread-local messages, batch == single predictions, observe() corrections. argv: MODEL TRACE. */
+#define _POSIX_C_SOURCE 200809L /* pthreads under C99 without extensions */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +19,13 @@ static int failures = 0;
   } while (0)
 
 static int close_rel(double a, double b, double tol) { return fabs(a - b) <= tol * fabs(b); }
+
+/* Fails a call on another thread and reports what that thread's own last error says. */
+static void* fail_on_thread(void* out) {
+  (void)ets_predictor_create(NULL);
+  strncpy((char*)out, ets_last_error_id(), 63);
+  return NULL;
+}
 
 int main(int argc, char** argv) {
   ets_predictor* p = NULL;
@@ -71,6 +80,16 @@ int main(int argc, char** argv) {
   EXPECT(strcmp(ets_last_error_id(), "ets.predict.1") == 0);
   EXPECT(ets_predict(p, "job1", "noenv", &before) == ETS_INVALID_ARGUMENT);
   EXPECT(strcmp(ets_last_error_id(), "ets.predict.2") == 0);
+  {
+    /* the last error is per thread: another thread's failure leaves this thread's message as it was */
+    pthread_t t;
+    char other[64] = {0};
+    EXPECT(pthread_create(&t, NULL, fail_on_thread, other) == 0);
+    EXPECT(pthread_join(t, NULL) == 0);
+    EXPECT(strcmp(other, "ets.capi.1") == 0);
+    EXPECT(strcmp(ets_last_error_id(), "ets.predict.2") == 0);
+    EXPECT(strstr(ets_last_error(), "noenv") != NULL);
+  }
 
   /* batch == single, row-major jobs x envs */
   jobs[0] = "job1";

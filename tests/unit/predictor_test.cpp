@@ -221,8 +221,8 @@ TEST_CASE("Predictor errors carry stable ids", "[predictor]") {
   ets::ModelFile m = ets_test::small_model(traces, 1);
   ets::ModelFile other = ets_test::small_model({ets_test::learnable_trace(1, 2)}, 1);
   m.encoder_state = other.encoder_state;
-  if (ets::FeatureSpec::deserialize(other.encoder_state).feature_count() != m.weights.config.input_size)
-    CHECK(error_id([&] { p.add_model("bad", m); }) == "ets.predict.6");
+  REQUIRE(ets::FeatureSpec::deserialize(other.encoder_state).feature_count() != m.weights.config.input_size);
+  CHECK(error_id([&] { p.add_model("bad", m); }) == "ets.predict.6");
   // an LSTM with a third output per op: refused when added, not at every later prediction
   ets::ModelFile three = ets_test::small_model(traces, 1);
   auto& c3 = three.weights.config;

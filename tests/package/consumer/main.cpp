@@ -1,4 +1,5 @@
-// Consumer of the installed package: uses the public API and checks the linked version matches the headers.
+// Consumer of the installed package: compiles and links against it, uses the trace model and the error macro, and
+// prints the headers' version (the CMake script checks the line).
 #include <cstdio>
 
 #include <ets/error.hpp>
@@ -15,6 +16,7 @@ int main() {
   if (t.sum_us() != 12.0) return 1;
   try {
     ETS_THROW(ets::Errc::invalid_argument, "consumer.test.1", "expected {}", 1);
+    return 3;  // ETS_THROW must not return
   } catch (const ets::Error& e) {
     if (e.id() != "consumer.test.1") return 2;
   }

@@ -18,6 +18,8 @@ namespace {
 void require_device() {
   std::string why;
   if (ets::cuda::device_available(&why)) return;
+  if (const char* require = std::getenv("ETS_REQUIRE_GPU"); require && *require == '1')
+    FAIL("ETS_REQUIRE_GPU=1 but no usable CUDA device: " << why);
   WARN("skipping: " << why);
   std::exit(77);
 }
