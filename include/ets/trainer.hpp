@@ -75,6 +75,9 @@ class Trainer {
     /// Mixed into the checkpoint fingerprint: e.g. a hash of the data a `validate` callback scores on, which the
     /// trainer cannot see (ModelTrainer sets it from its validation traces).
     std::uint64_t run_tag = 0;
+    /// Seconds on a monotonic clock for the time budget, ETA and timings (empty: std::chrono::steady_clock). Tests
+    /// drive the budget with a fake clock instead of sleeping.
+    std::function<double()> clock;
     /// Validation metric of a candidate (lower is better), e.g. iteration-level MRE on the validation traces.
     /// When empty, the masked MAE of the validation windows passed to fit() is used; with neither, no early stop.
     /// A negative value means "not validated" (the latest weights are kept); NaN or infinity counts as no
