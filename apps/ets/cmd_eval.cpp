@@ -61,6 +61,10 @@ int run_eval(const Args& a) {
   if (a.flag("--baselines") && (train_split == split || val_split == split))
     throw std::invalid_argument("--split '" + split + "' must differ from --train-split '" + train_split +
                                 "' and --val-split '" + val_split + "'");
+  Aggregator::Options aggregation;
+  const std::string agg = a.value("--aggregate", "mean");
+  if (agg == "nearest") aggregation.overlap_average = false;
+  else if (agg != "mean") throw std::invalid_argument("--aggregate takes mean or nearest, not '" + agg + "'");
   // The predictions file comes after minutes of baseline fitting: an unwritable one is refused first.
   if (a.has("--predictions")) {
     const std::string why = unwritable_reason(a.value("--predictions"), true);
@@ -89,10 +93,6 @@ int run_eval(const Args& a) {
                  "'%s'): their errors are not the model's\n",
                  elsewhere, test.traces.size(), model.hardware_env.c_str(), example.c_str());
 
-  Aggregator::Options aggregation;
-  const std::string agg = a.value("--aggregate", "mean");
-  if (agg == "nearest") aggregation.overlap_average = false;
-  else if (agg != "mean") throw std::invalid_argument("--aggregate takes mean or nearest, not '" + agg + "'");
   std::vector<Evaluator::Method> methods;
   methods.push_back(Evaluator::method("ets", test.traces, Evaluator::predict(model, test.traces, threads, aggregation)));
   if (a.flag("--baselines")) {

@@ -26,6 +26,7 @@ double median(std::vector<double> v) {
 int run_inspect(const Args& args) {
   const Tracer::LoadOptions opt = load_options(args);
   const bool json = args.flag("--json");
+  std::string all;  // every file is read before anything is printed: a failing later file prints nothing
   for (const std::string& path : args.positional) {
     const std::vector<ExecutionTrace> its = Tracer::load(path, opt);
     const std::string format = its.empty() || its.front().meta.source_format.empty() ? Tracer::detect(path)
@@ -40,8 +41,9 @@ int run_inspect(const Args& args) {
     // A trace without timings (an ET file) has no gap share: 0 would read as "no framework overhead".
     auto share = [](const ExecutionTrace& t) { return t.sum_us() > 0 ? t.gap_share() : std::nan(""); };
     if (json) {
-      std::string out = fmt::format("{{\"path\":\"{}\",\"format\":\"{}\",\"device\":\"{}\",\"iterations\":[", json_escape(path),
-                                    json_escape(format), json_escape(device));
+      std::string out = fmt::format("{{\"path\":\"{}\",\"format\":\"{}\",\"device\":{},\"iterations\":[", json_escape(path),
+                                    json_escape(format),
+                                    device.empty() ? std::string("null") : "\"" + json_escape(device) + "\"");
       for (std::size_t i = 0; i < its.size(); ++i) {
         const auto& t = its[i];
         out += fmt::format("{}{{\"iteration\":{},\"ops\":{},\"measured_us\":{},\"sum_us\":{},\"gap_share\":{}}}",
@@ -51,23 +53,20 @@ int run_inspect(const Args& args) {
       }
       out += fmt::format("],\"median_measured_us\":{},\"predicted_index\":{}}}\n", json_number(med),
                          predicted < 0 ? std::string("null") : std::to_string(predicted));
-      std::fputs(out.c_str(), stdout);
+      all += out;
     } else {
-      std::fputs(fmt::format("{}\n  format {}, device '{}', {} iteration(s), median measured {} us{}\n", path, format,
+      all += fmt::format("{}\n  format {}, device '{}', {} iteration(s), median measured {} us{}\n", path, format,
                              device, its.size(), std::isfinite(med) ? fmt::format("{:.1f}", med) : "n/a",
                              predicted < 0 ? std::string()
-                                           : fmt::format(", predict uses iteration {}", its[predicted].iteration))
-                     .c_str(),
-                 stdout);
-      std::fputs("  iteration      ops  measured_us       sum_us  gap_share\n", stdout);
+                                           : fmt::format(", predict uses iteration {}", its[predicted].iteration));
+      all += "  iteration      ops  measured_us       sum_us  gap_share\n";
       for (const auto& t : its)
-        std::fputs(fmt::format("  {:>9} {:>8} {:>12} {:>12.1f} {:>10}\n", t.iteration, t.ops.size(),
-                               t.has_measurement() ? fmt::format("{:.1f}", t.measured_us) : "n/a", t.sum_us(),
-                               std::isfinite(share(t)) ? fmt::format("{:.4f}", share(t)) : "n/a")
-                       .c_str(),
-                   stdout);
+        all += fmt::format("  {:>9} {:>8} {:>12} {:>12.1f} {:>10}\n", t.iteration, t.ops.size(),
+                           t.has_measurement() ? fmt::format("{:.1f}", t.measured_us) : "n/a", t.sum_us(),
+                           std::isfinite(share(t)) ? fmt::format("{:.4f}", share(t)) : "n/a");
     }
   }
+  std::fputs(all.c_str(), stdout);
   return 0;
 }
 

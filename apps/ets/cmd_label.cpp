@@ -22,8 +22,10 @@ int run_label(const Args& a) {
   Labeler::Options opt;
   opt.disagreement_threshold = number_option(a, "--threshold", opt.disagreement_threshold);
   opt.sum_tolerance = number_option(a, "--tolerance", opt.sum_tolerance);
-  if (!(opt.disagreement_threshold >= 0)) throw std::invalid_argument("--threshold must be >= 0");
-  if (!(opt.sum_tolerance > 0 && opt.sum_tolerance < 1)) throw std::invalid_argument("--tolerance must lie in (0, 1)");
+  if (!(opt.disagreement_threshold >= 0))
+    throw std::invalid_argument("--threshold must be >= 0, not '" + a.value("--threshold") + "'");
+  if (!(opt.sum_tolerance > 0 && opt.sum_tolerance < 1))
+    throw std::invalid_argument("--tolerance must lie in (0, 1), not '" + a.value("--tolerance") + "'");
   // One file twice would pass for two passes that agree perfectly.
   for (std::size_t i = 0; i < a.positional.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)

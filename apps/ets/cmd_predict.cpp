@@ -94,7 +94,9 @@ int run_predict(const Args& a) {
   std::map<std::string, std::string> env_path;
   for (const auto& m : model_args(a)) {
     const std::string env = predictor.add_model(m.env, m.path);
-    if (env_path.count(env)) throw std::invalid_argument("two models for environment '" + env + "'");
+    if (env_path.count(env))
+      throw std::invalid_argument("--model: '" + env_path[env] + "' and '" + m.path + "' are both for environment '" +
+                                  env + "'; name them apart with ENV=M,ENV2=M2");
     env_path[env] = m.path;
     envs.push_back(env);
   }
@@ -103,6 +105,7 @@ int run_predict(const Args& a) {
   std::vector<std::size_t> iteration;
   for (const auto& path : a.positional) {
     std::vector<ExecutionTrace> its = Tracer::load(path);
+    ETS_CHECK(!its.empty(), Errc::invalid_trace, "ets.predict.4", "'{}' holds no iterations", path);
     const std::size_t k = Predictor::representative_iteration(its);
     iteration.push_back(k);
     ids.push_back(path);

@@ -41,7 +41,8 @@ void check_writable(const std::string& out) {
 
 double positive_option(const Args& a, const std::string& name, double fallback, bool zero_ok) {
   const double v = number_option(a, name, fallback);
-  if (!(zero_ok ? v >= 0 : v > 0)) throw std::invalid_argument(name + (zero_ok ? " must be >= 0" : " must be > 0"));
+  if (!(zero_ok ? v >= 0 : v > 0))
+    throw std::invalid_argument(name + (zero_ok ? " must be >= 0" : " must be > 0") + ", not '" + a.value(name) + "'");
   return v;
 }
 
@@ -62,7 +63,7 @@ int run_train(const Args& a) {
   o.hidden = static_cast<int>(integer_option(a, "--hidden", 0, 0, 65536));
   o.layers = static_cast<int>(integer_option(a, "--layers", o.layers, 1, 64));
   const std::string cell = a.value("--cell", "lstm");
-  if (cell != "lstm" && cell != "gru") throw std::invalid_argument("--cell must be lstm or gru");
+  if (cell != "lstm" && cell != "gru") throw std::invalid_argument("--cell must be lstm or gru, not '" + cell + "'");
   o.cell = cell == "gru" ? RnnCell::gru : RnnCell::lstm;
   o.width = static_cast<int>(integer_option(a, "--width", o.width, 1, 4096));
   // (a narrow window without --stride gets stride = width, not a default stride wider than it)
@@ -80,7 +81,8 @@ int run_train(const Args& a) {
   t.weight_decay = positive_option(a, "--weight-decay", t.weight_decay, true);
   t.clip_norm = positive_option(a, "--clip", t.clip_norm, true);
   t.ema_decay = number_option(a, "--ema", t.ema_decay);
-  if (!(t.ema_decay >= 0 && t.ema_decay < 1)) throw std::invalid_argument("--ema must be in [0, 1) (0 = off)");
+  if (!(t.ema_decay >= 0 && t.ema_decay < 1))
+    throw std::invalid_argument("--ema must be in [0, 1) (0 = off), not '" + a.value("--ema") + "'");
   // the budget covers the whole command (loading, encoding, training, final validation), not just the optimiser
   const double budget_s = 60.0 * number_option(a, "--max-minutes", 15.0);
   if (budget_s < 0) throw std::invalid_argument("--max-minutes must be >= 0 (0 = no time budget)");
@@ -99,6 +101,10 @@ int run_train(const Args& a) {
     throw std::invalid_argument("--val-split " + val_split + " is the training split: early stopping would score "
                                 "the data it trains on (--val-split \"\" trains without validation)");
   check_writable(out);
+  if (!t.checkpoint_path.empty()) {  // written at the first validation: minutes in, so found out now
+    const std::string why = unwritable_reason(t.checkpoint_path, false);
+    ETS_CHECK(why.empty(), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", t.checkpoint_path, why);
+  }
 
   const bool quiet = a.flag("--quiet"), tty = isatty(fileno(stderr)) != 0;
   if (!quiet) std::fprintf(stderr, "ets train: loading %s ...\n", data.c_str());
@@ -196,7 +202,8 @@ int run_train(const Args& a) {
                             "\"best_epoch\":{},\"steps\":{},\"batch\":{},\"val_mre\":{},\"seconds\":{:.1f},"
                             "\"wall_seconds\":{:.1f},\"windows_per_s\":{:.0f},\"early_stopped\":{},\"out_of_time\":{},"
                             "\"interrupted\":{},\"history\":[{}]}}",
-                            json_escape(out), r.train_traces, r.val_traces, r.train_windows, tr.epochs_run, tr.best_epoch,
+                            json_escape(out), r.train_traces, r.val_traces, r.train_windows, tr.epochs_run,
+                            tr.best_epoch >= 0 ? std::to_string(tr.best_epoch) : std::string("null"),
                             tr.steps, t.batch, metric(r.val_mre), tr.seconds, wall_s, tr.windows_per_s,
                             tr.early_stopped ? "true" : "false", tr.out_of_time ? "true" : "false",
                             tr.cancelled ? "true" : "false", history)

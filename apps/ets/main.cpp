@@ -256,12 +256,13 @@ std::string csv_field(const std::string& s) {
   return o + "\"";
 }
 
-static void print_help() {
-  std::printf("ets %s — predict the iteration time of DL training jobs from execution traces\n\n",
-              ets::version_string());
-  std::printf("usage: ets <command> [options]\n       ets --version | --help\n\ncommands:\n");
-  for (const auto& [name, cmd] : commands()) std::printf("  %-10s %s\n", name.c_str(), cmd.summary.c_str());
-  std::printf("\n'ets <command> --help' shows a command's options.\n");
+// To stdout when asked for (--help), to stderr when it answers a usage error (no command).
+static void print_help(std::FILE* to = stdout) {
+  std::fprintf(to, "ets %s — predict the iteration time of DL training jobs from execution traces\n\n",
+               ets::version_string());
+  std::fprintf(to, "usage: ets <command> [options]\n       ets --version | --help\n\ncommands:\n");
+  for (const auto& [name, cmd] : commands()) std::fprintf(to, "  %-10s %s\n", name.c_str(), cmd.summary.c_str());
+  std::fprintf(to, "\n'ets <command> --help' shows a command's options.\n");
 }
 
 // The option names a help spelling mentions: "-o, --output OUT" -> {"-o", "--output"}.
@@ -309,7 +310,7 @@ int main(int argc, char** argv) {
   using namespace ets::cli;
   std::vector<std::string> rest(argv + 1, argv + argc);
   if (rest.empty()) {
-    print_help();
+    print_help(stderr);
     return 2;
   }
   const std::string first = rest.front();

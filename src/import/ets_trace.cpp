@@ -274,6 +274,9 @@ std::string serialize_traces(const std::vector<ExecutionTrace>& traces) {
 }
 
 void write_trace_file(const std::string& path, const std::vector<ExecutionTrace>& traces) {
+  std::error_code dir_ec;
+  if (std::filesystem::is_directory(path, dir_ec))
+    ETS_THROW(Errc::io, "ets.etst.1", "cannot write '{}': it is a directory", path);
   static std::atomic<unsigned> counter{0};
   const std::string tmp = fmt::format("{}.part-{}-{}", path, static_cast<long>(ETS_GETPID()), counter++);
   TempSink sink(path, tmp, ends_with(path, ".gz"));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -127,7 +128,7 @@ std::string read_file_bytes(const std::string& path) {
   if (!ec && std::filesystem::is_directory(st))
     ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}': it is a directory, not a trace file", path);
   File f(std::fopen(path.c_str(), "rb"));
-  if (!f) ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}'", path);
+  if (!f) ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}': {}", path, std::strerror(errno));
   if (!ec && !std::filesystem::is_regular_file(st)) return read_stream(f.get(), path);
   const std::uint64_t size = file_size(f.get());
   unsigned char magic[2] = {0, 0};

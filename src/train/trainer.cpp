@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -335,7 +336,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     const bool existed = std::filesystem::exists(ck_tmp);
     {
       std::ofstream o(ck_tmp, std::ios::binary | std::ios::app);
-      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", ck_tmp);
+      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", ck,
+                std::strerror(errno));
     }
     std::error_code ignored;
     if (!existed) std::filesystem::remove(ck_tmp, ignored);
@@ -430,7 +432,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     const std::string& tmp = ck_tmp;
     {
       std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", tmp);
+      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", ck,
+                std::strerror(errno));
       o.write(kCkptMagic, 8);
       for (std::int32_t v : {cfg.input_size, cfg.hidden, cfg.layers, cfg.outputs, shape_flags(cfg)}) write_pod(o, v);
       write_pod<std::int32_t>(o, next_epoch);
@@ -456,7 +459,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       write_floats(o, ema);
       write_pod<std::int64_t>(o, epoch_step);
       write_pod<std::uint64_t>(o, fingerprint);
-      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint {}", tmp);
+      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", ck,
+                std::strerror(errno));
     }
     std::error_code ec;
     std::filesystem::rename(tmp, ck, ec);

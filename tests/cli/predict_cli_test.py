@@ -202,6 +202,16 @@ with tempfile.TemporaryDirectory() as tmp:
               f"label {extra}: rc {p.returncode} {p.stderr}")
     p = subprocess.run([ets, "label", trace, "-o", labelled, "--json"], capture_output=True, text=True)
     check(p.returncode == 0 and os.path.exists(labelled), f"label of one pass: rc {p.returncode} {p.stderr}")
+    # inspect reads every file before printing: a failing later file prints nothing of the earlier ones
+    p = subprocess.run([ets, "inspect", trace, os.path.join(tmp, "missing.json"), "--json"], capture_output=True,
+                       text=True)
+    check(p.returncode == 1 and p.stdout == "" and "ets.io.1" in p.stderr, f"inspect with a missing file: {p.stdout[:200]}")
+    # an output that is a directory is said to be one, not reported through a temporary file's name
+    as_dir = os.path.join(tmp, "folder.etst")
+    os.makedirs(as_dir, exist_ok=True)
+    p = subprocess.run([ets, "convert", trace, "-o", as_dir], capture_output=True, text=True)
+    check(p.returncode == 1 and "is a directory" in p.stderr and ".part-" not in p.stderr,
+          f"convert -o a directory: {p.stderr}")
     # convert warns when its inputs describe different jobs (predict would stand the file for one of them)
     other, both = os.path.join(tmp, "other.etst"), os.path.join(tmp, "both.etst")
     with open(other, "w") as fh:

@@ -104,6 +104,11 @@ p = subprocess.run([ets, "train", "--data", os.path.join(work, "no-such-data"), 
 check(p.returncode == 1 and "ets.model.9" in p.stderr and "loading" not in p.stderr,
       f"--out into a missing folder: rc {p.returncode}; {p.stderr}")
 
+# ---- a checkpoint that cannot be written is refused before the data is read, not at the first validation
+p = subprocess.run([ets, "train", "--data", os.path.join(work, "no-such-data"), "--out", os.path.join(work, "ck.etsm"),
+                    "--checkpoint", os.path.join(work, "no", "such", "ck")], capture_output=True, text=True)
+check(p.returncode == 1 and "ets.train.11" in p.stderr, f"--checkpoint into a missing folder: rc {p.returncode}; {p.stderr}")
+
 # ---- a pipe as --out is refused before training (the model is written beside the path and renamed into place)
 fifo = os.path.join(work, "out.fifo")
 if not os.path.exists(fifo):
