@@ -10,6 +10,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "ets/detail/fnv1a.hpp"
+
 #include "ets/error.hpp"
 #include "ets/feature_spec.hpp"
 
@@ -85,15 +87,6 @@ inline int optimizer_code(const std::string& name) {
   if (t == "adam") return 1;
   if (t == "adamw") return 2;
   return 3;
-}
-
-inline std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n) noexcept {
-  std::uint64_t h = 14695981039346656037ull;
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 // Byte order is fixed (little-endian) by shifting, so blobs move between hosts unchanged.
@@ -531,7 +524,7 @@ ETS_INLINE std::vector<std::uint8_t> FeatureSpec::serialize() const {
   w.u32(static_cast<std::uint32_t>(cont_.size()));
   for (const auto& m : cont_) w.moments(m);
   for (const auto& m : labels_) w.moments(m);
-  w.u64(detail::fspec::fnv1a(out.data(), out.size()));
+  w.u64(detail::fnv1a(out.data(), out.size()));
   return out;
 }
 
@@ -545,7 +538,7 @@ ETS_INLINE FeatureSpec FeatureSpec::deserialize(const std::uint8_t* data, std::s
                                 static_cast<std::uint32_t>(data[6]) << 16 | static_cast<std::uint32_t>(data[7]) << 24;
   ETS_CHECK(version == kFormatVersion, Errc::version, "ets.encoder.5",
             "feature spec format version {} is not supported (this build reads {})", version, kFormatVersion);
-  ETS_CHECK(load_u64(data + size - 8) == fnv1a(data, size - 8), Errc::checksum, "ets.encoder.6",
+  ETS_CHECK(load_u64(data + size - 8) == detail::fnv1a(data, size - 8), Errc::checksum, "ets.encoder.6",
             "feature spec blob is corrupt (checksum mismatch)");
 
   Reader r{data, size - 8, 8};

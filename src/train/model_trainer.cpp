@@ -12,6 +12,7 @@
 #include "ets/bilstm_predictor.hpp"
 #include "ets/error.hpp"
 #include "ets/evaluator.hpp"
+#include "ets/detail/fnv1a.hpp"
 #include "ets/feature_spec.hpp"
 #include "ets/version.hpp"
 #include "ets/window_encoder.hpp"
@@ -76,15 +77,12 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   if (own_validation) {
     // The validation traces reach the trainer only through the callback: their labels go into the checkpoint's
     // run fingerprint this way, so a resume against other validation data is refused too (FNV-1a, as the trainer's).
-    std::uint64_t h = topt.run_tag ^ 1469598103934665603ULL;
-    auto mix = [&h](const void* p, std::size_t n) {
-      for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ULL;
-    };
+    std::uint64_t h = detail::fnv1a(&topt.run_tag, sizeof topt.run_tag);
     for (const auto& t : val) {
       const double truth = Evaluator::truth_us(t);
       const std::uint64_t ops = t.ops.size();
-      mix(&truth, sizeof truth);
-      mix(&ops, sizeof ops);
+      h = detail::fnv1a(&truth, sizeof truth, h);
+      h = detail::fnv1a(&ops, sizeof ops, h);
     }
     topt.run_tag = h;
   }

@@ -18,6 +18,7 @@
 
 #include <Eigen/Core>
 
+#include "ets/detail/fnv1a.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "train/adam.hpp"
@@ -45,13 +46,10 @@ std::int32_t shape_flags(const LstmConfig& c) {
   return (c.bidirectional ? 1 : 0) | (c.cell == RnnCell::gru ? 2 : 0);
 }
 
-// FNV-1a over bytes, for the checkpoint's run fingerprint (not a cryptographic hash: it tells runs apart).
+// The checkpoint's run fingerprint: FNV-1a over the pieces a resumed run must share with the one that wrote it.
 struct Fingerprint {
-  std::uint64_t h = 1469598103934665603ULL;
-  void bytes(const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
-  }
+  std::uint64_t h = detail::kFnv1aBasis;
+  void bytes(const void* p, std::size_t n) { h = detail::fnv1a(p, n, h); }
   template <typename T>
   void pod(const T& v) {
     bytes(&v, sizeof v);
