@@ -82,6 +82,12 @@ std::string unwritable_reason(const std::string& path, bool streams);
 /// renamed into place, so a reader never sees half a file. Throws ets.cli.1.
 void write_output(const std::string& path, const std::string& text);
 
+/// Whether a measurement in `t` bears on a model for hardware `hardware_env` (registered as `env_id`, which may rename
+/// it): a model predicts for its own hardware, so a trace that names another environment is no error of it. A trace
+/// (or model) that names none is compared, as a sanity check.
+bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hardware_env,
+                                const std::string& env_id = "");
+
 /// JSON string body: escapes quotes, backslashes and control characters (the CLI's JSON is hand-formatted).
 std::string json_escape(const std::string& s);
 /// A number with 3 decimals, or null when not finite (unknown measurements print as null).

@@ -83,7 +83,7 @@ int run_eval(const Args& a) {
   std::size_t elsewhere = 0;
   std::string example;
   for (const auto& t : test.traces)
-    if (!t.meta.environment.empty() && !model.hardware_env.empty() && t.meta.environment != model.hardware_env) {
+    if (!measured_on_model_hardware(t, model.hardware_env)) {
       ++elsewhere;
       example = t.meta.environment;
     }

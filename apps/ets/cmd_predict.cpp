@@ -13,6 +13,7 @@
 
 #include "cli.hpp"
 #include "ets/error.hpp"
+#include "ets/model_file.hpp"
 #include "ets/predictor.hpp"
 #include "ets/tracer.hpp"
 
@@ -91,14 +92,17 @@ int run_predict(const Args& a) {
 
   Predictor predictor;
   std::vector<std::string> envs;
+  std::vector<std::string> hardware;  // each model's own hardware_env (the env id may rename it)
   std::map<std::string, std::string> env_path;
   for (const auto& m : model_args(a)) {
-    const std::string env = predictor.add_model(m.env, m.path);
+    const ModelFile file = load_model(m.path);  // self-test checked, as add_model(env, path) does
+    const std::string env = predictor.add_model(m.env, file);
     if (env_path.count(env))
       throw std::invalid_argument("--model: '" + env_path[env] + "' and '" + m.path + "' are both for environment '" +
                                   env + "'; name them apart with ENV=M,ENV2=M2");
     env_path[env] = m.path;
     envs.push_back(env);
+    hardware.push_back(file.hardware_env);
   }
 
   std::vector<std::string> ids;
@@ -147,13 +151,9 @@ int run_predict(const Args& a) {
     std::fputs(s.c_str(), stdout);
     return 0;
   }
-  // A model predicts for the hardware it was trained on: a measurement the trace names as taken elsewhere is shown,
-  // but no error is computed against it (a trace that names no environment is compared, as a sanity check).
-  std::vector<std::string> hardware;
-  for (const auto& e : envs) hardware.push_back(predictor.model(e).hardware_env);
+  // A measurement the trace names as taken on other hardware is shown, but no error is computed against it.
   auto comparable = [&](const ExecutionTrace& t, std::size_t e) {
-    const std::string& where = t.meta.environment;
-    return t.has_measurement() && (where.empty() || hardware[e].empty() || where == hardware[e] || where == envs[e]);
+    return t.has_measurement() && measured_on_model_hardware(t, hardware[e], envs[e]);
   };
   // Every row is computed before any is printed: a prediction failing for a later trace prints nothing.
   std::string rows;

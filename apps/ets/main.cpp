@@ -172,6 +172,11 @@ std::string json_escape(const std::string& s) {
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; }
 
+bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hardware_env, const std::string& env_id) {
+  const std::string& where = t.meta.environment;
+  return where.empty() || hardware_env.empty() || where == hardware_env || where == env_id;
+}
+
 std::string resolve_output(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
