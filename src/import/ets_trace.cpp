@@ -1,6 +1,5 @@
 // The canonical ETS trace file ("ets-trace"): writer (serialize_traces, write_trace_file) and reader (read_ets_trace).
 // JSON lines so large files stream line by line; shortest round-trip doubles so read(write(x)) == x bit for bit.
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -21,14 +20,7 @@
 #include "ets/trace.hpp"
 #include "ets/trace_file.hpp"
 #include "import/importers.hpp"
-
-#if defined(_WIN32)
-#include <process.h>
-#define ETS_GETPID _getpid
-#else
-#include <unistd.h>
-#define ETS_GETPID getpid
-#endif
+#include "temporary_path.hpp"
 
 namespace ets {
 namespace {
@@ -277,9 +269,7 @@ void write_trace_file(const std::string& path, const std::vector<ExecutionTrace>
   std::error_code dir_ec;
   if (std::filesystem::is_directory(path, dir_ec))
     ETS_THROW(Errc::io, "ets.etst.1", "cannot write '{}': it is a directory", path);
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = fmt::format("{}.part-{}-{}", path, static_cast<long>(ETS_GETPID()), counter++);
-  TempSink sink(path, tmp, ends_with(path, ".gz"));
+  TempSink sink(path, detail::temporary_path(path, ".part"), ends_with(path, ".gz"));
   sink.write(header_line());
   std::string chunk;
   for (const auto& t : traces) {

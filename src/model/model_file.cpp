@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -17,14 +16,7 @@
 
 #include "ets/detail/cpu_lstm.hpp"
 #include "ets/error.hpp"
-
-#ifdef _WIN32
-#include <process.h>
-#define ETS_GETPID _getpid
-#else
-#include <unistd.h>
-#define ETS_GETPID getpid
-#endif
+#include "temporary_path.hpp"
 
 namespace ets {
 namespace {
@@ -297,8 +289,7 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
 void save_model(const ModelFile& model, const std::string& path) {
   const std::vector<std::uint8_t> bytes = serialize_model(model);
   // A temporary of this call's own beside path (two saves to one path never share one), removed on every failure.
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = fmt::format("{}.tmp-{}-{}", path, static_cast<long>(ETS_GETPID()), counter++);
+  const std::string tmp = detail::temporary_path(path, ".tmp");
   struct RemoveUnlessMoved {
     const std::string& tmp;
     bool moved = false;
