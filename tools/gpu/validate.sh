@@ -9,7 +9,9 @@
 # brings back at most 8 files: summary.json and validate.log are copied there at the end), BUILD (default
 # ./build-gpu), JOBS (default: nproc), PYTHON (default
 # python3 on the GPU machine, /usr/bin/python3 in a dry run), TOTAL_S (overall budget, default 540 s; 600 s dry),
-# EXTRA_CMAKE_ARGS (e.g. "-DCMAKE_PREFIX_PATH=$PWD/.deps" for C++ dependencies carried to the GPU machine),
+# EXTRA_CMAKE_ARGS (extra configure arguments), DEPS_ARCHIVE (default .gpu-deps/deps.tar.xz: the C++ dependencies
+# packed by tools/gpu/pack_deps.sh for the GPU machine, which has no package registry; when the file exists it is
+# unpacked under $WORK/deps and put first on CMAKE_PREFIX_PATH),
 # CUDNN_ROOT (default: the nvidia-cudnn wheel's folder when the toolkit has no cudnn.h).
 # Results: $WORK/summary.json (one entry per step plus the figures, bench and nvtx_loop included), $WORK/validate.log
 # (all output), $WORK/bench/bench.json, $WORK/nvtx_loop.json, $WORK/inspect.jsonl, $WORK/data/ (collected traces);
@@ -87,9 +89,18 @@ command -v ninja >/dev/null && GEN=(-G Ninja)
 if [ -z "${CUDNN_ROOT:-}" ] && [ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cudnn.h" ]; then
   # a namespace package has no __file__: its folder is __path__[0]
   CUDNN_ROOT=$("$PY" -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null || true)
-  [ -n "$CUDNN_ROOT" ] && export CUDNN_ROOT && log "CUDNN_ROOT=$CUDNN_ROOT (from the nvidia-cudnn wheel)"
+  if [ -n "$CUDNN_ROOT" ]; then
+    # libcudnn.so.9 loads its engine libraries by name at run time: they must be on the loader's path
+    export CUDNN_ROOT LD_LIBRARY_PATH="$CUDNN_ROOT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    log "CUDNN_ROOT=$CUDNN_ROOT (from the nvidia-cudnn wheel)"
+  fi
 fi
 read -r -a EXTRA <<<"${EXTRA_CMAKE_ARGS:-}"
+DEPS_ARCHIVE=${DEPS_ARCHIVE:-$ROOT/.gpu-deps/deps.tar.xz}
+if [ -f "$DEPS_ARCHIVE" ]; then
+  rm -rf "$WORK/deps" && mkdir -p "$WORK/deps" && tar xJf "$DEPS_ARCHIVE" -C "$WORK/deps" \
+    && EXTRA=("-DCMAKE_PREFIX_PATH=$WORK/deps" "${EXTRA[@]}") && log "C++ dependencies from $DEPS_ARCHIVE"
+fi
 CUDA_TESTS=$(find "$ROOT/tests/unit/cuda" -maxdepth 1 -name '*_test.cpp' -printf '%f\n' | sed 's/\.cpp$//' | tr '\n' ' ')
 BUILT=0
 if step configure 120 cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DETS_WITH_CUDA=ON \
