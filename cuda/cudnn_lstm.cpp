@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -118,7 +120,59 @@ void validate(const LstmWeights& w) {
             w.head_b.size(), head, c.outputs);
 }
 
+/// Grow-only page-locked host allocation: the staging buffers of the copies (pageable memory would make the
+/// driver stage every copy through its own buffer, synchronously).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (ptr_) (void)cudaFreeHost(ptr_);
+  }
+  void reserve(std::size_t floats) {
+    if (floats <= capacity_) return;
+    if (ptr_) {
+      (void)cudaFreeHost(ptr_);
+      ptr_ = nullptr;
+      capacity_ = 0;
+    }
+    void* p = nullptr;
+    ETS_CUDA_CHECK(cudaMallocHost(&p, floats * sizeof(float)));
+    ptr_ = static_cast<float*>(p);
+    capacity_ = floats;
+  }
+  float* data() const noexcept { return ptr_; }
+
+ private:
+  float* ptr_ = nullptr;
+  std::size_t capacity_ = 0;
+};
+
+/// cuDNN's "this algorithm cannot do this configuration" answers: the plain bad-parameter status and the
+/// not-supported family. A cue to try the next algorithm, which recomputes everything from the unchanged input. The
+/// other bad-parameter statuses (null or misaligned pointers, short buffers, stream mismatches) are bugs and stay
+/// errors.
+bool unsupported(cudnnStatus_t s) noexcept {
+  return s == CUDNN_STATUS_BAD_PARAM || CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+/// Windows per cudnnRNNForward call: larger requests run in slices, which bounds the pinned staging buffers and the
+/// device buffers (~40 MB and ~80 MB per context at F = H = 102, width 12) whatever the caller's batch.
+constexpr int kMaxWindowsPerCall = 4096;
+
 }  // namespace
+
+/// One cuDNN RNN algorithm with the weights packed for it. Plans are tried in order, per shape: the persistent
+/// small-hidden kernels first (one kernel per layer and direction keeps the recurrence on chip: ~0.2 ms for a
+/// 4-layer H = 64 BiLSTM on an H200, where the standard algorithm's per-step launches cost ~1.2 ms whatever the
+/// batch), the standard algorithm whenever cuDNN declines them (hidden size, batch, device).
+struct Plan {
+  cudnnRNNAlgo_t algo = CUDNN_RNN_ALGO_STANDARD;
+  const char* name = "";
+  DeviceBuffer weight_space;
+  std::size_t weight_bytes = 0;
+};
 
 /// Everything one forward() call mutates. Borrowed exclusively from the pool for the call's duration.
 struct ExecContext {
@@ -126,29 +180,32 @@ struct ExecContext {
   CudnnPtr cudnn;
   CublasPtr cublas;
   DropoutDescPtr dropout;
-  RnnDescPtr rnn;
+  std::vector<RnnDescPtr> rnn;  // one per plan, same order
   RnnDataDescPtr x_desc, y_desc;
   TensorDescPtr h_desc;
   int windows = -1, width = -1;  // shape the descriptors and buffers were set up for
+  std::size_t plan = 0;          // the plan that shape runs on
   std::size_t work_bytes = 0;
   DeviceBuffer x, y, out, work;
-  std::vector<float> out_host;
+  PinnedBuffer x_host, out_host;
 };
 
 struct CudnnBackend::Impl {
   LstmConfig config;
   int device = 0;
   std::vector<float> head_b;
-  DeviceBuffer weight_space;
-  std::size_t weight_bytes = 0;
+  std::vector<std::unique_ptr<Plan>> plans;  // preference order
   DeviceBuffer head_w;
   std::string description;
 
   std::mutex mu;
   std::vector<std::unique_ptr<ExecContext>> idle;
 
-  std::unique_ptr<ExecContext> make_context() const;
-  void pack(ExecContext& ctx, const LstmWeights& w);
+  std::unique_ptr<ExecContext> make_context() const;  // handles + one RNN descriptor per plan
+  cudnnStatus_t set_rnn(const ExecContext& ctx, cudnnRNNDescriptor_t rnn, cudnnRNNAlgo_t algo) const;
+  RnnDescPtr make_rnn(const ExecContext& ctx, cudnnRNNAlgo_t algo) const;
+  void pack(ExecContext& ctx, std::size_t plan, const LstmWeights& w);
+  void select_plan(ExecContext& ctx, std::size_t first) const;
   void reshape(ExecContext& ctx, int windows, int width) const;
   void run(ExecContext& ctx, const float* x, int windows, int width, float* y) const;
 };
@@ -166,31 +223,44 @@ std::unique_ptr<ExecContext> CudnnBackend::Impl::make_context() const {
   // Inference never applies dropout; cuDNN still wants an initialised descriptor (rate 0, no RNG state).
   ctx->dropout = create<DropoutDescPtr>([](cudnnDropoutDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateDropoutDescriptor(d)); });
   ETS_CUDNN_CHECK(cudnnSetDropoutDescriptor(ctx->dropout.get(), ctx->cudnn.get(), 0.0f, nullptr, 0, 0));
-
-  ctx->rnn = create<RnnDescPtr>([](cudnnRNNDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateRNNDescriptor(d)); });
-  // STANDARD algorithm: valid for every shape; the weight-space layout is the same for all contexts
-  // because it depends only on the descriptor's sizes, so one packed buffer serves them all.
-  ETS_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(
-      ctx->rnn.get(), CUDNN_RNN_ALGO_STANDARD, config.cell == RnnCell::gru ? CUDNN_GRU : CUDNN_LSTM,
-      CUDNN_RNN_DOUBLE_BIAS,
-      config.bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
-      CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, config.input_size, config.hidden, config.hidden, config.layers,
-      ctx->dropout.get(), CUDNN_RNN_PADDED_IO_ENABLED));
+  for (const auto& p : plans) ctx->rnn.push_back(make_rnn(*ctx, p->algo));
   ctx->x_desc = create<RnnDataDescPtr>([](cudnnRNNDataDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(d)); });
   ctx->y_desc = create<RnnDataDescPtr>([](cudnnRNNDataDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(d)); });
   ctx->h_desc = create<TensorDescPtr>([](cudnnTensorDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateTensorDescriptor(d)); });
   return ctx;
 }
 
-void CudnnBackend::Impl::pack(ExecContext& ctx, const LstmWeights& w) {
-  ETS_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(ctx.cudnn.get(), ctx.rnn.get(), &weight_bytes));
-  weight_space.reserve(weight_bytes);
+cudnnStatus_t CudnnBackend::Impl::set_rnn(const ExecContext& ctx, cudnnRNNDescriptor_t rnn,
+                                          cudnnRNNAlgo_t algo) const {
+  // Sequence-major packed input without padding (the layout PyTorch gives cuDNN; the one measured fast with the
+  // persistent kernels). The weight-space layout depends only on the descriptor, so each plan's one packed buffer
+  // serves every context.
+  return cudnnSetRNNDescriptor_v8(rnn, algo, config.cell == RnnCell::gru ? CUDNN_GRU : CUDNN_LSTM,
+                                  CUDNN_RNN_DOUBLE_BIAS,
+                                  config.bidirectional ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
+                                  CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH,
+                                  config.input_size, config.hidden, config.hidden, config.layers, ctx.dropout.get(),
+                                  CUDNN_RNN_PADDED_IO_DISABLED);
+}
+
+RnnDescPtr CudnnBackend::Impl::make_rnn(const ExecContext& ctx, cudnnRNNAlgo_t algo) const {
+  auto rnn = create<RnnDescPtr>([](cudnnRNNDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateRNNDescriptor(d)); });
+  ETS_CUDNN_CHECK(set_rnn(ctx, rnn.get(), algo));
+  return rnn;
+}
+
+void CudnnBackend::Impl::pack(ExecContext& ctx, std::size_t plan_index, const LstmWeights& w) {
+  Plan& plan = *plans[plan_index];
+  cudnnRNNDescriptor_t rnn = ctx.rnn[plan_index].get();
+  ETS_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(ctx.cudnn.get(), rnn, &plan.weight_bytes));
+  plan.weight_space.reserve(plan.weight_bytes);
   // Zero first so any block cuDNN lays out but PyTorch lacks (none for LSTM or GRU today) is inert, not garbage.
-  ETS_CUDA_CHECK(cudaMemset(weight_space.get(), 0, weight_bytes));
+  ETS_CUDA_CHECK(cudaMemset(plan.weight_space.get(), 0, plan.weight_bytes));
 
   auto m_desc = create<TensorDescPtr>([](cudnnTensorDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateTensorDescriptor(d)); });
   auto b_desc = create<TensorDescPtr>([](cudnnTensorDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateTensorDescriptor(d)); });
-  const char* base = weight_space.as<const char>();
+  const char* base = plan.weight_space.as<const char>();
+  const std::size_t weight_bytes = plan.weight_bytes;
 
   // Copies one host block to where cuDNN says it lives, after checking cuDNN agrees on its size.
   auto place = [&](const cudnnTensorDescriptor_t desc, void* addr, const CudnnWeightSlice& s, int pseudo, int lin,
@@ -217,47 +287,55 @@ void CudnnBackend::Impl::pack(ExecContext& ctx, const LstmWeights& w) {
     for (int lin = 0; lin < 2 * config.gates(); ++lin) {
       void* m_addr = nullptr;
       void* b_addr = nullptr;
-      ETS_CUDNN_CHECK(cudnnGetRNNWeightParams(ctx.cudnn.get(), ctx.rnn.get(), pseudo, weight_bytes,
-                                              weight_space.get(), lin, m_desc.get(), &m_addr, b_desc.get(),
-                                              &b_addr));
+      ETS_CUDNN_CHECK(cudnnGetRNNWeightParams(ctx.cudnn.get(), rnn, pseudo, weight_bytes, plan.weight_space.get(),
+                                              lin, m_desc.get(), &m_addr, b_desc.get(), &b_addr));
       place(m_desc.get(), m_addr, cudnn_weight_slice(config, pseudo, lin, false), pseudo, lin, "matrix");
       place(b_desc.get(), b_addr, cudnn_weight_slice(config, pseudo, lin, true), pseudo, lin, "bias");
     }
   }
-
-  head_w.reserve(w.head_w.size() * sizeof(float));
-  ETS_CUDA_CHECK(cudaMemcpy(head_w.get(), w.head_w.data(), w.head_w.size() * sizeof(float), cudaMemcpyHostToDevice));
-  head_b = w.head_b;
   // cudaMemset and pageable cudaMemcpy may return before the device has the bytes, and the forward streams are
   // non-blocking (no implicit order with the legacy stream): wait, so no forward reads half-written weights.
   ETS_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+/// The first plan from `first` on that accepts the shape set in ctx's descriptors, with its workspace; the last
+/// (standard) plan's refusal is an error.
+void CudnnBackend::Impl::select_plan(ExecContext& ctx, std::size_t first) const {
+  std::size_t reserve_bytes = 0;
+  for (std::size_t p = first;; ++p) {
+    const cudnnStatus_t s = cudnnGetRNNTempSpaceSizes(ctx.cudnn.get(), ctx.rnn[p].get(), CUDNN_FWD_MODE_INFERENCE,
+                                                      ctx.x_desc.get(), &ctx.work_bytes, &reserve_bytes);
+    if (s == CUDNN_STATUS_SUCCESS) {
+      ctx.plan = p;
+      break;
+    }
+    if (p + 1 == plans.size() || !unsupported(s)) ETS_CUDNN_CHECK(s);  // throws with the status text
+  }
+  ctx.work.reserve(std::max<std::size_t>(ctx.work_bytes, 1));
 }
 
 void CudnnBackend::Impl::reshape(ExecContext& ctx, int windows, int width) const {
   if (ctx.windows == windows && ctx.width == width) return;
   ctx.windows = ctx.width = -1;  // stays invalid if anything below throws
   const int dirs = config.directions();
-  // Batch-major, unpacked, every sequence the full window: the caller's N × W × F layout as is.
+  // Sequence-major, every sequence the full window (run() transposes the caller's N × W × F on the host).
   const std::vector<int> lengths(static_cast<std::size_t>(windows), width);
-  float pad = 0.0f;
   ETS_CUDNN_CHECK(cudnnSetRNNDataDescriptor(ctx.x_desc.get(), CUDNN_DATA_FLOAT,
-                                            CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, width, windows,
-                                            config.input_size, lengths.data(), &pad));
+                                            CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, width, windows,
+                                            config.input_size, lengths.data(), nullptr));
   ETS_CUDNN_CHECK(cudnnSetRNNDataDescriptor(ctx.y_desc.get(), CUDNN_DATA_FLOAT,
-                                            CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, width, windows,
-                                            config.hidden * dirs, lengths.data(), &pad));
+                                            CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, width, windows,
+                                            config.hidden * dirs, lengths.data(), nullptr));
   const int h_dims[3] = {config.layers * dirs, windows, config.hidden};
   const int h_strides[3] = {windows * config.hidden, config.hidden, 1};
   ETS_CUDNN_CHECK(cudnnSetTensorNdDescriptor(ctx.h_desc.get(), CUDNN_DATA_FLOAT, 3, h_dims, h_strides));
-  std::size_t reserve_bytes = 0;
-  ETS_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(ctx.cudnn.get(), ctx.rnn.get(), CUDNN_FWD_MODE_INFERENCE,
-                                            ctx.x_desc.get(), &ctx.work_bytes, &reserve_bytes));
+  select_plan(ctx, 0);
   const std::size_t positions = static_cast<std::size_t>(windows) * static_cast<std::size_t>(width);
   ctx.x.reserve(positions * config.input_size * sizeof(float));
   ctx.y.reserve(positions * config.hidden * dirs * sizeof(float));
   ctx.out.reserve(positions * config.outputs * sizeof(float));
-  ctx.work.reserve(std::max<std::size_t>(ctx.work_bytes, 1));
-  ctx.out_host.resize(positions * config.outputs);
+  ctx.x_host.reserve(positions * config.input_size);
+  ctx.out_host.reserve(positions * config.outputs);
   ctx.windows = windows;
   ctx.width = width;
 }
@@ -265,16 +343,34 @@ void CudnnBackend::Impl::reshape(ExecContext& ctx, int windows, int width) const
 void CudnnBackend::Impl::run(ExecContext& ctx, const float* x, int windows, int width, float* y) const {
   reshape(ctx, windows, width);
   const int dirs = config.directions();
-  const std::size_t positions = static_cast<std::size_t>(windows) * static_cast<std::size_t>(width);
+  const std::size_t n_windows = static_cast<std::size_t>(windows), w_steps = static_cast<std::size_t>(width);
+  const std::size_t positions = n_windows * w_steps;
+  const std::size_t f = static_cast<std::size_t>(config.input_size);
   cudaStream_t stream = ctx.stream.get();
-  ETS_CUDA_CHECK(cudaMemcpyAsync(ctx.x.get(), x, positions * config.input_size * sizeof(float),
-                                 cudaMemcpyHostToDevice, stream));
+  // N × W × F (batch-major) → W × N × F (sequence-major) while staging into pinned memory.
+  float* xs = ctx.x_host.data();
+  for (std::size_t n = 0; n < n_windows; ++n)
+    for (std::size_t t = 0; t < w_steps; ++t)
+      std::copy_n(x + (n * w_steps + t) * f, f, xs + (t * n_windows + n) * f);
+  ETS_CUDA_CHECK(cudaMemcpyAsync(ctx.x.get(), xs, positions * f * sizeof(float), cudaMemcpyHostToDevice, stream));
   // Zero initial states (hx/cx = null), no final states wanted, no reserve space in inference mode.
   // devSeqLengths is null: cuDNN >= 8.9.1 takes the lengths from the data descriptors.
-  ETS_CUDNN_CHECK(cudnnRNNForward(ctx.cudnn.get(), ctx.rnn.get(), CUDNN_FWD_MODE_INFERENCE, nullptr,
-                                  ctx.x_desc.get(), ctx.x.get(), ctx.y_desc.get(), ctx.y.get(), ctx.h_desc.get(),
-                                  nullptr, nullptr, ctx.h_desc.get(), nullptr, nullptr, weight_bytes,
-                                  weight_space.get(), ctx.work_bytes, ctx.work.get(), 0, nullptr));
+  for (;;) {
+    const Plan& plan = *plans[ctx.plan];
+    const cudnnStatus_t s =
+        cudnnRNNForward(ctx.cudnn.get(), ctx.rnn[ctx.plan].get(), CUDNN_FWD_MODE_INFERENCE, nullptr,
+                        ctx.x_desc.get(), ctx.x.get(), ctx.y_desc.get(), ctx.y.get(), ctx.h_desc.get(), nullptr,
+                        nullptr, ctx.h_desc.get(), nullptr, nullptr, plan.weight_bytes, plan.weight_space.get(),
+                        ctx.work_bytes, ctx.work.get(), 0, nullptr);
+    if (s == CUDNN_STATUS_SUCCESS) break;
+    if (ctx.plan + 1 == plans.size() || !unsupported(s)) ETS_CUDNN_CHECK(s);
+    // Declined at launch although the size query accepted the shape: the next plan, for this shape from now on.
+    // The shape stays marked unset until a plan is chosen, so a throw in between cannot leave a stale choice.
+    const int shape_windows = ctx.windows;
+    ctx.windows = -1;
+    select_plan(ctx, ctx.plan + 1);
+    ctx.windows = shape_windows;
+  }
   // Head over all positions at once. Row-major out (P × O) = Y (P × DH) · Wᵀ is, in cuBLAS's
   // column-major terms, out' (O × P) = W'ᵀ (O × DH) · Y' (DH × P) with W' = head_w read as DH × O.
   const float one = 1.0f, zero = 0.0f;
@@ -285,9 +381,13 @@ void CudnnBackend::Impl::run(ExecContext& ctx, const float* x, int windows, int 
   ETS_CUDA_CHECK(cudaMemcpyAsync(ctx.out_host.data(), ctx.out.get(), positions * config.outputs * sizeof(float),
                                  cudaMemcpyDeviceToHost, stream));
   ETS_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const int o = config.outputs;
-  for (std::size_t p = 0; p < positions; ++p)
-    for (int k = 0; k < o; ++k) y[p * o + k] = ctx.out_host[p * o + k] + head_b[static_cast<std::size_t>(k)];
+  // Back to the caller's batch-major order, adding the head bias.
+  const std::size_t o = static_cast<std::size_t>(config.outputs);
+  const float* out = ctx.out_host.data();
+  for (std::size_t t = 0; t < w_steps; ++t)
+    for (std::size_t n = 0; n < n_windows; ++n)
+      for (std::size_t k = 0; k < o; ++k)
+        y[(n * w_steps + t) * o + k] = out[(t * n_windows + n) * o + k] + head_b[k];
 }
 
 CudnnBackend::CudnnBackend(const LstmWeights& weights, const CudnnOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -301,13 +401,35 @@ CudnnBackend::CudnnBackend(const LstmWeights& weights, const CudnnOptions& optio
   impl_->config = weights.config;
   impl_->device = options.device;
   DeviceScope scope(options.device);
-  auto ctx = impl_->make_context();
-  impl_->pack(*ctx, weights);
+  auto ctx = impl_->make_context();  // no plan yet: handles only
+  const std::pair<cudnnRNNAlgo_t, const char*> candidates[] = {
+      {CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H, "persistent"}, {CUDNN_RNN_ALGO_STANDARD, "standard"}};
+  for (const auto& [algo, name] : candidates) {
+    auto plan = std::make_unique<Plan>();
+    plan->algo = algo;
+    plan->name = name;
+    auto rnn = create<RnnDescPtr>([](cudnnRNNDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateRNNDescriptor(d)); });
+    const cudnnStatus_t s = impl_->set_rnn(*ctx, rnn.get(), algo);
+    // The persistent kernels are an optimisation: a configuration cuDNN declines runs on the standard algorithm.
+    // Anything else (a packing mismatch, a CUDA error) is an error, as on the standard path.
+    if (algo != CUDNN_RNN_ALGO_STANDARD && unsupported(s)) continue;
+    ETS_CUDNN_CHECK(s);
+    impl_->plans.push_back(std::move(plan));
+    ctx->rnn.push_back(std::move(rnn));
+    impl_->pack(*ctx, impl_->plans.size() - 1, weights);
+  }
+  impl_->head_w.reserve(weights.head_w.size() * sizeof(float));
+  ETS_CUDA_CHECK(cudaMemcpy(impl_->head_w.get(), weights.head_w.data(), weights.head_w.size() * sizeof(float),
+                            cudaMemcpyHostToDevice));
+  impl_->head_b = weights.head_b;
+  ETS_CUDA_CHECK(cudaDeviceSynchronize());  // as in pack(): the non-blocking streams must see the whole head
   cudaDeviceProp prop{};
   ETS_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
   const std::size_t v = cudnnGetVersion();
-  impl_->description = fmt::format("{} (sm_{}{}), cuDNN {}.{}.{}", prop.name, prop.major, prop.minor, v / 10000,
-                                   (v % 10000) / 100, v % 100);
+  std::string algos;
+  for (const auto& p : impl_->plans) algos += fmt::format("{}{}", algos.empty() ? "" : " + ", p->name);
+  impl_->description = fmt::format("{} (sm_{}{}), cuDNN {}.{}.{}, {} RNN", prop.name, prop.major, prop.minor,
+                                   v / 10000, (v % 10000) / 100, v % 100, algos);
   impl_->idle.push_back(std::move(ctx));
 }
 
@@ -345,7 +467,13 @@ void CudnnBackend::forward(const float* x, int windows, int width, float* y) con
   }
   if (!ctx) ctx = impl_->make_context();
   // A context whose call failed may hold a half-set shape or a poisoned stream: drop it, never reuse.
-  impl_->run(*ctx, x, windows, width, y);
+  const auto in_stride = static_cast<std::size_t>(width) * static_cast<std::size_t>(impl_->config.input_size);
+  const auto out_stride = static_cast<std::size_t>(width) * static_cast<std::size_t>(impl_->config.outputs);
+  for (int first = 0, n = 0; first < windows; first += n) {  // first + n <= windows: no overflow
+    n = std::min(kMaxWindowsPerCall, windows - first);
+    impl_->run(*ctx, x + static_cast<std::size_t>(first) * in_stride, n, width,
+               y + static_cast<std::size_t>(first) * out_stride);
+  }
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->idle.push_back(std::move(ctx));
 }

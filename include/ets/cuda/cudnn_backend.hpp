@@ -20,10 +20,13 @@ struct CudnnOptions {
 ///
 /// Weights are packed into cuDNN's weight space once, at construction, block by block from the
 /// PyTorch layout (cudnn_weight_slice.hpp); the opaque buffer is never stored or exported.
-/// Windows go in batch-major (N × W × F, exactly the caller's layout, so no transpose) as
-/// equal-length sequences (every length = W), which keeps cuDNN's fixed-length kernels usable.
-/// The head is one cuBLAS SGEMM over all N·W positions; its bias is added on the host while the
-/// (N·W × outputs) result is copied out.
+/// Windows are staged in pinned host memory, transposed from the caller's N × W × F to sequence-major W × N × F (the
+/// layout cuDNN's persistent kernels need), as equal-length sequences (every length = W). The RNN runs on cuDNN's
+/// persistent small-hidden kernels where cuDNN grants them for the config and shape, else on its standard algorithm
+/// (per-step kernels, several times slower for small batches); description() names the algorithms available.
+/// The head is one cuBLAS SGEMM over all positions; its bias is added on the host while the result is put back in
+/// the caller's batch-major order. Batches over 4,096 windows run in slices of 4,096, which bounds the pinned and
+/// device buffers of a call.
 ///
 /// Thread safety: forward() is const and may run on many threads at once. Each concurrent call
 /// borrows a private execution context (stream, cuDNN and cuBLAS handles, descriptors, grow-only
@@ -44,7 +47,8 @@ class CudnnBackend final : public InferenceBackend {
   std::string name() const override { return "cuda-cudnn"; }
   const LstmConfig& config() const noexcept override;
 
-  /// "NVIDIA H200 (sm_90), cuDNN 9.19.0"
+  /// Device, cuDNN version and the RNN algorithms in the order tried: "NVIDIA H200 (sm_90), cuDNN 9.19.0, persistent
+  /// + standard RNN" (or "..., standard RNN" where cuDNN declines the persistent kernels for this config).
   std::string description() const;
 
  private:
