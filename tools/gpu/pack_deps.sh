@@ -16,7 +16,10 @@ PKGS=(libeigen3-dev libfmt-dev libfmt9 libsimdjson-dev libsimdjson14 libsqlite3-
 LIST=$(mktemp)
 trap 'rm -f "$LIST"' EXIT
 for p in "${PKGS[@]}"; do
-  dpkg -L "$p" >/dev/null 2>&1 || { echo "pack_deps.sh: package $p is not installed (run tools/install-deps.sh)" >&2; exit 1; }
+  if ! dpkg -L "$p" >/dev/null 2>&1; then
+    echo "pack_deps.sh: package $p is not installed (run tools/install-deps.sh)" >&2
+    exit 1
+  fi
   # Plain files and links only (a directory entry would pull in all of /usr/include); no docs or manuals.
   dpkg -L "$p" | while IFS= read -r f; do
     case $f in /usr/share/doc/*|/usr/share/man/*|/usr/share/lintian/*) continue ;; esac
