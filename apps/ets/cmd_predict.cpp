@@ -1,5 +1,6 @@
-// `ets predict TRACE... [--model [ENV=]M[,...]] [--env ENV] [--json] [--format text|json|gavel|matrix]`: predicted
-// iteration time per trace (and environment) through ets::Predictor; gavel/matrix export what schedulers load.
+// `ets predict TRACE... [--model [ENV=]M[,...]] [--env ENV] [--json] [--format text|json|gavel|matrix]
+// [--backend auto|cpu|cuda]`: predicted iteration time per trace (and environment) through ets::Predictor;
+// gavel/matrix export what schedulers load.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,9 @@
 #include "ets/model_file.hpp"
 #include "ets/predictor.hpp"
 #include "ets/tracer.hpp"
+#ifdef ETS_CLI_WITH_CUDA
+#include "ets/cuda/cudnn_backend.hpp"
+#endif
 
 namespace ets::cli {
 namespace {
@@ -32,6 +36,20 @@ std::string gavel_key(const std::string& name) {
   std::string quoted;
   for (char c : name) quoted += c == '\'' || c == '\\' ? std::string(1, '\\') + c : std::string(1, c);
   return fmt::format("('{}', 1)", quoted);
+}
+
+// --backend: auto (the GPU when this ets was built with CUDA and a device works, else the CPU), cpu or cuda.
+Backend backend_arg(const Args& a) {
+  const std::string b = a.value("--backend", "auto");
+  if (b == "cpu") return Backend::Cpu;
+  if (b != "auto" && b != "cuda") throw std::invalid_argument("--backend takes auto, cpu or cuda, not '" + b + "'");
+#ifdef ETS_CLI_WITH_CUDA
+  cuda::enable();  // installs the cuDNN factory; Auto still falls back to the CPU without a working device
+#else
+  if (b == "cuda")
+    throw std::invalid_argument("--backend cuda: this ets was built without CUDA (configure with -DETS_WITH_CUDA=ON)");
+#endif
+  return b == "cuda" ? Backend::Cuda : Backend::Auto;
 }
 
 struct ModelArg {
@@ -90,7 +108,9 @@ int run_predict(const Args& a) {
     throw std::invalid_argument("--json conflicts with --format " + format + "; pass one of them");
   if (a.positional.empty()) throw std::invalid_argument("missing TRACE; usage: ets predict TRACE... [--model M]");
 
-  Predictor predictor;
+  Predictor::Options options;
+  options.backend = backend_arg(a);
+  Predictor predictor(options);
   std::vector<std::string> envs;
   std::vector<std::string> hardware;  // each model's own hardware_env (the env id may rename it)
   std::map<std::string, std::string> env_path;
@@ -196,16 +216,19 @@ int run_predict(const Args& a) {
 
 const Register predict_cmd{Command{
     "predict", "predict the iteration time of traces",
-    Spec{"predict TRACE... [--model [ENV=]M[,[ENV=]M...]] [--env ENV] [--json] [--format text|json|gavel|matrix]",
+    Spec{"predict TRACE... [--model [ENV=]M[,[ENV=]M...]] [--env ENV] [--json] [--format text|json|gavel|matrix]"
+         " [--backend auto|cpu|cuda]",
          {"--json"},
-         {"--model", "--env", "--format"},
+         {"--model", "--env", "--format", "--backend"},
          1,
          {{"--model [ENV=]M[,...]",
            "model file(s), ENV= naming each one's environment (default: $ETS_MODEL, else models/default.etsm)"},
           {"--env ENV", "name of the environment of the single model (default: the model's own)"},
           {"--json", "same as --format json"},
           {"--format text|json|gavel|matrix",
-           "output: text, JSON lines, Gavel throughputs or job x env CSV (default text)"}}},
+           "output: text, JSON lines, Gavel throughputs or job x env CSV (default text)"},
+          {"--backend auto|cpu|cuda",
+           "where the network runs: auto (default) = cuDNN when built with CUDA and a GPU works, else CPU"}}},
     run_predict}};
 
 }  // namespace

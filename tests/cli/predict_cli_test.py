@@ -102,6 +102,26 @@ env = dict(os.environ, ETS_MODEL="/nonexistent/default.etsm")
 p = run(trace, env=env, expect_rc=1)
 check("ets.model." in p.stderr, f"ETS_MODEL pointing nowhere reports the model id: {p.stderr}")
 
+# --backend: cpu gives the default's numbers on a machine without a usable GPU; cuda is a usage error in a build
+# without CUDA, a runtime error (ets.cuda.1) without a device, else agrees with the CPU; anything else is a usage error
+cuda_build = "(cuda)" in subprocess.run([ets, "--version"], capture_output=True, text=True).stdout
+cpu = json.loads(run(trace, "--model", model_a, "--json", "--backend", "cpu").stdout.splitlines()[0])
+check(cpu["predicted_us"] > 0, f"--backend cpu predicts: {cpu}")
+p = run(trace, "--model", model_a, "--json", "--backend", "gpu", expect_rc=2)
+check("auto, cpu or cuda" in p.stderr and p.stdout == "", f"--backend gpu: {p.stderr!r}")
+p = subprocess.run([ets, "predict", trace, "--model", model_a, "--json", "--backend", "cuda"], capture_output=True,
+                   text=True)
+if not cuda_build:
+    check(p.returncode == 2 and "built without CUDA" in p.stderr, f"--backend cuda, CPU-only build: {p.stderr!r}")
+    auto = json.loads(run(trace, "--model", model_a, "--json", "--backend", "auto").stdout.splitlines()[0])
+    check(auto["predicted_us"] == cpu["predicted_us"], f"--backend auto is the CPU here: {auto} vs {cpu}")
+elif p.returncode == 1:
+    check("ets.cuda.1" in p.stderr, f"--backend cuda without a device names ets.cuda.1: {p.stderr!r}")
+else:
+    gpu = json.loads(p.stdout.splitlines()[0]) if p.returncode == 0 else {}
+    check(gpu and abs(gpu["predicted_us"] - cpu["predicted_us"]) <= 1e-4 * cpu["predicted_us"],
+          f"--backend cuda agrees with cpu: {gpu} vs {cpu}")
+
 # --json with another --format is a usage error naming both (it used to print text); with --format json it agrees
 for fmt in ("text", "gavel", "matrix"):
     p = run(trace, "--model", model_a, "--format", fmt, "--json", expect_rc=2)
