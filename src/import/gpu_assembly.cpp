@@ -416,6 +416,13 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     if (s.group == seq.back().group)
       for (const auto& p : iv[s.slot]) last_end = std::max(last_end, p.second);
 
+  // The last iteration has no successor whose first kernel closes its final gap. Like the earlier ones it lasts
+  // until the next step could start device work: its ProfilerStep end when that comes after its last activity (host
+  // work after the last kernel, such as loading the next batch, is framework overhead, which gaps record).
+  double last_close = last_end;
+  if (!whole && std::isfinite(in.steps[seq.back().group].end_us))
+    last_close = std::max(last_end, in.steps[seq.back().group].end_us);
+
   // Op time is the device's busy time in the op's window [start, next start), whoever launched the work: a kernel
   // still running when the next op starts (another stream, or a long copy) counts for the later op, so gap is the
   // device's real idle time and Σ(time + gap) stays the span.
@@ -433,7 +440,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     tr.measured_us = whole ? kUnknown : in.steps[g].measured_us;
     tr.start_us = seq[i].start;
     for (; i < seq.size() && seq[i].group == g; ++i) {
-      const double next = i + 1 < seq.size() ? seq[i + 1].start : std::max(last_end, seq[i].start);
+      const double next = i + 1 < seq.size() ? seq[i + 1].start : std::max(last_close, seq[i].start);
       OpRecord r = ops[seq[i].slot].rec;
       r.start_us = seq[i].start;
       r.time_us = busy.within(seq[i].start, next);

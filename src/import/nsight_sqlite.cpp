@@ -1,6 +1,7 @@
 // Reader for Nsight Systems SQLite exports: ops are NVTX ranges that launch kernels, timed by their kernels.
 // Opened read-only (or deserialized from memory); every SQLite failure becomes an ets.nsight.* error.
 #include <algorithm>
+#include <limits>
 #include <cctype>
 #include <cstdint>
 #include <cstring>
@@ -341,6 +342,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
   struct Group {
     std::int64_t index = 0;
     double measured = kUnknown;
+    std::int64_t marker_end = std::numeric_limits<std::int64_t>::min();  // the iteration range's end, when there is one
     std::vector<Built*> ops;
   };
   std::vector<Group> groups;
@@ -352,6 +354,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
       Group gr;
       gr.index = iteration_index[i];
       gr.measured = static_cast<double>(ns_diff(iterations[i].end, iterations[i].start, path)) / 1000.0;
+      gr.marker_end = iterations[i].end;
       groups.push_back(std::move(gr));
     }
     for (auto& x : built) {
@@ -384,8 +387,10 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     t.start_us = static_cast<double>(g.ops.front()->kstart) / 1000.0;
     std::int64_t last_end = 0;
     for (const Built* x : g.ops) last_end = std::max(last_end, x->kend);
-    // The iteration ends where the next one's first kernel starts; the last one at its last kernel's end.
-    const std::int64_t end = gi + 1 < groups.size() ? groups[gi + 1].ops.front()->kstart : last_end;
+    // The iteration ends where the next one's first kernel starts. The last one, with no next kernel, at the later
+    // of its last kernel's end and its range's end (the next step's first kernel comes after both), as in Kineto.
+    const std::int64_t end =
+        gi + 1 < groups.size() ? groups[gi + 1].ops.front()->kstart : std::max(last_end, g.marker_end);
     for (std::size_t i = 0; i < g.ops.size(); ++i) {
       OpRecord rec = std::move(g.ops[i]->rec);
       const std::int64_t next = i + 1 < g.ops.size() ? g.ops[i + 1]->kstart : end;

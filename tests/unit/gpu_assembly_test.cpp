@@ -67,9 +67,17 @@ TEST_CASE("GPU: op time is the sum of its kernels, gap the idle time until the n
   CHECK(its[0].ops[1].time_us == Approx(1));
   CHECK(its[0].ops[1].gap_us == Approx(150 - 71));  // runs to the next iteration's first kernel
   CHECK(sum(its[0]) == Approx(its[1].start_us - its[0].start_us));
-  // Last iteration ends at its last kernel end.
-  CHECK(sum(its[1]) == Approx(10));
+  // The last iteration has no next kernel: it runs to its step's end (200), which comes after its last kernel (160)
+  CHECK(sum(its[1]) == Approx(200 - 150));
+  CHECK(its[1].ops.back().gap_us == Approx(200 - 160));
   CHECK(its[1].measured_us == 100);
+
+  // ... and to its last kernel end where the device is still busy after the step ended on the host
+  in.steps.back().end_us = 155;
+  const auto late = assemble_gpu(in);
+  REQUIRE(late.size() == 2);
+  CHECK(sum(late[1]) == Approx(10));
+  CHECK(late[1].ops.back().gap_us == Approx(0));
 }
 
 TEST_CASE("GPU: overlapping kernels of one op count once; overlap into the next op goes to the later op") {
