@@ -1,12 +1,12 @@
 // Reader for Nsight Systems SQLite exports: ops are NVTX ranges that launch kernels, timed by their kernels.
 // Opened read-only (or deserialized from memory); every SQLite failure becomes an ets.nsight.* error.
 #include <algorithm>
-#include <limits>
 #include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>

@@ -111,14 +111,20 @@ p = run(trace, "--model", model_a, "--json", "--backend", "gpu", expect_rc=2)
 check("auto, cpu or cuda" in p.stderr and p.stdout == "", f"--backend gpu: {p.stderr!r}")
 p = subprocess.run([ets, "predict", trace, "--model", model_a, "--json", "--backend", "cuda"], capture_output=True,
                    text=True)
-if not cuda_build:
-    check(p.returncode == 2 and "built without CUDA" in p.stderr, f"--backend cuda, CPU-only build: {p.stderr!r}")
+
+def auto_is_cpu():
     auto = json.loads(run(trace, "--model", model_a, "--json", "--backend", "auto").stdout.splitlines()[0])
     check(auto["predicted_us"] == cpu["predicted_us"], f"--backend auto is the CPU here: {auto} vs {cpu}")
+
+
+if not cuda_build:
+    check(p.returncode == 2 and "built without CUDA" in p.stderr, f"--backend cuda, CPU-only build: {p.stderr!r}")
+    auto_is_cpu()
 elif p.returncode == 1:
     check("ets.cuda.1" in p.stderr, f"--backend cuda without a device names ets.cuda.1: {p.stderr!r}")
+    auto_is_cpu()  # no usable device: auto falls back to the CPU
 else:
-    gpu = json.loads(p.stdout.splitlines()[0]) if p.returncode == 0 else {}
+    gpu = json.loads(p.stdout.splitlines()[0]) if p.returncode == 0 and p.stdout.strip() else {}
     check(gpu and abs(gpu["predicted_us"] - cpu["predicted_us"]) <= 1e-4 * cpu["predicted_us"],
           f"--backend cuda agrees with cpu: {gpu} vs {cpu}")
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,12 @@ TEST_CASE("GPU: op time is the sum of its kernels, gap the idle time until the n
   REQUIRE(late.size() == 2);
   CHECK(sum(late[1]) == Approx(10));
   CHECK(late[1].ops.back().gap_us == Approx(0));
+
+  // ... and to its last kernel end where the step has no finite end (a marker-derived step cut by the capture)
+  in.steps.back().end_us = std::numeric_limits<double>::infinity();
+  const auto open = assemble_gpu(in);
+  REQUIRE(open.size() == 2);
+  CHECK(sum(open[1]) == Approx(10));
 }
 
 TEST_CASE("GPU: overlapping kernels of one op count once; overlap into the next op goes to the later op") {
