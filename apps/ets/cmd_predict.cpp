@@ -176,6 +176,8 @@ int run_predict(const Args& a) {
     return t.has_measurement() && measured_on_model_hardware(t, hardware[e], envs[e]);
   };
   // Every row is computed before any is printed: a prediction failing for a later trace prints nothing.
+  std::vector<std::string> backend;  // where each env's network runs ("cpu-eigen", "cuda-cudnn")
+  for (const auto& e : envs) backend.push_back(predictor.backend_name(e));
   std::string rows;
   for (std::size_t j = 0; j < ids.size(); ++j) {
     const ExecutionTrace t = predictor.job_trace(ids[j]);
@@ -186,11 +188,12 @@ int run_predict(const Args& a) {
         rows += fmt::format("{{\"trace\":\"{}\",\"iteration\":{},\"env\":\"{}\",\"model\":\"{}\",\"ops\":{},"
                                 "\"predicted_us\":{},\"measured_us\":{},\"interval_us\":[{},{}],\"rel_error\":{},"
                                 "\"time_us\":{},\"gap_us\":{},\"phase_us\":{{\"forward\":{},\"backward\":{},"
-                                "\"update\":{}}},\"unknown_ops\":{}}}",
+                                "\"update\":{}}},\"unknown_ops\":{},\"backend\":\"{}\"}}",
                                 json_escape(ids[j]), t.iteration, json_escape(envs[e]), json_escape(env_path[envs[e]]), t.ops.size(),
                                 json_number(d.iteration_us), t.has_measurement() ? json_number(t.measured_us) : "null", json_number(d.lo_us), json_number(d.hi_us),
                                 std::isfinite(err) ? fmt::format("{:.6f}", err) : "null", json_number(d.time_us),
-                                json_number(d.gap_us), json_number(d.forward_us), json_number(d.backward_us), json_number(d.update_us), d.unknown_ops) +
+                                json_number(d.gap_us), json_number(d.forward_us), json_number(d.backward_us), json_number(d.update_us), d.unknown_ops,
+                                json_escape(backend[e])) +
                 "\n";
       } else {
         const Predictor::Estimate& est = m.at(j, e);

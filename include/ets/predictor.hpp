@@ -97,6 +97,11 @@ class Predictor {
   bool has_environment(const std::string& env) const;
   /// A copy of the model file behind an env (weights, provenance); ets.predict.2 if unknown.
   ModelFile model(const std::string& env) const;
+  /// Where an env's network runs: "cpu-eigen", "cuda-cudnn", ... ets.predict.2 if unknown.
+  std::string backend_name(const std::string& env) const;
+  /// Why Options::backend = Auto chose what it chose for an env ("" when the requested backend is used as asked).
+  /// ets.predict.2 if unknown.
+  std::string backend_note(const std::string& env) const;
 
   /// The shipped default model: $ETS_MODEL when set, else the first existing of `candidates`, then
   /// <executable dir>/../share/ets/models/default.etsm and <executable dir>/models/default.etsm. "" when none exists.

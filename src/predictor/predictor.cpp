@@ -269,6 +269,16 @@ ModelFile Predictor::model(const std::string& env) const {
   return impl_->resolve_envs({env}).front()->file;
 }
 
+std::string Predictor::backend_name(const std::string& env) const {
+  std::shared_lock lock(impl_->mu);
+  return impl_->resolve_envs({env}).front()->lstm->backend_name();
+}
+
+std::string Predictor::backend_note(const std::string& env) const {
+  std::shared_lock lock(impl_->mu);
+  return impl_->resolve_envs({env}).front()->lstm->backend_note();
+}
+
 std::string Predictor::find_default_model(const std::vector<std::string>& candidates) {
   namespace fs = std::filesystem;
   if (const char* e = std::getenv("ETS_MODEL"); e && *e) return e;

@@ -32,7 +32,8 @@ lines = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
 check(len(lines) == 2, f"2 traces -> 2 JSON lines, got {len(lines)}")
 inspect = json.loads(subprocess.run([ets, "inspect", trace, "--json"], capture_output=True, text=True).stdout)
 for o in lines:
-    for k in ("trace", "predicted_us", "measured_us", "interval_us", "ops", "env", "time_us", "gap_us", "phase_us"):
+    for k in ("trace", "predicted_us", "measured_us", "interval_us", "ops", "env", "time_us", "gap_us", "phase_us",
+              "backend"):
         check(k in o, f"key {k} missing in {o}")
     check(o["trace"] == trace, "trace path echoed")
     check(o["env"] == "cpu-test", f"env from the model's hardware_env, got {o['env']}")
@@ -106,7 +107,7 @@ check("ets.model." in p.stderr, f"ETS_MODEL pointing nowhere reports the model i
 # without CUDA, a runtime error (ets.cuda.1) without a device, else agrees with the CPU; anything else is a usage error
 cuda_build = "(cuda)" in subprocess.run([ets, "--version"], capture_output=True, text=True).stdout
 cpu = json.loads(run(trace, "--model", model_a, "--json", "--backend", "cpu").stdout.splitlines()[0])
-check(cpu["predicted_us"] > 0, f"--backend cpu predicts: {cpu}")
+check(cpu["predicted_us"] > 0 and cpu["backend"] == "cpu-eigen", f"--backend cpu predicts on the CPU: {cpu}")
 p = run(trace, "--model", model_a, "--json", "--backend", "gpu", expect_rc=2)
 check("auto, cpu or cuda" in p.stderr and p.stdout == "", f"--backend gpu: {p.stderr!r}")
 p = subprocess.run([ets, "predict", trace, "--model", model_a, "--json", "--backend", "cuda"], capture_output=True,
@@ -114,7 +115,8 @@ p = subprocess.run([ets, "predict", trace, "--model", model_a, "--json", "--back
 
 def auto_is_cpu():
     auto = json.loads(run(trace, "--model", model_a, "--json", "--backend", "auto").stdout.splitlines()[0])
-    check(auto["predicted_us"] == cpu["predicted_us"], f"--backend auto is the CPU here: {auto} vs {cpu}")
+    check(auto["predicted_us"] == cpu["predicted_us"] and auto["backend"] == "cpu-eigen",
+          f"--backend auto is the CPU here: {auto} vs {cpu}")
 
 
 if not cuda_build:
@@ -125,8 +127,9 @@ elif p.returncode == 1:
     auto_is_cpu()  # no usable device: auto falls back to the CPU
 else:
     gpu = json.loads(p.stdout.splitlines()[0]) if p.returncode == 0 and p.stdout.strip() else {}
-    check(gpu and abs(gpu["predicted_us"] - cpu["predicted_us"]) <= 1e-4 * cpu["predicted_us"],
-          f"--backend cuda agrees with cpu: {gpu} vs {cpu}")
+    check(gpu and gpu["backend"] == "cuda-cudnn" and
+          abs(gpu["predicted_us"] - cpu["predicted_us"]) <= 1e-4 * cpu["predicted_us"],
+          f"--backend cuda runs on cuDNN and agrees with cpu: {gpu} vs {cpu}")
 
 # --json with another --format is a usage error naming both (it used to print text); with --format json it agrees
 for fmt in ("text", "gavel", "matrix"):

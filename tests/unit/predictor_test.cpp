@@ -197,6 +197,8 @@ TEST_CASE("Predictor errors carry stable ids", "[predictor]") {
   p.add_job("j", traces[0]);
   CHECK(error_id([&] { p.predict("nope", "a"); }) == "ets.predict.1");
   CHECK(error_id([&] { p.predict("j", "nope"); }) == "ets.predict.2");
+  CHECK(error_id([&] { p.backend_name("nope"); }) == "ets.predict.2");
+  CHECK(error_id([&] { p.backend_note("nope"); }) == "ets.predict.2");
   CHECK(error_id([&] { p.observe("j", "a", 0.0); }) == "ets.predict.3");
   CHECK(error_id([&] { p.observe("j", "a", std::nan("")); }) == "ets.predict.3");
   CHECK(error_id([&] { p.observe("nope", "a", 5.0); }) == "ets.predict.1");
@@ -243,6 +245,20 @@ TEST_CASE("Predictor errors carry stable ids", "[predictor]") {
   CHECK(p.remove_job("j"));
   CHECK_FALSE(p.remove_job("j"));
   CHECK_FALSE(p.has_job("j"));
+}
+
+TEST_CASE("backend_name / backend_note say where each env's network runs and why", "[predictor]") {
+  const auto traces = jobs_set();
+  ets::Predictor asked(cpu());  // Backend::Cpu: used as asked, no note
+  asked.add_model("a", ets_test::small_model(traces, 1));
+  CHECK(asked.backend_name("a") == "cpu-eigen");
+  CHECK(asked.backend_note("a").empty());
+  // Auto in this test binary, which never calls ets::cuda::enable(): the CPU, with the reason
+  ets::Predictor autop;
+  REQUIRE(autop.options().backend == ets::Backend::Auto);
+  autop.add_model("a", ets_test::small_model(traces, 1));
+  CHECK(autop.backend_name("a") == "cpu-eigen");
+  CHECK(autop.backend_note("a").find("no CUDA backend registered") != std::string::npos);
 }
 
 TEST_CASE("load_job imports a trace file and picks the median iteration", "[predictor]") {
