@@ -161,6 +161,29 @@ else
   skip nvtx_loop "libets_cupti_capi.so was not built"
 fi
 
+# 5b. `ets predict --backend cuda` on the bundled trace with the shipped model: the CLI's GPU path runs on cuDNN and
+# agrees with --backend cpu (in a dry run, where no device works, --backend auto must fall back to the CPU).
+if [ $BUILT = 1 ]; then
+  GPU_BACKEND=$([ $DRY = 1 ] && echo auto || echo cuda)
+  step predict_backend 60 "$PY" -c '
+import json, subprocess, sys
+ets, trace, model, backend = sys.argv[1:5]
+def run(b):
+    p = subprocess.run([ets, "predict", trace, "--model", model, "--json", "--backend", b], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"ets predict --backend {b}: rc {p.returncode}: {p.stderr}")
+    return json.loads(p.stdout.splitlines()[0])
+cpu, other = run("cpu"), run(backend)
+want = "cpu-eigen" if backend == "auto" else "cuda-cudnn"
+rel = abs(other["predicted_us"] - cpu["predicted_us"]) / cpu["predicted_us"]
+ran, us, cpu_us = other["backend"], other["predicted_us"], cpu["predicted_us"]
+print(f"--backend {backend}: {ran} {us:.3f} us, cpu {cpu_us:.3f} us, rel diff {rel:.2e}")
+sys.exit(0 if ran == want and rel <= 1e-4 else 1)' "$BUILD/ets" "$ROOT/examples/traces/squeezenet-0048.etst.gz" \
+    "$ROOT/models/default.etsm" "$GPU_BACKEND"
+else
+  skip predict_backend "build failed"
+fi
+
 # 6. Dataset collector with CUDA activities on the fixed configuration list (2 configs on the CPU in a dry run).
 COLLECT=$ROOT/tools/collect/collect.py
 if [ ! -f "$COLLECT" ]; then
