@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+from atomic_file import atomic_write  # tools/atomic_file.py, beside this script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the default geometry first, then the rest of {6, 12, 24} × {2, 4, 8} without stride > width (ops between two
 # windows would be covered by none)
@@ -55,18 +57,6 @@ def parse_cells(text):
             raise ValueError(f"{item.strip()!r}: width must be 1..4096 and stride ≥ 1")
         cells.append((w, s))
     return cells
-
-
-def save(path, done):
-    """The resume file, replaced atomically: an interrupted write leaves the previous one whole."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w") as fh:
-            json.dump(done, fh, indent=1)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def main() -> None:
@@ -126,7 +116,7 @@ def run_cells(a, cells, done, models):
         except RuntimeError as e:  # e.g. killed for memory: keep the reason, go on with the other cells
             print(f"ablate: {key} failed: {str(e)[:300]}", file=sys.stderr, flush=True)
             done[key] = {"width": w, "stride": s, "failed": str(e)[:500], "train_wall_s": time.time() - t0}
-            save(a.out, done)
+            atomic_write(a.out, json.dumps(done, indent=1))  # the resume file: a cut write leaves the old one
             continue
         cell = {"width": w, "stride": s, "train": tr, "train_wall_s": time.time() - t0}
         if a.split == "val" and not (isinstance(tr.get("val_mre"), (int, float)) and tr["val_mre"] >= 0):

@@ -21,6 +21,8 @@ import tempfile
 
 import numpy as np
 
+from atomic_file import atomic_write  # tools/atomic_file.py, beside this script
+
 MAGIC = b"ETSMODEL"
 END_MAGIC = b"ETSM_END"
 MAJOR, MINOR = 1, 0
@@ -44,19 +46,6 @@ def _crc32c_table():
 
 
 _CRC_TABLE = _crc32c_table()
-
-
-def atomic_write_bytes(path, data):
-    """Writes to a temporary file in path's folder, then renames it over path (as the C++ save_model does): a reader
-    never sees a partial file."""
-    tmp = "%s.tmp%d" % (path, os.getpid())
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def crc32c(data: bytes) -> int:
@@ -157,7 +146,7 @@ def write_etsm(path, tensors, config, window=(12, 4), encoder_state=b"", labels=
     out += END_MAGIC
     out += struct.pack("<II", crc32c(bytes(out)), 0)
     assert len(out) == file_bytes
-    atomic_write_bytes(path, bytes(out))
+    atomic_write(path, bytes(out))
 
 
 def read_etsm(path):
@@ -233,7 +222,7 @@ def torch_forward(net, x):
 
 def write_parity(path, x, y):
     n, w, f = x.shape
-    atomic_write_bytes(path, PARITY_MAGIC + struct.pack("<IIII", n, w, f, y.shape[2]) +
+    atomic_write(path, PARITY_MAGIC + struct.pack("<IIII", n, w, f, y.shape[2]) +
                        np.ascontiguousarray(x, "<f4").tobytes() + np.ascontiguousarray(y, "<f4").tobytes())
 
 

@@ -25,6 +25,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+if os.path.dirname(HERE) not in sys.path:
+    sys.path.insert(0, os.path.dirname(HERE))
+from atomic_file import atomic_write  # noqa: E402  (tools/atomic_file.py)
 
 OP_BUCKETS = [0, 200, 400, 600, 800, 1000, 1200, 1600, 2000]
 
@@ -212,19 +215,6 @@ def compute(data: str, retest: str = "", previous: dict | None = None, notes: li
 
 
 RETEST_FILE = "retest.json"
-
-
-def atomic_write(path: str, text: str) -> None:
-    """Writes text to a temporary file in path's folder, then renames it over path: a reader (or an interrupted
-    run) sees the old file or the new one, never a partial one."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def label_files(data: str) -> list:

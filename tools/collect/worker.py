@@ -24,13 +24,11 @@ if TOOLS not in sys.path:
     sys.path.insert(0, TOOLS)
 
 from tools.collect import env as envmod  # noqa: E402  (no torch import in env at module level)
+from atomic_file import atomic_write  # noqa: E402  (tools/atomic_file.py)
 
 
 def atomic_write_json(path: str, obj) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as fh:
-        json.dump(obj, fh, indent=1, sort_keys=True)
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(obj, indent=1, sort_keys=True))
 
 
 def _remove_stale_temps(path: str) -> None:
