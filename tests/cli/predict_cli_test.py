@@ -195,12 +195,21 @@ with tempfile.TemporaryDirectory() as tmp:
                  '"start_us":0,"measured_us":null,"ops":2}}\n' + op + op +
                  '{"end":{"traces":1}}\n')
     # an iteration timed at 0 µs was not timed: measured_us is null in --json, as for a trace without timings
-    zero = os.path.join(tmp, "zero.etst")
-    subprocess.run([ets, "convert", trace, "-o", zero, "--quiet"], check=True)
-    with open(zero) as fh:
-        text = re.sub(r'"measured_us":[0-9.e+-]+', '"measured_us":0', fh.read())
-    with open(zero, "w") as fh:
-        fh.write(text)
+    def edited_copy(name, *edits):
+        """The trace as a canonical .etst file in tmp, with each (pattern, replacement) of `edits` applied to its
+        text in turn."""
+        path = os.path.join(tmp, name)
+        subprocess.run([ets, "convert", trace, "-o", path, "--quiet"], check=True)
+        with open(path) as fh:
+            text = fh.read()
+        for pattern, replacement in edits:
+            text = re.sub(pattern, replacement, text)
+        with open(path, "w") as fh:
+            fh.write(text)
+        return path
+
+    untimed = (r'"measured_us":[0-9.e+-]+', '"measured_us":0')
+    zero = edited_copy("zero.etst", untimed)
     p = subprocess.run([ets, "predict", zero, "--model", model_a, "--json"], capture_output=True, text=True)
     rows = [json.loads(line) for line in p.stdout.splitlines()] if p.returncode == 0 else []
     check(rows and all(r["measured_us"] is None and r["rel_error"] is None for r in rows),
@@ -209,12 +218,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(p.returncode == 0 and all(i["measured_us"] is None for i in json.loads(p.stdout)["iterations"]),
           f"inspect of iterations timed at 0: {p.stdout[:300]}")
     # a measurement the trace says was taken on other hardware is shown, but no error is computed against it
-    other_hw = os.path.join(tmp, "other_hw.etst")
-    subprocess.run([ets, "convert", trace, "-o", other_hw, "--quiet"], check=True)
-    with open(other_hw) as fh:
-        moved = re.sub(r'"environment":"[^"]*"', '"environment":"some-other-gpu"', fh.read())
-    with open(other_hw, "w") as fh:
-        fh.write(moved)
+    other_hw = edited_copy("other_hw.etst", (r'"environment":"[^"]*"', '"environment":"some-other-gpu"'))
     p = subprocess.run([ets, "predict", other_hw, "--model", model_a, "--json"], capture_output=True, text=True)
     rows = [json.loads(line) for line in p.stdout.splitlines()] if p.returncode == 0 else []
     check(rows and all(r["measured_us"] is not None and r["rel_error"] is None for r in rows),
@@ -242,16 +246,14 @@ with tempfile.TemporaryDirectory() as tmp:
     check(p.returncode == 1 and "is a directory" in p.stderr and ".part-" not in p.stderr,
           f"convert -o a directory: {p.stderr}")
     # convert warns when its inputs describe different jobs (predict would stand the file for one of them)
-    other, both = os.path.join(tmp, "other.etst"), os.path.join(tmp, "both.etst")
-    with open(other, "w") as fh:
-        fh.write(re.sub(r'"model":"[^"]*"', '"model":"another"', text))
+    other = edited_copy("other.etst", untimed, (r'"model":"[^"]*"', '"model":"another"'))
+    both = os.path.join(tmp, "both.etst")
     p = subprocess.run([ets, "convert", zero, other, "-o", both, "--quiet"], capture_output=True, text=True)
     check(p.returncode == 0 and "holds 2 different jobs" in p.stderr, f"convert of two jobs: {p.stderr}")
     p = subprocess.run([ets, "convert", zero, zero, "-o", both, "--quiet"], capture_output=True, text=True)
     check(p.returncode == 0 and p.stderr == "", f"convert of one job twice warns: {p.stderr}")
     # ops without timings (as in an ET file): the gap share is unknown, not 0
-    with open(zero, "w") as fh:
-        fh.write(re.sub(r'"([tg])":[0-9.e+-]+', r'"\1":0', text))
+    zero = edited_copy("zero.etst", untimed, (r'"([tg])":[0-9.e+-]+', r'"\1":0'))
     p = subprocess.run([ets, "inspect", zero, "--json"], capture_output=True, text=True)
     check(p.returncode == 0 and all(i["gap_share"] is None for i in json.loads(p.stdout)["iterations"]),
           f"inspect of untimed ops: {p.stdout[:300]}")
