@@ -114,9 +114,7 @@ int run_train(const Args& a) {
   // What training will use: traces with per-op labels, validation traces with a measured time (as ModelTrainer)
   const auto usable_train = std::count_if(train.traces.begin(), train.traces.end(),
                                           [](const ExecutionTrace& x) { return FeatureSpec::has_labels(x); });
-  const auto usable_val = std::count_if(val.traces.begin(), val.traces.end(), [](const ExecutionTrace& x) {
-    return !x.ops.empty() && Evaluator::truth_us(x) > 0;
-  });
+  const auto usable_val = std::count_if(val.traces.begin(), val.traces.end(), Evaluator::scorable);
   if (!quiet)
     std::fprintf(stderr, "ets train: %zu train traces (%ld labelled), %zu val traces (%ld with a measured time)\n",
                  train.traces.size(), static_cast<long>(usable_train), val.traces.size(), static_cast<long>(usable_val));

@@ -47,6 +47,8 @@ class Evaluator {
 
   /// Ground truth: measured_us when the trace has it, else Σ(time + gap) of its labels.
   static double truth_us(const ExecutionTrace& trace) noexcept;
+  /// Whether a trace can be scored (validation, baseline tuning): at least one op and a positive truth_us().
+  static bool scorable(const ExecutionTrace& trace) noexcept;
   /// "0-200", "200-400", …, "1000-1200", "1200+".
   static std::string ops_bucket(std::size_t ops);
   /// "<10%", "10-25%", "25-50%", "50%+" for a pass disagreement of 0.07, 0.1, 0.3, 0.5, …; "" when not finite or < 0.

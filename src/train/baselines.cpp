@@ -11,6 +11,7 @@
 
 #include "ets/baseline.hpp"
 #include "ets/error.hpp"
+#include "ets/evaluator.hpp"
 #include "train/adam.hpp"
 #include "train/mlp.hpp"
 #include "train/rng.hpp"
@@ -18,8 +19,6 @@
 namespace ets {
 
 namespace {
-
-double truth_us(const ExecutionTrace& t) { return t.has_measurement() ? t.measured_us : t.sum_us(); }
 
 /// Trace-level regressors of WholeTrace: mean op row, then log counts and log summed costs.
 constexpr int kTraceExtra = 8;
@@ -94,7 +93,7 @@ struct Baseline::Impl {
   double mre(const std::vector<ExecutionTrace>& traces) const {
     if (traces.empty()) return -1;
     double s = 0;
-    for (const auto& t : traces) s += std::abs(predict(t) - truth_us(t)) / truth_us(t);
+    for (const auto& t : traces) s += std::abs(predict(t) - Evaluator::truth_us(t)) / Evaluator::truth_us(t);
     return s / static_cast<double>(traces.size());
   }
 };
@@ -129,13 +128,13 @@ Baseline Baseline::fit(Kind kind, const FeatureSpec& spec, const std::vector<Exe
   ETS_CHECK(spec.fitted(), Errc::invalid_argument, "ets.train.15", "baseline needs a fitted FeatureSpec");
   std::vector<const ExecutionTrace*> usable;
   for (const auto& t : train)
-    if (FeatureSpec::has_labels(t) && truth_us(t) > 0) usable.push_back(&t);
+    if (FeatureSpec::has_labels(t) && Evaluator::truth_us(t) > 0) usable.push_back(&t);
   ETS_CHECK(!usable.empty(), Errc::invalid_argument, "ets.train.16", "baseline {}: no labelled training traces",
             kind_name(kind));
   // Validation traces without a measurement are left out, as ModelTrainer does; a validation set with none left
   // would silently leave the baseline untuned.
   std::vector<ExecutionTrace> val_subset;
-  const auto keep_val = [](const ExecutionTrace& t) { return !t.ops.empty() && truth_us(t) > 0; };
+  const auto keep_val = &Evaluator::scorable;
   const bool all_usable = std::all_of(val_in.begin(), val_in.end(), keep_val);
   if (!all_usable) std::copy_if(val_in.begin(), val_in.end(), std::back_inserter(val_subset), keep_val);
   const std::vector<ExecutionTrace>& val = all_usable ? val_in : val_subset;
@@ -153,7 +152,7 @@ Baseline Baseline::fit(Kind kind, const FeatureSpec& spec, const std::vector<Exe
     Eigen::VectorXd y(n);
     for (Eigen::Index i = 0; i < n; ++i) {
       X.row(i) = trace_features(spec, *usable[static_cast<std::size_t>(i)]).transpose();
-      y(i) = std::log(truth_us(*usable[static_cast<std::size_t>(i)]));
+      y(i) = std::log(Evaluator::truth_us(*usable[static_cast<std::size_t>(i)]));
     }
     impl->mean = X.colwise().mean().transpose();
     impl->scale = ((X.rowwise() - impl->mean.transpose()).array().square().colwise().mean().sqrt()).transpose();

@@ -23,6 +23,8 @@ namespace ets {
 
 double Evaluator::truth_us(const ExecutionTrace& t) noexcept { return t.has_measurement() ? t.measured_us : t.sum_us(); }
 
+bool Evaluator::scorable(const ExecutionTrace& t) noexcept { return !t.ops.empty() && truth_us(t) > 0; }
+
 std::string Evaluator::ops_bucket(std::size_t ops) {
   if (ops >= 1200) return "1200+";
   const std::size_t lo = ops / 200 * 200;

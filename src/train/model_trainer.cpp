@@ -53,8 +53,7 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   const auto& train = usable(train_in, train_subset, [](const ExecutionTrace& t) { return FeatureSpec::has_labels(t); });
   ETS_CHECK(!train.empty(), Errc::invalid_argument, "ets.train.18",
             "none of the {} training traces carries per-op labels", train_in.size());
-  const auto& val =
-      usable(val_in, val_subset, [](const ExecutionTrace& t) { return !t.ops.empty() && Evaluator::truth_us(t) > 0; });
+  const auto& val = usable(val_in, val_subset, &Evaluator::scorable);
 
   Result res;
   res.train_traces = train.size();
@@ -85,8 +84,6 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
       h = detail::fnv1a(&ops, sizeof ops, h);
     }
     topt.run_tag = h;
-  }
-  if (own_validation)
     topt.validate = [&](const LstmWeights& w) {
       try {
         return Evaluator::mre(w, encoder, val, opt.threads);
@@ -98,6 +95,7 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
                   e.message());
       }
     };
+  }
   if (opt.max_seconds > 0) {
     // at least a moment, so one step is trained and validated even when encoding used the whole budget
     const double used = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_call).count();
