@@ -1,7 +1,6 @@
 // Entry point of the `ets` tool: dispatches to registered subcommands, turns every error into one line + exit code.
 // Exit codes: 0 ok, 1 runtime failure (ets::Error), 2 usage error.
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "ets/detail/temporary_path.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/version.hpp"
@@ -210,8 +210,7 @@ std::string unwritable_reason(const std::string& path, bool streams) {
   }
   const fs::path t(target);
   const fs::path folder = t.has_parent_path() ? t.parent_path() : fs::path(".");
-  static std::atomic<unsigned> counter{0};
-  const fs::path probe = folder / fmt::format(".ets-probe-{}-{}", static_cast<long>(::getpid()), counter++);
+  const fs::path probe = detail::temporary_path((folder / ".ets-probe").string(), "");
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (fd < 0) return std::strerror(errno);
   ::close(fd);
@@ -231,8 +230,7 @@ void write_output(const std::string& path, const std::string& text) {
     return;
   }
   const std::string target = resolve_output(path);
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = fmt::format("{}.tmp-{}-{}", target, static_cast<long>(::getpid()), counter++);
+  const std::string tmp = detail::temporary_path(target, ".tmp");
   bool ok = false;
   {
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);

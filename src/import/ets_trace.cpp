@@ -20,7 +20,7 @@
 #include "ets/trace.hpp"
 #include "ets/trace_file.hpp"
 #include "import/importers.hpp"
-#include "temporary_path.hpp"
+#include "ets/detail/temporary_path.hpp"
 
 namespace ets {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "ets/detail/cpu_lstm.hpp"
 #include "ets/error.hpp"
-#include "temporary_path.hpp"
+#include "ets/detail/temporary_path.hpp"
 
 namespace ets {
 namespace {
