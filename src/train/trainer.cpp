@@ -169,6 +169,15 @@ void write_floats(std::ostream& o, const std::vector<float>& v) {
   write_pod<std::uint64_t>(o, v.size());
   o.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
 }
+/// Checkpoint stream state: a short read is damage (ets.train.9), a failed write is an I/O error (ets.train.11).
+void require_intact(const std::istream& i, const std::string& path) {
+  ETS_CHECK(static_cast<bool>(i), Errc::parse, "ets.train.9", "checkpoint {} is truncated", path);
+}
+void require_written(const std::ostream& o, const std::string& path) {
+  ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", path,
+            std::strerror(errno));
+}
+
 /// A block written by write_floats; with allow_empty, an empty block (a value the writer did not keep) is accepted.
 std::vector<float> read_floats(std::istream& i, std::size_t expect, const std::string& path, bool allow_empty = false) {
   const auto n = read_pod<std::uint64_t>(i);
@@ -176,7 +185,7 @@ std::vector<float> read_floats(std::istream& i, std::size_t expect, const std::s
             "checkpoint {} holds {} parameters, expected {}", path, n, expect);
   std::vector<float> v(static_cast<std::size_t>(n));
   i.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
-  ETS_CHECK(static_cast<bool>(i), Errc::parse, "ets.train.9", "checkpoint {} is truncated", path);
+  require_intact(i, path);
   return v;
 }
 
@@ -334,8 +343,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     const bool existed = std::filesystem::exists(ck_tmp);
     {
       std::ofstream o(ck_tmp, std::ios::binary | std::ios::app);
-      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", ck,
-                std::strerror(errno));
+      require_written(o, ck);
     }
     std::error_code ignored;
     if (!existed) std::filesystem::remove(ck_tmp, ignored);
@@ -365,7 +373,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     const auto rs = read_pod<std::uint64_t>(in);
     std::string rstate(static_cast<std::size_t>(std::min<std::uint64_t>(rs, 1 << 20)), '\0');
     in.read(rstate.data(), static_cast<std::streamsize>(rstate.size()));
-    ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+    require_intact(in, ck);
     // Counters as save_checkpoint writes them; anything else is damage (a negative epoch would loop ~2^31 times).
     ETS_CHECK(start_epoch >= 0 && step >= 0 && adam_steps >= 0 && bad_evals >= 0 &&
                   res.best_epoch >= -1 && res.best_epoch <= start_epoch &&
@@ -390,7 +398,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       r.seconds = read_pod<double>(in);
       res.history.push_back(r);
     }
-    ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+    require_intact(in, ck);
     if (v1 || v2 || v3)
       log(LogLevel::warn, "checkpoint {} predates run fingerprints: it is resumed without checking that the data "
                           "and options are those it was written with", ck);
@@ -399,10 +407,10 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     if (opt.ema_decay > 0) ema = saved.empty() ? im.params : std::move(saved);
     if (!v1 && !v2) {
       resume_step = read_pod<std::int64_t>(in);
-      ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+      require_intact(in, ck);
       if (!v3) {  // format 4 on: the run it belongs to
         const auto saved_fingerprint = read_pod<std::uint64_t>(in);
-        ETS_CHECK(static_cast<bool>(in), Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+        require_intact(in, ck);
         ETS_CHECK(saved_fingerprint == fingerprint, Errc::parse, "ets.train.9",
                   "checkpoint {} was written by a run with other training or validation data or other options (batch, "
                   "learning rate and schedule, Adam, clipping, seed, EMA, windows per epoch, window geometry): resume "
@@ -430,8 +438,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     const std::string& tmp = ck_tmp;
     {
       std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", ck,
-                std::strerror(errno));
+      require_written(o, ck);
       o.write(kCkptMagic, 8);
       for (std::int32_t v : {cfg.input_size, cfg.hidden, cfg.layers, cfg.outputs, shape_flags(cfg)}) write_pod(o, v);
       write_pod<std::int32_t>(o, next_epoch);
@@ -457,8 +464,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       write_floats(o, ema);
       write_pod<std::int64_t>(o, epoch_step);
       write_pod<std::uint64_t>(o, fingerprint);
-      ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", ck,
-                std::strerror(errno));
+      require_written(o, ck);
     }
     std::error_code ec;
     std::filesystem::rename(tmp, ck, ec);
