@@ -170,15 +170,17 @@ int run_train(const Args& a) {
     act.sa_flags = SA_RESETHAND;
     sigaction(SIGINT, &act, nullptr);
   }
-  struct RestoreSigint {  // also when training throws
+  struct RestoreSigint {  // the caller's SIGINT handling is back once training returns, or throws
     const struct sigaction& previous;
     bool active;
     ~RestoreSigint() {
       if (active) sigaction(SIGINT, &previous, nullptr);
     }
-  } restore{previous, catch_interrupt};
-  const auto r = ModelTrainer::train(train.traces, val.traces, o);
-  if (catch_interrupt) sigaction(SIGINT, &previous, nullptr);
+  };
+  const auto r = [&] {
+    const RestoreSigint restore{previous, catch_interrupt};
+    return ModelTrainer::train(train.traces, val.traces, o);
+  }();
   if (r.training.cancelled)
     std::fprintf(stderr, "\nets train: interrupted: writing the best weights so far (epoch %d)\n",
                  r.training.best_epoch + 1);
