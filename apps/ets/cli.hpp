@@ -67,6 +67,9 @@ long long integer_option(const Args& args, const std::string& name, long long fa
 
 /// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete.
 Tracer::LoadOptions load_options(const Args& args);
+/// Their --help lines (functions, not globals: the commands' Spec objects are built during static initialisation).
+OptionHelp rank_help();
+OptionHelp keep_incomplete_help();
 
 /// The name an output `path` ends at through symlinks (a chain of them, a dangling last one included): a file written
 /// there through a temporary beside it keeps the user's link. Throws ets.cli.1 for a link loop or an unreadable link.

@@ -63,8 +63,8 @@ const Register convert_cmd{Command{
          {"-o", "--output", "--rank"},
          1,
          {{"-o, --output OUT", "file to write: OUT.etst, or OUT.etst.gz gzip-compressed (required)"},
-          {"--rank N", "multi-rank Kineto files: the rank the file must hold (default -1: whichever it holds)"},
-          {"--keep-incomplete", "keep a trailing iteration with no successor and no end marker (default: dropped)"},
+          rank_help(),
+          keep_incomplete_help(),
           {"--quiet", "do not print the summary line (iterations, ops, files)"}}},
     run_convert}};
 

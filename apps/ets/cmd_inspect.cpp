@@ -77,8 +77,8 @@ const Register inspect_cmd{Command{
          {"--rank"},
          1,
          {{"--json", "print one JSON object per file, one per line"},
-          {"--rank N", "multi-rank Kineto files: the rank the file must hold (default -1: whichever it holds)"},
-          {"--keep-incomplete", "keep a trailing iteration with no successor and no end marker (default: dropped)"}}},
+          rank_help(),
+          keep_incomplete_help()}},
     run_inspect}};
 
 }  // namespace

@@ -120,6 +120,14 @@ long long integer_option(const Args& args, const std::string& name, long long fa
   return static_cast<long long>(v);
 }
 
+OptionHelp rank_help() {
+  return {"--rank N", "multi-rank Kineto files: the rank the file must hold (default -1: whichever it holds)"};
+}
+
+OptionHelp keep_incomplete_help() {
+  return {"--keep-incomplete", "keep a trailing iteration with no successor and no end marker (default: dropped)"};
+}
+
 Tracer::LoadOptions load_options(const Args& args) {
   Tracer::LoadOptions opt;
   opt.rank = static_cast<int>(integer_option(args, "--rank", opt.rank, -1, std::numeric_limits<int>::max()));
