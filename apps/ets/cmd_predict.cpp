@@ -126,12 +126,10 @@ int run_predict(const Args& a) {
   }
 
   std::vector<std::string> ids;
-  std::vector<std::size_t> iteration;
   for (const auto& path : a.positional) {
     std::vector<ExecutionTrace> its = Tracer::load(path);
     ETS_CHECK(!its.empty(), Errc::invalid_trace, "ets.predict.4", "'{}' holds no iterations", path);
     const std::size_t k = Predictor::representative_iteration(its);
-    iteration.push_back(k);
     ids.push_back(path);
     predictor.add_job(path, std::move(its[k]));
   }
