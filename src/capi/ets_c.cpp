@@ -144,27 +144,30 @@ ets_status ets_predictor_env_count(const ets_predictor* p, size_t* out) {
   return guarded([&] { *out = p->impl.environments().size(); });
 }
 
+namespace {
+// The id of the environment at `index` (insertion order); ets.capi.2 past the end.
+std::string env_at(const ets_predictor* p, size_t index) {
+  const auto envs = p->impl.environments();
+  ETS_CHECK(index < envs.size(), ets::Errc::invalid_argument, "ets.capi.2", "environment index {} of {}", index,
+            envs.size());
+  return envs[index];
+}
+}  // namespace
+
 ets_status ets_predictor_env_name_size(const ets_predictor* p, size_t index, size_t* out) {
   ETS_C_REQUIRE(p, "ets_predictor_env_name_size", "predictor");
   ETS_C_REQUIRE(out, "ets_predictor_env_name_size", "out");
-  return guarded([&] {
-    const auto envs = p->impl.environments();
-    ETS_CHECK(index < envs.size(), ets::Errc::invalid_argument, "ets.capi.2", "environment index {} of {}", index,
-              envs.size());
-    *out = envs[index].size() + 1;
-  });
+  return guarded([&] { *out = env_at(p, index).size() + 1; });
 }
 
 ets_status ets_predictor_env_name(const ets_predictor* p, size_t index, char* buf, size_t cap) {
   ETS_C_REQUIRE(p, "ets_predictor_env_name", "predictor");
   ETS_C_REQUIRE(buf, "ets_predictor_env_name", "buf");
   return guarded([&] {
-    const auto envs = p->impl.environments();
-    ETS_CHECK(index < envs.size(), ets::Errc::invalid_argument, "ets.capi.2", "environment index {} of {}", index,
-              envs.size());
-    ETS_CHECK(envs[index].size() < cap, ets::Errc::invalid_argument, "ets.capi.2",
-              "environment id '{}' needs {} bytes, the buffer has {}", envs[index], envs[index].size() + 1, cap);
-    std::memcpy(buf, envs[index].c_str(), envs[index].size() + 1);
+    const std::string env = env_at(p, index);
+    ETS_CHECK(env.size() < cap, ets::Errc::invalid_argument, "ets.capi.2",
+              "environment id '{}' needs {} bytes, the buffer has {}", env, env.size() + 1, cap);
+    std::memcpy(buf, env.c_str(), env.size() + 1);
   });
 }
 
