@@ -197,10 +197,10 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
   auto m = std::make_shared<Model>();
   m->env = !env_in.empty() ? env_in : !file.hardware_env.empty() ? file.hardware_env : "default";
   // Environment ids are names: one a C caller cannot spell (NUL) or a log line cannot hold (newline) is refused.
-  if (std::any_of(m->env.begin(), m->env.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+  const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
+  if (std::any_of(m->env.begin(), m->env.end(), control)) {
     std::string shown = m->env;
-    for (char& c : shown)
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    std::replace_if(shown.begin(), shown.end(), control, '?');
     ETS_THROW(Errc::invalid_argument, "ets.predict.9",
               "environment id '{}' holds a control character (shown as '?'): name it with printable characters",
               shown);
