@@ -8,7 +8,8 @@ namespace ets::cuda {
 
 /// Pushes an NVTX range on construction and pops it on destruction (same thread, strictly nested).
 /// Name ops PyTorch-style ("aten::conv2d": by default only a name with "::" is an op, others are scopes; see
-/// CuptiTracerOptions::all_ranges_are_ops) and iterations "ProfilerStep#N" (CuptiTracerOptions::step_prefix). Costs nothing measurable when no tool listens.
+/// CuptiTracerOptions::all_ranges_are_ops) and iterations "ProfilerStep#N" (CuptiTracerOptions::step_prefix). Costs
+/// nothing measurable when no tool listens.
 class NvtxRange {
  public:
   explicit NvtxRange(const std::string& name) noexcept;

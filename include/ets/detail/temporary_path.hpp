@@ -1,6 +1,6 @@
-// The name of a writer's temporary file beside its destination (the library's writers and the ets tool's): the file is written there, then renamed over the
-// destination, so a reader never sees half a file. Unique per process and call, so two writers of one destination
-// (threads or processes) never share a temporary.
+// The name of a writer's temporary file beside its destination (the library's writers and the ets tool's): the file
+// is written there, then renamed over the destination, so a reader never sees half a file. Unique per process and
+// call, so two writers of one destination (threads or processes) never share a temporary.
 #pragma once
 
 #include <atomic>
