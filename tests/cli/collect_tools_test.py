@@ -6,7 +6,8 @@
 # raw/- and collect/-derived figures when those folders are absent (a fresh clone), takes the median of an even
 # count as the mean of the middle two, and replaces its files atomically; collect.py refuses a bad selection
 # (unknown family or id, unreadable --configs, --block 0) before creating anything, and a clean pass leaves no
-# ids-pass*.txt behind (a stub worker in a copied tree).
+# ids-pass*.txt behind (a stub worker in a copied tree); a config whose passes ran in two environments is not
+# labelled, and env.py gives masked CPU names ("AMD EPYC") the CPUID family / model.
 # Usage: collect_tools_test.py WORK_DIR
 import gzip
 import json
@@ -204,7 +205,10 @@ for cid in open(a.ids).read().split():
     d = os.path.join(a.raw, cid)
     os.makedirs(d, exist_ok=True)
     open(os.path.join(d, "pass%d.json.gz" % a.p), "wb").close()
-    json.dump({"ok": True, "pass": a.p}, open(os.path.join(d, "pass%d.status.json" % a.p), "w"))
+    rec = {"ok": True, "pass": a.p}
+    if os.environ.get("STUB_ENV"):
+        rec["env"] = {"environment": os.environ["STUB_ENV"]}
+    json.dump(rec, open(os.path.join(d, "pass%d.status.json" % a.p), "w"))
     print("DONE %s 1 0.01" % cid, flush=True)
 """)
 TREE_COLLECT = os.path.join(tree, "tools", "collect", "collect.py")
@@ -240,6 +244,44 @@ left = sorted(os.listdir(os.path.join(stub_out, "collect"))) if os.path.isdir(os
 check(left == ["run.jsonl"], f"OUT/collect after clean passes: {left}")
 check(all(os.path.exists(os.path.join(stub_out, "raw", cid, f"pass{p}.status.json")) for cid in ids for p in (1, 2)),
       "the stub worker ran both passes of both configs")
+
+# ---- a config whose passes ran in two environments (a run resumed on another host) is not labelled; one whose
+# passes agree is labelled under that environment (a stub `ets label` records its arguments)
+mixed_out = os.path.join(work, "mixed-out")
+stub_ets = os.path.join(work, "stub-ets")
+with open(stub_ets, "w") as fh:
+    fh.write(f"#!{sys.executable}\nimport json, sys\nargs = sys.argv[1:]\n"
+             "open(args[args.index('-o') + 1], 'w').write(json.dumps(args))\n")
+os.chmod(stub_ets, 0o755)
+base_cmd = [sys.executable, TREE_COLLECT, "--out", mixed_out, "--configs", os.path.join(work, "ids.txt"),
+            "--passes", "2"]
+r = subprocess.run(base_cmd + ["--no-label"], capture_output=True, text=True, env={**os.environ, "STUB_ENV": "cpu-a"})
+check(r.returncode == 0, f"stub passes in cpu-a: rc {r.returncode} {r.stderr[-500:]}")
+for f in ("pass2.status.json", "pass2.json.gz"):
+    os.remove(os.path.join(mixed_out, "raw", "mlp-0001", f))
+r = subprocess.run(base_cmd + ["--ets", stub_ets], capture_output=True, text=True,
+                   env={**os.environ, "STUB_ENV": "cpu-b"})
+check(r.returncode == 0, f"stub pass 2 of mlp-0001 in cpu-b, then labels: rc {r.returncode} {r.stderr[-500:]}")
+label_of = {cid: os.path.join(mixed_out, "traces", C.config(cid)["split"], cid + ".etst.gz") for cid in ids}
+check(not os.path.exists(label_of["mlp-0001"]), "passes from cpu-a and cpu-b: no label")
+if os.path.exists(label_of["mlp-0002"]):
+    args = json.load(open(label_of["mlp-0002"]))
+    check(args[args.index("--environment") + 1] == "cpu-a", f"labelled under its passes' environment: {args}")
+else:
+    check(False, "passes that agree (cpu-a): labelled")
+with open(os.path.join(mixed_out, "collect", "run.jsonl")) as fh:
+    label_evs = [json.loads(line) for line in fh if '"label"' in line]
+check([(e["config"], e["ok"]) for e in label_evs] == [("mlp-0001", False), ("mlp-0002", True)] and
+      "cpu-a, cpu-b" in label_evs[0].get("stderr", ""), f"label events: {label_evs}")
+
+# ---- env.py: a name without a model number (a VM's masked "AMD EPYC") gets the CPUID family / model
+from tools.collect import env as E  # noqa: E402
+
+check(E.cpu_slug("AMD EPYC", "f26m2") == "amd-epyc-f26m2" and E.cpu_slug("AMD EPYC", "f25m1") == "amd-epyc-f25m1",
+      "two masked EPYC generations get two ids")
+check(E.cpu_slug("AMD EPYC 7B13 64-Core", "f25m1") == "amd-epyc-7b13-64-core", "a numbered name is kept as it is")
+check(E.cpu_slug("NVIDIA H200") == "nvidia-h200", "a given (GPU) name gets no host signature")
+check(E.cpu_slug("Intel(R) Xeon(R) CPU @ 2.20GHz", "") == "intel-xeon", "no signature where cpuinfo has none")
 
 if failures:
     print("\n".join("FAIL: " + f for f in failures))

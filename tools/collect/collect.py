@@ -180,15 +180,21 @@ class Collector:
         files = [os.path.join(self.raw, cid, f"pass{p}.json.gz") for p in range(1, P + 1)]
         out = self.label_path(cfg)
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        st = self.status(cid, 1) or {}
-        env = st.get("env", {})
+        envs = [((self.status(cid, p) or {}).get("env") or {}).get("environment", "") for p in range(1, P + 1)]
+        if len(set(envs)) > 1:
+            # a collection resumed on another host (or after an env.py change): a median over both is the time of
+            # neither; --redo-unlabelled collects the config again, keeping these passes aside
+            self.log(ev="label", config=cid, ok=False, rc=None, stdout="",
+                     stderr=f"its passes ran in different environments ({', '.join(e or '?' for e in envs)}); "
+                            "not labelled")
+            return False
         k = cfg["knobs"]
         cmd = [self.ets, "label", *files, "-o", out, "--id", cid, "--family", cfg["family"],
                "--model", C.model_name(cfg), "--batch-size", str(k["batch_size"]), "--optimizer", k["optimizer"],
                "--split", cfg["split"], "--threshold", str(self.a.disagree), "--tolerance", str(self.a.tolerance),
                "--per-op", self.a.per_op]
-        if env.get("environment"):
-            cmd += ["--environment", env["environment"]]
+        if envs and envs[0]:
+            cmd += ["--environment", envs[0]]
         r = subprocess.run(cmd, capture_output=True, text=True)
         ok = r.returncode == 0 and os.path.exists(out)
         self.log(ev="label", config=cid, ok=ok, rc=r.returncode, stderr=r.stderr.strip()[-800:],

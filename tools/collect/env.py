@@ -38,10 +38,38 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def cpu_slug(model: str | None = None) -> str:
-    """'AMD EPYC 7B13 64-Core' -> 'amd-epyc-7b13-64-core' (used in the environment id)."""
+def cpu_signature() -> str:
+    """The CPUID family and model as 'f26m2'; '' where /proc/cpuinfo does not give both (not x86 Linux)."""
+    found = {}
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("cpu family", "model") and key not in found:
+                    found[key] = value.strip()
+                if len(found) == 2:
+                    break
+    except OSError:
+        return ""
+    family, model = found.get("cpu family", ""), found.get("model", "")
+    return f"f{family}m{model}" if family.isdigit() and model.isdigit() else ""
+
+
+def cpu_slug(model: str | None = None, signature: str | None = None) -> str:
+    """'AMD EPYC 7B13 64-Core' -> 'amd-epyc-7b13-64-core' (used in the environment id).
+
+    A name without any number (a VM's masked 'AMD EPYC') names no CPU generation: then the CPUID family and model
+    are added ('amd-epyc-f26m2'). Two cloud hosts that both said 'AMD EPYC' (2026-11-29 without AVX-512, 2026-11-30
+    a family-26 part with it) ran the same configurations 2.4x apart; one id for both would mix their timings.
+    `signature` defaults to this host's for its own name and to none for a given name (a GPU's)."""
     s = re.sub(r"\(r\)|\(tm\)|cpu|@.*$|processor", "", (model or cpu_model()).lower())
-    return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "unknown"
+    s = re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "unknown"
+    if signature is None:
+        signature = cpu_signature() if model is None else ""
+    if signature and not re.search(r"[0-9]", s):
+        s = f"{s}-{signature}"
+    return s
 
 
 def prepare_process(device: str = "cpu") -> None:
@@ -122,6 +150,7 @@ def environment_record(device: str = "cpu", gemm: bool = True) -> dict:
 
     rec = {
         "host_cpu": cpu_model(),
+        "cpu_signature": cpu_signature(),
         "cpu_flags_avx512": "avx512f" in cpu_flags(),
         "python": platform.python_version(),
         "torch": torch.__version__,
