@@ -16,43 +16,32 @@ import time
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def cpu_flags() -> set:
+def _cpuinfo() -> dict:
+    """The first value of each /proc/cpuinfo key ('model name', 'flags', 'cpu family', ...); {} where unreadable."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                key, sep, value = line.partition(":")
+                if sep:
+                    fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return set()
+    return fields
+
+
+def cpu_flags() -> set:
+    return set(_cpuinfo().get("flags", "").split())
 
 
 def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return _cpuinfo().get("model name") or platform.processor() or platform.machine()
 
 
 def cpu_signature() -> str:
     """The CPUID family and model as 'f26m2'; '' where /proc/cpuinfo does not give both (not x86 Linux)."""
-    found = {}
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key in ("cpu family", "model") and key not in found:
-                    found[key] = value.strip()
-                if len(found) == 2:
-                    break
-    except OSError:
-        return ""
-    family, model = found.get("cpu family", ""), found.get("model", "")
+    info = _cpuinfo()
+    family, model = info.get("cpu family", ""), info.get("model", "")
     return f"f{family}m{model}" if family.isdigit() and model.isdigit() else ""
 
 
