@@ -1,5 +1,6 @@
 // `ets eval --model M --data DIR --split test [--baselines] [--json]`: iteration-level MRE / RMSE of ETS (and of the
 // baselines, trained on DIR's train split and tuned on its val split), per family, per op count, per phase.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -61,6 +62,11 @@ int run_eval(const Args& a) {
   if (a.flag("--baselines") && (train_split == split || val_split == split))
     throw std::invalid_argument("--split '" + split + "' must differ from --train-split '" + train_split +
                                 "' and --val-split '" + val_split + "'");
+  // A scale fitted on the evaluated traces would be tuned on test.
+  const bool val_scaled = a.flag("--val-scaled");
+  if (val_scaled && val_split == split)
+    throw std::invalid_argument("--val-scaled: --split '" + split + "' must differ from --val-split '" + val_split +
+                                "'");
   Aggregator::Options aggregation;
   const std::string agg = a.value("--aggregate", "mean");
   if (agg == "nearest") aggregation.overlap_average = false;
@@ -95,9 +101,29 @@ int run_eval(const Args& a) {
 
   std::vector<Evaluator::Method> methods;
   methods.push_back(Evaluator::method("ets", test.traces, Evaluator::predict(model, test.traces, threads, aggregation)));
+  DatasetSplit val;
+  if (a.flag("--baselines") || val_scaled) val = DatasetSplit::load(data, val_split, threads);
+  // Per method, the median val label / prediction ratio (--val-scaled).
+  std::vector<double> scales;
+  auto val_scale = [&](const std::vector<double>& val_pred) {
+    std::vector<double> r;
+    for (std::size_t i = 0; i < val.traces.size(); ++i)
+      if (Evaluator::scorable(val.traces[i]) && val_pred[i] > 0 && std::isfinite(val_pred[i]))
+        r.push_back(Evaluator::truth_us(val.traces[i]) / val_pred[i]);
+    ETS_CHECK(!r.empty(), Errc::invalid_argument, "ets.eval.4",
+              "split '{}' of '{}' holds no trace with a measured or labelled iteration time and a positive prediction "
+              "({} traces): nothing to fit --val-scaled on", val_split, data, val.traces.size());
+    std::sort(r.begin(), r.end());
+    const std::size_t h = r.size() / 2;
+    return r.size() % 2 ? r[h] : 0.5 * (r[h - 1] + r[h]);
+  };
+  if (val_scaled) {
+    std::vector<double> vp;
+    for (const auto& p : Evaluator::predict(model, val.traces, threads, aggregation)) vp.push_back(p.iteration_us);
+    scales.push_back(val_scale(vp));
+  }
   if (a.flag("--baselines")) {
     const auto train = DatasetSplit::load(data, train_split, threads);
-    const auto val = DatasetSplit::load(data, val_split, threads);
     const FeatureSpec spec = FeatureSpec::deserialize(model.encoder_state);
     for (auto kind : Baseline::all_kinds()) {
       if (!json) std::fprintf(stderr, "ets eval: training baseline %s ...\n", Baseline::kind_name(kind));
@@ -105,6 +131,23 @@ int run_eval(const Args& a) {
       std::vector<double> pred;
       for (const auto& t : test.traces) pred.push_back(b.predict(t));
       methods.push_back(Evaluator::method(b.name(), test.traces, pred));
+      if (val_scaled) {
+        std::vector<double> vp;
+        for (const auto& t : val.traces) vp.push_back(b.predict(t));
+        scales.push_back(val_scale(vp));
+      }
+    }
+  }
+  // The same predictions times each method's val scale: how far each is from the test labels once its overall
+  // bias, which one factor from val could remove, is taken out.
+  std::vector<Evaluator::Metrics> scaled;
+  if (val_scaled) {
+    std::vector<double> truth;
+    for (const auto& t : test.traces) truth.push_back(Evaluator::truth_us(t));
+    for (std::size_t i = 0; i < methods.size(); ++i) {
+      std::vector<double> p = methods[i].predicted_us;
+      for (double& x : p) x *= scales[i];
+      scaled.push_back(Evaluator::metrics(p, truth));
     }
   }
   std::size_t noise_n = 0;
@@ -144,8 +187,17 @@ int run_eval(const Args& a) {
     buckets("by_ops", &Evaluator::Method::by_ops);
     buckets("by_disagreement", &Evaluator::Method::by_disagreement);
     const auto& ph = methods[0].by_phase;
-    s += fmt::format("}},\"ets_phase_split\":{{\"forward\":{},\"backward\":{},\"update\":{}}}}}", metrics_json(ph[0]),
+    s += fmt::format("}},\"ets_phase_split\":{{\"forward\":{},\"backward\":{},\"update\":{}}}", metrics_json(ph[0]),
                      metrics_json(ph[1]), metrics_json(ph[2]));
+    if (val_scaled) {
+      s += fmt::format(",\"val_scaled\":{{\"split\":\"{}\"", json_escape(val_split));
+      for (std::size_t i = 0; i < methods.size(); ++i) {
+        std::string m = metrics_json(scaled[i]);  // {"mre":…}: the scale goes in front of its fields
+        s += fmt::format(",\"{}\":{{\"scale\":{},{}", methods[i].name, num(scales[i]), m.substr(1));
+      }
+      s += "}";
+    }
+    s += "}";
     std::printf("%s\n", s.c_str());
     return 0;
   }
@@ -197,6 +249,13 @@ int run_eval(const Args& a) {
     table("disagree (MRE)", dis, &Evaluator::Metrics::mre, pct);
     table("disagree (bias)", dis, &Evaluator::Metrics::bias, " %+10.2f%%");
   }
+  if (val_scaled) {
+    std::printf("\nscaled by val (median label / prediction on '%s', one factor per method)\n", val_split.c_str());
+    std::printf("%-12s %9s %9s %10s %9s\n", "method", "scale", "MRE", "RMSE(ms)", "bias");
+    for (std::size_t i = 0; i < methods.size(); ++i)
+      std::printf("%-12s %9.4f %8.2f%% %10.3f %+8.2f%%\n", methods[i].name.c_str(), scales[i], 100 * scaled[i].mre,
+                  scaled[i].rmse_ms, 100 * scaled[i].bias);
+  }
   const auto& ph = methods[0].by_phase;
   std::printf("\nets phase split (MRE of Σ(time+gap) per phase): forward %.2f%%, backward %.2f%%, update %.2f%%\n",
               100 * ph[0].mre, 100 * ph[1].mre, 100 * ph[2].mre);
@@ -205,15 +264,16 @@ int run_eval(const Args& a) {
 
 const Register eval_cmd{Command{
     "eval", "evaluate a model and baselines on a dataset split",
-    Spec{"eval --model M --data DIR [--split test] [--baselines] [--json] [--train-split S] [--val-split S] [--threads T] "
-         "[--aggregate mean|nearest] [--predictions OUT.csv]",
-         {"--baselines", "--json"},
+    Spec{"eval --model M --data DIR [--split test] [--baselines] [--val-scaled] [--json] [--train-split S] "
+         "[--val-split S] [--threads T] [--aggregate mean|nearest] [--predictions OUT.csv]",
+         {"--baselines", "--val-scaled", "--json"},
          {"--model", "--data", "--split", "--train-split", "--val-split", "--threads", "--aggregate", "--predictions"},
          0,
          {{"--model M", "model (.etsm) to evaluate (required)"},
           {"--data DIR", "dataset directory (required)"},
           {"--split S", "split of DIR to evaluate on (default test)"},
           {"--baselines", "also score the baselines, trained on --train-split and tuned on --val-split"},
+          {"--val-scaled", "also score each method times one factor, its median label / prediction on --val-split"},
           {"--json", "print one JSON object instead of the tables"},
           {"--train-split S", "split the baselines train on; must differ from --split (default train)"},
           {"--val-split S", "split the baselines are tuned on; must differ from --split (default val)"},

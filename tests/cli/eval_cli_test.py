@@ -3,7 +3,8 @@
 # consistent with the JSON metrics), --aggregate nearest (the overlap ablation) changes predictions but not truths,
 # the test-retest floor from a retest.json, the bias and the pass-disagreement buckets, and a bad --aggregate or
 # --threads value, an unwritable --predictions path, a damaged retest.json or baselines fitted on the evaluated split
-# is refused.
+# is refused. --val-scaled: each method's factor is its median val label / prediction, and its scaled metrics are
+# its test predictions times that factor.
 # Values are checked against each other, never hard-coded.
 # Usage: eval_cli_test.py ETS MODEL DATA_DIR WORK_DIR
 import csv
@@ -13,6 +14,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -172,6 +174,47 @@ for extra in (["--split", "val"], ["--split", "test", "--val-split", "test"], ["
     p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--baselines", *extra], capture_output=True,
                        text=True)
     check(p.returncode == 2 and "must differ" in p.stderr, f"eval --baselines {extra}: rc {p.returncode} {p.stderr}")
+
+# --val-scaled: one factor per method from the val split, applied to its test predictions
+check("val_scaled" not in j_mean, "no val_scaled without --val-scaled")
+scaled_csv, val_csv = os.path.join(work, "scaled.csv"), os.path.join(work, "val.csv")
+j_sc = run_eval("--baselines", "--val-scaled", "--predictions", scaled_csv)
+vs = j_sc.get("val_scaled", {})
+check(vs.get("split") == "val" and set(vs) == {"split", "ets", "opsum", "perop_mlp", "whole_trace"},
+      f"val_scaled keys: {sorted(vs)}")
+rows_sc = list(csv.DictReader(open(scaled_csv))) if os.path.exists(scaled_csv) else []
+for m in ("ets", "opsum", "perop_mlp", "whole_trace"):
+    e = vs.get(m, {})
+    scale = e.get("scale") or 0
+    check(scale > 0 and math.isfinite(scale), f"val_scaled {m} scale {scale}")
+    if rows_sc and scale > 0:
+        errs = [abs(scale * float(r[m + "_us"]) - float(r["measured_us"])) / float(r["measured_us"]) for r in rows_sc]
+        got = sum(errs) / len(errs)
+        check(e.get("n") == len(rows_sc) and math.isclose(got, e.get("mre", -1), rel_tol=1e-3),
+              f"val_scaled {m}: MRE {e.get('mre')} vs {got} from the CSV times {scale}")
+        check(math.isclose(j_sc["methods"][m]["mre"], sum(abs(float(r[m + "_us"]) - float(r["measured_us"])) /
+              float(r["measured_us"]) for r in rows_sc) / len(rows_sc), rel_tol=1e-4), f"unscaled {m} unchanged")
+# the ETS factor recomputed from its own predictions on val
+p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "val", "--threads", "1", "--predictions",
+                    val_csv], capture_output=True, text=True)
+check(p.returncode == 0, f"eval --split val: rc {p.returncode} {p.stderr}")
+if p.returncode == 0 and vs.get("ets"):
+    ratios = sorted(float(r["measured_us"]) / float(r["ets_us"]) for r in csv.DictReader(open(val_csv)))
+    h = len(ratios) // 2
+    med = ratios[h] if len(ratios) % 2 else 0.5 * (ratios[h - 1] + ratios[h])
+    check(math.isclose(med, vs["ets"]["scale"], rel_tol=1e-4), f"ets val scale {vs['ets']['scale']} vs median {med}")
+p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "val", "--val-scaled"],
+                   capture_output=True, text=True)
+check(p.returncode == 2 and "must differ" in p.stderr, f"--val-scaled on the val split: rc {p.returncode} {p.stderr}")
+# a val split with nothing to fit the factor on is an error, not a silent factor of 1
+empty_val = os.path.join(work, "empty-val-data")
+os.makedirs(os.path.join(empty_val, "traces", "val"), exist_ok=True)
+os.makedirs(os.path.join(empty_val, "traces", "test"), exist_ok=True)
+for path in sorted(glob.glob(os.path.join(data, "traces", "test", "*.etst.gz")))[:1]:
+    shutil.copy(path, os.path.join(empty_val, "traces", "test"))
+p = subprocess.run([ets, "eval", "--model", model, "--data", empty_val, "--val-scaled"], capture_output=True, text=True)
+check(p.returncode == 1 and "ets.eval.4" in p.stderr and "--val-scaled" in p.stderr,
+      f"--val-scaled without a scorable val trace: rc {p.returncode} {p.stderr}")
 
 p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--aggregate", "median"], capture_output=True, text=True)
 check(p.returncode != 0 and "--aggregate" in p.stderr, f"bad --aggregate refused: rc {p.returncode} {p.stderr}")
