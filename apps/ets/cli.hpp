@@ -97,5 +97,7 @@ std::string json_escape(const std::string& s);
 std::string json_number(double v);
 /// One CSV field: quoted (with doubled quotes) when it holds a comma, quote or newline.
 std::string csv_field(const std::string& s);
+/// Median (the mean of the middle two for an even count); NaN when v is empty.
+double median(std::vector<double> v);
 
 }  // namespace ets::cli

@@ -1,12 +1,12 @@
 // `ets eval --model M --data DIR --split test [--baselines] [--json]`: iteration-level MRE / RMSE of ETS (and of the
 // baselines, trained on DIR's train split and tuned on its val split), per family, per op count, per phase.
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -113,9 +113,7 @@ int run_eval(const Args& a) {
     ETS_CHECK(!r.empty(), Errc::invalid_argument, "ets.eval.4",
               "split '{}' of '{}' holds no trace with a measured or labelled iteration time and a positive prediction "
               "({} traces): nothing to fit --val-scaled on", val_split, data, val.traces.size());
-    std::sort(r.begin(), r.end());
-    const std::size_t h = r.size() / 2;
-    return r.size() % 2 ? r[h] : 0.5 * (r[h - 1] + r[h]);
+    return median(std::move(r));
   };
   if (val_scaled) {
     std::vector<double> vp;

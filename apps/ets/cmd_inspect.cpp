@@ -1,6 +1,5 @@
 // `ets inspect TRACE... [--json]`: format, iterations with op counts, measured iteration time and gap share.
 // --json prints one object per file per line, for scripts (tools/bench_import.py, the dataset collector).
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -15,13 +14,6 @@
 
 namespace ets::cli {
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 int run_inspect(const Args& args) {
   const Tracer::LoadOptions opt = load_options(args);

@@ -180,6 +180,13 @@ std::string json_escape(const std::string& s) {
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hardware_env, const std::string& env_id) {
   const std::string& where = t.meta.environment;
   return where.empty() || hardware_env.empty() || where == hardware_env || where == env_id;
