@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import re
@@ -16,8 +17,11 @@ import time
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+@functools.lru_cache(maxsize=1)
 def _cpuinfo() -> dict:
-    """The first value of each /proc/cpuinfo key ('model name', 'flags', 'cpu family', ...); {} where unreadable."""
+    """The first value of each /proc/cpuinfo key ('model name', 'flags', 'cpu family', ...); {} where unreadable.
+    Read once per process: one environment record asks for the model, flags and signature several times. Callers
+    must not modify the returned dict."""
     fields = {}
     try:
         with open("/proc/cpuinfo") as fh:
