@@ -59,23 +59,35 @@ Ptr create(Create&& fn) {
   return Ptr(h);
 }
 
-/// Grow-only device allocation; reallocates only when a larger size is asked for.
-class DeviceBuffer {
+/// Where a GrowOnlyBuffer's bytes live: device memory, or page-locked host memory for the staging buffers of the
+/// copies (pageable memory would make the driver stage every copy through its own buffer, synchronously).
+struct DeviceMemory {
+  static cudaError_t allocate(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
+  static void release(void* p) noexcept { (void)cudaFree(p); }
+};
+struct PinnedMemory {
+  static cudaError_t allocate(void** p, std::size_t bytes) { return cudaMallocHost(p, bytes); }
+  static void release(void* p) noexcept { (void)cudaFreeHost(p); }
+};
+
+/// Grow-only allocation; reallocates only when a larger size is asked for.
+template <class Memory>
+class GrowOnlyBuffer {
  public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (ptr_) (void)cudaFree(ptr_);
+  GrowOnlyBuffer() = default;
+  GrowOnlyBuffer(const GrowOnlyBuffer&) = delete;
+  GrowOnlyBuffer& operator=(const GrowOnlyBuffer&) = delete;
+  ~GrowOnlyBuffer() {
+    if (ptr_) Memory::release(ptr_);
   }
   void reserve(std::size_t bytes) {
     if (bytes <= capacity_) return;
     if (ptr_) {
-      (void)cudaFree(ptr_);
+      Memory::release(ptr_);
       ptr_ = nullptr;
       capacity_ = 0;
     }
-    ETS_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+    ETS_CUDA_CHECK(Memory::allocate(&ptr_, bytes));
     capacity_ = bytes;
   }
   void* get() const noexcept { return ptr_; }
@@ -87,6 +99,8 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
   std::size_t capacity_ = 0;
 };
+using DeviceBuffer = GrowOnlyBuffer<DeviceMemory>;
+using PinnedBuffer = GrowOnlyBuffer<PinnedMemory>;
 
 /// Makes `device` current for the calling thread and restores the previous one on exit: the
 /// backend must not change which device the host program's own CUDA code runs on.
@@ -119,35 +133,6 @@ void validate(const LstmWeights& w) {
             "ets.cuda.6", "head has {} weights and {} biases, the config needs {} and {}", w.head_w.size(),
             w.head_b.size(), head, c.outputs);
 }
-
-/// Grow-only page-locked host allocation: the staging buffers of the copies (pageable memory would make the
-/// driver stage every copy through its own buffer, synchronously).
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() {
-    if (ptr_) (void)cudaFreeHost(ptr_);
-  }
-  void reserve(std::size_t floats) {
-    if (floats <= capacity_) return;
-    if (ptr_) {
-      (void)cudaFreeHost(ptr_);
-      ptr_ = nullptr;
-      capacity_ = 0;
-    }
-    void* p = nullptr;
-    ETS_CUDA_CHECK(cudaMallocHost(&p, floats * sizeof(float)));
-    ptr_ = static_cast<float*>(p);
-    capacity_ = floats;
-  }
-  float* data() const noexcept { return ptr_; }
-
- private:
-  float* ptr_ = nullptr;
-  std::size_t capacity_ = 0;
-};
 
 /// cuDNN's "this algorithm cannot do this configuration" answers: the plain bad-parameter status and the
 /// not-supported family. A cue to try the next algorithm, which recomputes everything from the unchanged input. The
@@ -334,8 +319,8 @@ void CudnnBackend::Impl::reshape(ExecContext& ctx, int windows, int width) const
   ctx.x.reserve(positions * config.input_size * sizeof(float));
   ctx.y.reserve(positions * config.hidden * dirs * sizeof(float));
   ctx.out.reserve(positions * config.outputs * sizeof(float));
-  ctx.x_host.reserve(positions * config.input_size);
-  ctx.out_host.reserve(positions * config.outputs);
+  ctx.x_host.reserve(positions * config.input_size * sizeof(float));
+  ctx.out_host.reserve(positions * config.outputs * sizeof(float));
   ctx.windows = windows;
   ctx.width = width;
 }
@@ -348,7 +333,7 @@ void CudnnBackend::Impl::run(ExecContext& ctx, const float* x, int windows, int 
   const std::size_t f = static_cast<std::size_t>(config.input_size);
   cudaStream_t stream = ctx.stream.get();
   // N × W × F (batch-major) → W × N × F (sequence-major) while staging into pinned memory.
-  float* xs = ctx.x_host.data();
+  float* xs = ctx.x_host.as<float>();
   for (std::size_t n = 0; n < n_windows; ++n)
     for (std::size_t t = 0; t < w_steps; ++t)
       std::copy_n(x + (n * w_steps + t) * f, f, xs + (t * n_windows + n) * f);
@@ -378,12 +363,12 @@ void CudnnBackend::Impl::run(ExecContext& ctx, const float* x, int windows, int 
   ETS_CUBLAS_CHECK(cublasSgemm(ctx.cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, config.outputs,
                                static_cast<int>(positions), dh, &one, head_w.as<const float>(), dh,
                                ctx.y.as<const float>(), dh, &zero, ctx.out.as<float>(), config.outputs));
-  ETS_CUDA_CHECK(cudaMemcpyAsync(ctx.out_host.data(), ctx.out.get(), positions * config.outputs * sizeof(float),
+  ETS_CUDA_CHECK(cudaMemcpyAsync(ctx.out_host.as<float>(), ctx.out.get(), positions * config.outputs * sizeof(float),
                                  cudaMemcpyDeviceToHost, stream));
   ETS_CUDA_CHECK(cudaStreamSynchronize(stream));
   // Back to the caller's batch-major order, adding the head bias.
   const std::size_t o = static_cast<std::size_t>(config.outputs);
-  const float* out = ctx.out_host.data();
+  const float* out = ctx.out_host.as<float>();
   for (std::size_t t = 0; t < w_steps; ++t)
     for (std::size_t n = 0; n < n_windows; ++n)
       for (std::size_t k = 0; k < o; ++k)
