@@ -223,11 +223,11 @@ inspect_all() {
       echo "{\"path\":\"$f\",\"error\":true}" >>"$WORK/inspect.jsonl"
     fi
   done < <(find "$WORK/data/raw" -type f -regex '.*/pass[0-9]+\.json\.gz' 2>/dev/null | sort)
-  log "inspected $n trace(s), $bad failed to import"
+  echo "inspected $n trace(s), $bad failed to import"  # stdout: step writes it into the log once
   [ $n -gt 0 ] && [ $bad = 0 ]
 }
 if [ $BUILT = 1 ] && [ -d "$WORK/data/raw" ]; then
-  export -f inspect_all log
+  export -f inspect_all
   export WORK BUILD LOG
   step inspect 60 bash -c inspect_all
 else
