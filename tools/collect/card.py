@@ -198,20 +198,28 @@ def compute(data: str, retest: str = "", previous: dict | None = None, notes: li
                      f"env_record (the env table)")
     again = retest_labels(data, retest)
     if again:
-        common = sorted(set(again["labels"]) & set(labels))
-        pairs = [(labels[c]["measured_us"], again["labels"][c]["measured_us"]) for c in common]  # (L, R)
-        rel = [abs(r - l) / l for l, r in pairs]
-        # Half the mean |L - R| / max(L, R): no predictor of the configuration alone averages below it if the two
-        # runs are alike, since |L - R| <= |P - L| + |P - R| (docs/dataset.md, Noise floor).
-        gap = [abs(r - l) / max(l, r) for l, r in pairs]
-        shift = [math.log(r / l) for l, r in pairs]
-        card["retest"] = {"source": again["source"], "collected": again["collected"], "n": len(common),
-                          "mre": statistics.fmean(rel) if rel else math.nan,
-                          "predictor_bound": 0.5 * statistics.fmean(gap) if gap else math.nan,
-                          "mean_log_ratio": statistics.fmean(shift) if shift else math.nan,
-                          "median_re": statistics.median(rel) if rel else math.nan,
-                          "p90_re": quantiles(rel, (0.9,)).get(0.9, math.nan) if rel else math.nan}
+        card["retest"] = {"source": again["source"], "collected": again["collected"],
+                          **retest_figures(labels, again["labels"])}
     return card
+
+
+def retest_figures(first: dict, second: dict) -> dict:
+    """Test–retest figures of two label sets ({config: {"measured_us": ...}}) over their common configurations:
+    n, mre (mean |R - L| / L), predictor_bound, mean_log_ratio (mean log R / L), median_re and p90_re; NaN when
+    they share none."""
+    common = sorted(set(first) & set(second))
+    pairs = [(first[c]["measured_us"], second[c]["measured_us"]) for c in common]  # (L, R)
+    rel = [abs(r - l) / l for l, r in pairs]
+    # Half the mean |L - R| / max(L, R): no predictor of the configuration alone averages below it if the two
+    # runs are alike, since |L - R| <= |P - L| + |P - R| (docs/dataset.md, Noise floor).
+    gap = [abs(r - l) / max(l, r) for l, r in pairs]
+    shift = [math.log(r / l) for l, r in pairs]
+    return {"n": len(common),
+            "mre": statistics.fmean(rel) if rel else math.nan,
+            "predictor_bound": 0.5 * statistics.fmean(gap) if gap else math.nan,
+            "mean_log_ratio": statistics.fmean(shift) if shift else math.nan,
+            "median_re": statistics.median(rel) if rel else math.nan,
+            "p90_re": quantiles(rel, (0.9,)).get(0.9, math.nan) if rel else math.nan}
 
 
 RETEST_FILE = "retest.json"
