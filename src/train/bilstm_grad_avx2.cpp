@@ -37,8 +37,20 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+// In C++ the target pragma does not define the ISA macros, and Eigen picks its packets from them: without these it
+// would use 4-float SSE packets here (which the compiler merely fuses into 128-bit FMAs), not 8-float AVX ones.
+#define __SSE3__ 1
+#define __SSSE3__ 1
+#define __SSE4_1__ 1
+#define __SSE4_2__ 1
+#define __AVX__ 1
+#define __AVX2__ 1
+#define __FMA__ 1
 #define Eigen ets_eigen_avx2
 #include <Eigen/Core>
+#if !defined(EIGEN_VECTORIZE_AVX2) || !defined(EIGEN_VECTORIZE_FMA)
+#error "the AVX2 build of the BPTT kernels must vectorise with Eigen's AVX2 + FMA packets"
+#endif
 
 namespace ets::train::avx2 {
 #include "train/bilstm_grad_decl.inc"
@@ -53,6 +65,13 @@ std::unique_ptr<GradEngine> make(const ParamLayout& layout) { return std::make_u
 }  // namespace ets::train::avx2
 
 #undef Eigen
+#undef __SSE3__
+#undef __SSSE3__
+#undef __SSE4_1__
+#undef __SSE4_2__
+#undef __AVX__
+#undef __AVX2__
+#undef __FMA__
 #pragma GCC pop_options
 #endif
 
