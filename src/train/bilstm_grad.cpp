@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -24,9 +25,16 @@ namespace {
 }  // namespace
 
 std::unique_ptr<GradEngine> make_grad_engine(const ParamLayout& layout, bool allow_simd) {
+  // ETS_TRAIN_ISA caps the instruction set: generic, avx2 or avx512 (the default: the widest the CPU runs).
   const char* env = std::getenv("ETS_TRAIN_ISA");
-  if (allow_simd && !(env && std::strcmp(env, "generic") == 0))
+  const std::string cap = env ? env : "";
+  ETS_CHECK(cap.empty() || cap == "generic" || cap == "avx2" || cap == "avx512", Errc::invalid_argument, "ets.train.19",
+            "ETS_TRAIN_ISA is '{}': expected generic, avx2 or avx512 (or unset for the widest this CPU runs)", cap);
+  if (allow_simd && cap != "generic") {
+    if (cap != "avx2")
+      if (auto e = make_grad_engine_avx512(layout)) return e;
     if (auto e = make_grad_engine_avx2(layout)) return e;
+  }
   return std::make_unique<Engine>(layout);
 }
 

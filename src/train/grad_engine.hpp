@@ -20,14 +20,18 @@ class GradEngine {
   virtual double loss_sum(const WindowBatch& b, const std::int32_t* idx, int n) = 0;
   /// Predictions of the last forward() as n × width × outputs (window-major, like WindowBatch::y).
   virtual void predictions(float* out) const = 0;
-  /// "avx2-fma" or "generic".
+  /// "avx512", "avx2-fma" or "generic".
   virtual const char* isa() const noexcept = 0;
 };
 
-/// The fastest engine this CPU runs (AVX2+FMA when available and not disabled by ETS_TRAIN_ISA=generic).
+/// The fastest engine this CPU runs: AVX-512, else AVX2+FMA, else generic. ETS_TRAIN_ISA=generic|avx2|avx512 caps it
+/// (ets.train.19 for any other value); allow_simd = false gives the generic one.
 std::unique_ptr<GradEngine> make_grad_engine(const ParamLayout& layout, bool allow_simd = true);
 
 /// AVX2+FMA engine, or nullptr when this build or CPU has none (defined in bilstm_grad_avx2.cpp).
 std::unique_ptr<GradEngine> make_grad_engine_avx2(const ParamLayout& layout);
+
+/// AVX-512 (F, DQ, VL, BW) engine, or nullptr when this build or CPU has none (defined in bilstm_grad_avx512.cpp).
+std::unique_ptr<GradEngine> make_grad_engine_avx512(const ParamLayout& layout);
 
 }  // namespace ets::train

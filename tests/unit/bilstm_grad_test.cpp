@@ -4,8 +4,12 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
+#include "ets/error.hpp"
 #include "train/bilstm_grad.hpp"
 #include "train/param_layout.hpp"
 
@@ -131,30 +135,64 @@ TEST_CASE("float engine agrees with the double engine and window subsets are ind
 
 #include "train/grad_engine.hpp"
 
-TEST_CASE("the run-time selected (AVX2+FMA) engine agrees with the generic build", "[train][grad]") {
+TEST_CASE("every instruction-set build of the engine agrees with the generic build", "[train][grad]") {
   for (const auto cell : {ets::RnnCell::lstm, ets::RnnCell::gru}) {
     Problem p = make_problem(5, true, cell);
     ParamLayout layout(p.cfg);
-    auto fast = ets::train::make_grad_engine(layout, true);
     auto generic = ets::train::make_grad_engine(layout, false);
     CHECK(std::string(generic->isa()) == "generic");
-    WARN("training kernels on this CPU: " << fast->isa());
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    // On a CPU with AVX2 and FMA the fast engine must be the AVX2 one, or this test compares generic with generic.
-    const char* forced = std::getenv("ETS_TRAIN_ISA");
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !(forced && *forced))
-      CHECK(std::string(fast->isa()) == "avx2-fma");
+    WARN("training kernels on this CPU: " << ets::train::make_grad_engine(layout)->isa());
+    std::vector<std::unique_ptr<ets::train::GradEngine>> wide;
+    if (auto e = ets::train::make_grad_engine_avx2(layout)) wide.push_back(std::move(e));
+    if (auto e = ets::train::make_grad_engine_avx512(layout)) wide.push_back(std::move(e));
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__)
+    // On a CPU with the instruction set, its build must be there, or this test compares generic with generic.
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+      REQUIRE(!wide.empty());
+      CHECK(std::string(wide.front()->isa()) == "avx2-fma");
+    }
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw")) {
+      REQUIRE(wide.size() == 2);
+      CHECK(std::string(wide.back()->isa()) == "avx512");
+    }
 #endif
-    std::vector<float> pf(p.params.begin(), p.params.end()), g1(layout.size, 0.0f), g2(layout.size, 0.0f);
-    std::vector<float> o1(p.batch.positions() * 2), o2(o1.size());
-    fast->forward(pf.data(), p.batch, nullptr, 3);
-    fast->predictions(o1.data());
-    const double l1 = fast->backward(pf.data(), p.batch, nullptr, 3, 1.0f, g1.data());
+    std::vector<float> pf(p.params.begin(), p.params.end()), g2(layout.size, 0.0f);
+    std::vector<float> o2(p.batch.positions() * 2);
     generic->forward(pf.data(), p.batch, nullptr, 3);
     generic->predictions(o2.data());
     const double l2 = generic->backward(pf.data(), p.batch, nullptr, 3, 1.0f, g2.data());
-    CHECK(l1 == Approx(l2).epsilon(1e-5));
-    for (std::size_t i = 0; i < o1.size(); ++i) CHECK(o1[i] == Approx(o2[i]).margin(1e-5));
-    for (std::size_t i = 0; i < layout.size; ++i) CHECK(g1[i] == Approx(g2[i]).margin(1e-4).epsilon(1e-4));
+    for (auto& fast : wide) {
+      INFO("engine " << fast->isa());
+      std::vector<float> g1(layout.size, 0.0f), o1(o2.size());
+      fast->forward(pf.data(), p.batch, nullptr, 3);
+      fast->predictions(o1.data());
+      const double l1 = fast->backward(pf.data(), p.batch, nullptr, 3, 1.0f, g1.data());
+      CHECK(l1 == Approx(l2).epsilon(1e-5));
+      for (std::size_t i = 0; i < o1.size(); ++i) CHECK(o1[i] == Approx(o2[i]).margin(1e-5));
+      for (std::size_t i = 0; i < layout.size; ++i) CHECK(g1[i] == Approx(g2[i]).margin(1e-4).epsilon(1e-4));
+    }
   }
+}
+
+TEST_CASE("ETS_TRAIN_ISA caps the engine and rejects unknown values", "[train][grad]") {
+  Problem p = make_problem(5, true, ets::RnnCell::lstm);
+  ParamLayout layout(p.cfg);
+  const char* before = std::getenv("ETS_TRAIN_ISA");
+  const std::string saved = before ? before : "";
+  ::setenv("ETS_TRAIN_ISA", "generic", 1);
+  CHECK(std::string(ets::train::make_grad_engine(layout)->isa()) == "generic");
+  ::setenv("ETS_TRAIN_ISA", "avx2", 1);
+  CHECK(std::string(ets::train::make_grad_engine(layout)->isa()) != "avx512");
+  ::setenv("ETS_TRAIN_ISA", "sse9", 1);
+  try {
+    (void)ets::train::make_grad_engine(layout);
+    FAIL("an unknown ETS_TRAIN_ISA was accepted");
+  } catch (const ets::Error& e) {
+    CHECK(std::string(e.what()).find("[ets.train.19]") != std::string::npos);
+  }
+  if (before)
+    ::setenv("ETS_TRAIN_ISA", saved.c_str(), 1);
+  else
+    ::unsetenv("ETS_TRAIN_ISA");
 }
