@@ -10,6 +10,8 @@
 
 namespace ets::train {
 
+/// Results are bit-identical wherever the caller's weights and gradients lie: buffers that are not 64-byte aligned
+/// are used through an aligned copy (the trainer allocates its gradients aligned, train/aligned_buffer.hpp).
 class GradEngine {
  public:
   virtual ~GradEngine() = default;

@@ -22,6 +22,7 @@
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "train/adam.hpp"
+#include "train/aligned_buffer.hpp"
 #include "train/grad_engine.hpp"
 #include "train/param_layout.hpp"
 #include "train/rng.hpp"
@@ -320,7 +321,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   const int shards = std::max(1, std::min(im.threads, opt.batch));
   std::vector<std::unique_ptr<train::GradEngine>> engines;
   for (int s = 0; s < shards; ++s) engines.push_back(train::make_grad_engine(im.layout));
-  std::vector<std::vector<float>> grads(static_cast<std::size_t>(shards), std::vector<float>(im.layout.size));
+  std::vector<train::AlignedFloats> grads(static_cast<std::size_t>(shards), train::AlignedFloats(im.layout.size));
   std::vector<double> shard_loss(static_cast<std::size_t>(shards));
 
   std::vector<std::int32_t> order(static_cast<std::size_t>(N));
