@@ -200,18 +200,18 @@ int run_train(const Args& a) {
     std::printf("%s\n",
                 fmt::format("{{\"model\":\"{}\",\"train_traces\":{},\"val_traces\":{},\"train_windows\":{},\"epochs\":{},"
                             "\"best_epoch\":{},\"steps\":{},\"batch\":{},\"val_mre\":{},\"seconds\":{:.1f},"
-                            "\"wall_seconds\":{:.1f},\"windows_per_s\":{:.0f},\"early_stopped\":{},\"out_of_time\":{},"
-                            "\"interrupted\":{},\"history\":[{}]}}",
+                            "\"wall_seconds\":{:.1f},\"windows_per_s\":{:.0f},\"kernels\":\"{}\",\"early_stopped\":{},"
+                            "\"out_of_time\":{},\"interrupted\":{},\"history\":[{}]}}",
                             json_escape(out), r.train_traces, r.val_traces, r.train_windows, tr.epochs_run,
                             tr.best_epoch >= 0 ? std::to_string(tr.best_epoch) : std::string("null"),
                             tr.steps, t.batch, metric(r.val_mre), tr.seconds, wall_s, tr.windows_per_s,
-                            tr.early_stopped ? "true" : "false", tr.out_of_time ? "true" : "false",
-                            tr.cancelled ? "true" : "false", history)
+                            json_escape(tr.kernels), tr.early_stopped ? "true" : "false",
+                            tr.out_of_time ? "true" : "false", tr.cancelled ? "true" : "false", history)
                     .c_str());
   } else {
     std::printf("%s\n",
                 fmt::format("wrote {}: {} train traces ({} windows), {} epochs (best {}{}), val MRE {}, trained in {} "
-                            "({} in all), {:.0f} windows/s",
+                            "({} in all), {:.0f} windows/s ({} kernels)",
                             out, r.train_traces, r.train_windows, tr.epochs_run,
                             tr.best_epoch >= 0 ? std::to_string(tr.best_epoch + 1) : std::string("none"),
                             tr.early_stopped  ? ", early stop"
@@ -220,7 +220,7 @@ int run_train(const Args& a) {
                                               : "",
                             r.val_mre >= 0 && std::isfinite(r.val_mre) ? fmt::format("{:.2f}%", 100 * r.val_mre)
                                                                        : std::string("n/a"),
-                            hms(tr.seconds), hms(wall_s), tr.windows_per_s)
+                            hms(tr.seconds), hms(wall_s), tr.windows_per_s, tr.kernels)
                     .c_str());
   }
   if (tr.cancelled && g_interrupted.load()) {  // the model is written: now end as the interrupt asked

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # `ets train` output contract on the committed pilot dataset with a tiny network: the --json summary (epochs,
-# steps, history, wall time), the reported val MRE equals what `ets eval` computes for the written model (with and
-# without the weight average, and for a GRU), a time budget ends the run early but still writes a usable model, and
-# bad budgets, decays or cells are refused; the JSON escapes the output path, divergence is ets.train.12, and eval of a
-# split without labels is refused.
+# steps, history, wall time, kernels), the reported val MRE equals what `ets eval` computes for the written model
+# (with and without the weight average, and for a GRU), a time budget ends the run early but still writes a usable
+# model, and bad budgets, decays or cells are refused; ETS_TRAIN_ISA caps the kernels; the JSON escapes the output
+# path, divergence is ets.train.12, and eval of a split without labels is refused.
 # Values are checked against each other, never hard-coded.
 # Usage: train_cli_test.py ETS DATA_DIR WORK_DIR
 import json
@@ -57,6 +57,7 @@ if j:
     check(best == min(h["val_mre"] for h in j["history"]), "the kept epoch has the lowest val MRE")
     check(abs(j["val_mre"] - best) < 1e-6, f"val_mre {j['val_mre']} is the kept epoch's {best}")
     check(j["wall_seconds"] >= j["seconds"] > 0, f"wall {j['wall_seconds']} >= trainer {j['seconds']}")
+    check(j.get("kernels") in ("avx512", "avx2-fma", "generic"), f"kernels {j.get('kernels')}")
     check_val_mre_matches(model, j, "the trained model")
 
 # ---- a budget far shorter than one epoch: one step, validated, and the model is still written and loads
@@ -86,6 +87,16 @@ if j:
         check(b"bigru" in blob and b"cell=gru" in blob, "a GRU model is stored as arch bigru with cell=gru")
     with open(model, "rb") as f:
         check(b"cell=lstm" in f.read(), "the default cell is the LSTM")
+
+# ---- ETS_TRAIN_ISA caps the training kernels, and the summary names them; an unknown value is ets.train.19
+for isa, want in (("generic", "generic"), ("bogus", None)):
+    p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "isa.etsm"), *TINY, "--epochs", "1",
+                        "--max-minutes", "0"], capture_output=True, text=True, env=dict(os.environ, ETS_TRAIN_ISA=isa))
+    if want:
+        check(p.returncode == 0 and json.loads(p.stdout).get("kernels") == want,
+              f"ETS_TRAIN_ISA={isa}: rc {p.returncode}; {p.stdout} {p.stderr}")
+    else:
+        check(p.returncode == 1 and "ets.train.19" in p.stderr, f"ETS_TRAIN_ISA={isa}: rc {p.returncode}; {p.stderr}")
 
 # ---- bad budgets, decays, cells and epoch counts are usage errors (rc 2) with a message naming the option
 # (before any data is read: a bad --lr used to fail only after loading, with exit 1)
