@@ -8,29 +8,11 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
-#define __SSE3__ 1
-#define __SSSE3__ 1
-#define __SSE4_1__ 1
-#define __SSE4_2__ 1
-#define __AVX__ 1
-#define __AVX2__ 1
-#define __FMA__ 1
 #define Eigen ets_eigen_avx2
 #define ETS_GRAD_ISA_NS avx2
 #define ETS_GRAD_ISA_NAME "avx2-fma"
 #define ETS_GRAD_ISA_AVX512 0
 #include "train/isa_build_engine.inc"
-#undef ETS_GRAD_ISA_AVX512
-#undef ETS_GRAD_ISA_NAME
-#undef ETS_GRAD_ISA_NS
-#undef Eigen
-#undef __SSE3__
-#undef __SSSE3__
-#undef __SSE4_1__
-#undef __SSE4_2__
-#undef __AVX__
-#undef __AVX2__
-#undef __FMA__
 #pragma GCC pop_options
 #endif
 

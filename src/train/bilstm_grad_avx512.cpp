@@ -11,13 +11,6 @@
 // GCC 12 warns inside its own AVX-512 intrinsics (the _mm512_undefined_* idiom, GCC bug 105593; fixed in GCC 13).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define __SSE3__ 1
-#define __SSSE3__ 1
-#define __SSE4_1__ 1
-#define __SSE4_2__ 1
-#define __AVX__ 1
-#define __AVX2__ 1
-#define __FMA__ 1
 #define __AVX512F__ 1
 #define __AVX512DQ__ 1
 #define __AVX512VL__ 1
@@ -27,21 +20,6 @@
 #define ETS_GRAD_ISA_NAME "avx512"
 #define ETS_GRAD_ISA_AVX512 1
 #include "train/isa_build_engine.inc"
-#undef ETS_GRAD_ISA_AVX512
-#undef ETS_GRAD_ISA_NAME
-#undef ETS_GRAD_ISA_NS
-#undef Eigen
-#undef __SSE3__
-#undef __SSSE3__
-#undef __SSE4_1__
-#undef __SSE4_2__
-#undef __AVX__
-#undef __AVX2__
-#undef __FMA__
-#undef __AVX512F__
-#undef __AVX512DQ__
-#undef __AVX512VL__
-#undef __AVX512BW__
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 #endif
