@@ -105,7 +105,7 @@ class Trainer {
     bool cancelled = false;
     bool out_of_time = false;       ///< stopped by max_seconds
     std::string kernels;            ///< instruction set of the training kernels: "avx512", "avx2-fma" or "generic"
-                                    ///< (AVX2 is picked at run time; ETS_TRAIN_ISA=generic forces the baseline)
+                                    ///< (the widest the CPU runs, picked at run time; ETS_TRAIN_ISA caps it)
     std::vector<EpochRecord> history;
   };
 

@@ -2,13 +2,14 @@
 // reverse direction reads the window backwards). Column t·n + j holds window j at position t in every buffer.
 #include "train/bilstm_grad.hpp"
 
+#include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "ets/error.hpp"
+#include "train/aligned_buffer.hpp"
 #include "train/grad_engine.hpp"
 
 namespace ets::train {

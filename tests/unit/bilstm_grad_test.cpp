@@ -136,6 +136,16 @@ TEST_CASE("float engine agrees with the double engine and window subsets are ind
 
 #include "train/grad_engine.hpp"
 
+namespace {
+/// The instruction-set builds this binary and CPU have beyond the generic one, narrowest first.
+std::vector<std::unique_ptr<ets::train::GradEngine>> wide_engines(const ParamLayout& layout) {
+  std::vector<std::unique_ptr<ets::train::GradEngine>> wide;
+  if (auto e = ets::train::make_grad_engine_avx2(layout)) wide.push_back(std::move(e));
+  if (auto e = ets::train::make_grad_engine_avx512(layout)) wide.push_back(std::move(e));
+  return wide;
+}
+}  // namespace
+
 TEST_CASE("every instruction-set build of the engine agrees with the generic build", "[train][grad]") {
   for (const auto cell : {ets::RnnCell::lstm, ets::RnnCell::gru}) {
     Problem p = make_problem(5, true, cell);
@@ -143,9 +153,7 @@ TEST_CASE("every instruction-set build of the engine agrees with the generic bui
     auto generic = ets::train::make_grad_engine(layout, false);
     CHECK(std::string(generic->isa()) == "generic");
     WARN("training kernels on this CPU: " << ets::train::make_grad_engine(layout)->isa());
-    std::vector<std::unique_ptr<ets::train::GradEngine>> wide;
-    if (auto e = ets::train::make_grad_engine_avx2(layout)) wide.push_back(std::move(e));
-    if (auto e = ets::train::make_grad_engine_avx512(layout)) wide.push_back(std::move(e));
+    auto wide = wide_engines(layout);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__)
     // On a CPU with the instruction set, its build must be there, or this test compares generic with generic.
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
@@ -204,10 +212,8 @@ TEST_CASE("every engine gives the same bits wherever the caller's weights lie in
     ParamLayout layout(cfg);
     std::vector<float> weights(layout.size);
     for (auto& v : weights) v = 0.3f * nd(gen);
-    std::vector<std::unique_ptr<ets::train::GradEngine>> engines;
+    auto engines = wide_engines(layout);
     engines.push_back(ets::train::make_grad_engine(layout, false));
-    if (auto e = ets::train::make_grad_engine_avx2(layout)) engines.push_back(std::move(e));
-    if (auto e = ets::train::make_grad_engine_avx512(layout)) engines.push_back(std::move(e));
     for (auto& eng : engines) {
       INFO("engine " << eng->isa() << ", " << shape.features << " features, hidden " << shape.hidden << ", "
                      << shape.windows << " windows");
