@@ -116,7 +116,7 @@ def run_cells(a, cells, done, models):
         except RuntimeError as e:  # e.g. killed for memory: keep the reason, go on with the other cells
             print(f"ablate: {key} failed: {str(e)[:300]}", file=sys.stderr, flush=True)
             done[key] = {"width": w, "stride": s, "failed": str(e)[:500], "train_wall_s": time.time() - t0}
-            atomic_write(a.out, json.dumps(done, indent=1))  # the resume file: a cut write leaves the old one
+            save(a.out, done)
             continue
         cell = {"width": w, "stride": s, "train": tr, "train_wall_s": time.time() - t0}
         if a.split == "val" and not (isinstance(tr.get("val_mre"), (int, float)) and tr["val_mre"] >= 0):
@@ -147,6 +147,11 @@ def run_cells(a, cells, done, models):
         save(a.out, done)
         print(f"ablate: {key} {a.split} MRE mean {100 * cell['mean']['mre']:.2f}% nearest "
               f"{100 * cell['nearest']['mre']:.2f}%", file=sys.stderr, flush=True)
+
+
+def save(path, done):
+    """The resume file after every cell: a cut write leaves the previous one whole."""
+    atomic_write(path, json.dumps(done, indent=1))
 
 
 def print_table(a, cells, done):

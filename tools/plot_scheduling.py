@@ -2,7 +2,6 @@
 # Plots cluster_sim results (examples/cluster_sim): each predictor's schedule metrics relative to the oracle's, per
 # policy. Usage: /usr/bin/python3 tools/plot_scheduling.py RESULTS.csv OUT.png
 import argparse
-import sys
 
 from plot_common import die, pyplot, read_rows
 

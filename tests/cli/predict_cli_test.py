@@ -2,6 +2,7 @@
 # Output-shape test of `ets predict`: JSON lines (keys, types, interval around the prediction, measured from the
 # trace), --format gavel (throughputs[env][job_type]["null"] = 1e6 / predicted_us) and --format matrix (CSV).
 # Usage: predict_cli_test.py ETS MODEL_A MODEL_B TRACE. Values are checked against each other, never hard-coded.
+import ast
 import csv
 import io
 import json
@@ -77,9 +78,6 @@ for env in gavel:
     check(jt.startswith("('") and jt.endswith("', 1)"), f"gavel job type key {jt}")
     check(set(v) == {"null"} and v["null"] > 0, f"gavel entry {v}")
 # Gavel reads a key back with re.match(r"\('(.*)', (\d+)\)"): two jobs of one name must differ inside the quotes
-import ast
-import re
-
 twice = json.loads(run(trace, trace, "--model", model_a, "--format", "gavel").stdout)
 keys = list(next(iter(twice.values())))
 parsed = [re.match(r"\('(.*)', (\d+)\)", k) for k in keys]

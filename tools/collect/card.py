@@ -308,12 +308,12 @@ def tables(card: dict) -> dict:
         f"| (a) single pass vs label: mean relative deviation | {_fmt(100 * card['single_pass_mrd'], '.2f')}% |",
         f"| pass disagreement max/min−1 (median over configs) | {_fmt(100 * card['pass_disagreement_median'], '.2f')}% |",
         f"| configs flagged (disagreement > threshold) | {card['flagged']} of {card['labelled']} |",
-        f"| pass disagreement 10% / 90% / max | " + " / ".join(
+        "| pass disagreement 10% / 90% / max | " + " / ".join(
             _fmt(100 * card.get("pass_disagreement_q", {}).get(q, math.nan), ".1f") + "%" for q in (0.1, 0.9, 1.0))
         + " |",
-        f"| configs whose passes disagree by more than 10% / 25% / 50% / 100% | " + " / ".join(
+        "| configs whose passes disagree by more than 10% / 25% / 50% / 100% | " + " / ".join(
             str(card.get("disagreement_over", {}).get(t, "n/a")) for t in (0.10, 0.25, 0.50, 1.00)) + " |",
-        f"| (b) test–retest MRE of the label | " + (f"{_fmt(100 * rt['mre'], '.2f')}% over {rt['n']} configs "
+        "| (b) test–retest MRE of the label | " + (f"{_fmt(100 * rt['mre'], '.2f')}% over {rt['n']} configs "
                                                    f"(median {_fmt(100 * rt['median_re'], '.2f')}%, "
                                                    f"p90 {_fmt(100 * rt['p90_re'], '.2f')}%; re-collected "
                                                    f"{rt.get('collected') or '?'})" if rt else

@@ -8,7 +8,7 @@ to keep sampled configurations inside the iteration-time window; it never enters
 """
 from __future__ import annotations
 
-import math
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Dict
 
@@ -708,5 +708,6 @@ class MlpFamily:
         return Workload(nn.Sequential(*layers), (x,), y, torch.nn.functional.cross_entropy)
 
 
-# Random networks live in randwire.py; importing it registers the randwire_ws / randwire_er families.
-from . import randwire  # noqa: E402,F401
+# Random networks live in randwire.py; importing it registers the randwire_ws / randwire_er families (imported for
+# that effect alone, at the end: randwire.py uses this module's registry).
+importlib.import_module(".randwire", __package__)
