@@ -11,15 +11,11 @@ import stat
 import subprocess
 import sys
 
+from checks import check, finish  # tests/cli/checks.py, beside this script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ets, data, work = sys.argv[1:4]
 os.makedirs(work, exist_ok=True)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def ablate(out, *extra, ets_path=ets):
@@ -94,6 +90,4 @@ p = ablate(os.path.join(work, "never.json"), "--cells", "6y4")
 check(p.returncode == 2 and "6y4" in p.stderr and not os.path.exists(os.path.join(work, "never.json")),
       f"bad --cells: rc {p.returncode}; {p.stderr}")
 
-for f in failures:
-    print("FAIL:", f)
-sys.exit(1 if failures else 0)
+finish()

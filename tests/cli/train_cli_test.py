@@ -12,14 +12,10 @@ import os
 import subprocess
 import sys
 
+from checks import check, failures, finish  # tests/cli/checks.py, beside this script
+
 ets, data, work = sys.argv[1:4]
 os.makedirs(work, exist_ok=True)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 TINY = ["--hidden", "8", "--layers", "1", "--batch", "64", "--max-windows", "256", "--threads", "1", "--quiet", "--json"]
@@ -193,7 +189,4 @@ os.makedirs(os.path.join(empty, "traces", "test"), exist_ok=True)
 p = subprocess.run([ets, "eval", "--model", model, "--data", empty, "--split", "test"], capture_output=True, text=True)
 check(p.returncode == 1 and "ets.eval.4" in p.stderr, f"eval of an empty split: rc {p.returncode} {p.stderr}")
 
-if failures:
-    print("\n".join("FAIL: " + f for f in failures))
-    sys.exit(1)
-print("ets train: summary, budget, weight average, GRU cell and refusal hold")
+finish("ets train: summary, budget, weight average, GRU cell and refusal hold")
