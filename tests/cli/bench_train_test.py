@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+from checks import failures, finish  # tests/cli/checks.py, beside this script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ets, data = sys.argv[1:3]
 py = "/usr/bin/python3"
@@ -18,7 +20,6 @@ if not os.path.exists(py) or subprocess.run([py, "-c", "import torch"], capture_
 p = subprocess.run([py, os.path.join(ROOT, "tools", "bench_train.py"), "--ets", ets, "--data", data, "--rounds", "1",
                     "--seconds", "2", "--threads", "1", "--isa", "avx2,generic", "--json"],
                    capture_output=True, text=True, timeout=600)
-failures = []
 if p.returncode != 0:
     failures.append(f"rc {p.returncode}: {p.stderr[-2000:]}")
 else:
@@ -35,6 +36,4 @@ else:
             failures.append(f"{k}: ratio {v} is not {med[k]} / {med['torch']}")
     if r["features"] < 1 or r["hidden"] != r["features"] or r["layers"] != 4:
         failures.append(f"network shape {r['features']} / {r['hidden']} / {r['layers']}")
-for f in failures:
-    print("FAIL:", f)
-sys.exit(1 if failures else 0)
+finish()

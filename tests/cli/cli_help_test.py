@@ -9,15 +9,11 @@ import re
 import subprocess
 import sys
 
+from checks import check, failures, finish  # tests/cli/checks.py, beside this script
+
 ets = sys.argv[1]
-failures = []
 PROBE = "--zzz-not-an-option"  # parse() reads left to right: this ends it before the command runs
 MAX_MEANING = 100
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def run(*args):
@@ -98,7 +94,4 @@ for cmd in commands:
                   f"ets {cmd} {n}=x: described as a flag ({spelling!r}) but takes a value (rc {q.returncode}, "
                   f"{q.stderr.strip()!r})")
 
-if failures:
-    print("\n".join(failures), file=sys.stderr)
-    sys.exit(1)
-print(f"cli_help_options: all checks passed ({len(commands)} commands)")
+finish(f"cli_help_options: all checks passed ({len(commands)} commands)")

@@ -8,6 +8,8 @@ import random
 import subprocess
 import sys
 
+from checks import failures, finish  # tests/cli/checks.py, beside this script
+
 sim, philly, work = sys.argv[1:4]
 if not os.path.exists(philly):
     print(f"skipped: {philly} is absent")
@@ -27,37 +29,36 @@ if p.returncode != 0:
     print(p.stdout, p.stderr, file=sys.stderr)
     sys.exit(1)
 rows = {(r["policy"], r["predictor"]): r for r in csv.DictReader(open(out))}
-fails = []
 cols = ["avg_jct_h", "p99_jct_h", "makespan_h", "total_tardiness_h", "deadline_misses"]
 for pol in ("FIFO", "SJF", "SRTF", "EDF"):
     for c in cols:
         if rows[(pol, "ets")][c] != rows[(pol, "oracle")][c]:
-            fails.append(f"{pol} {c}: a perfect predictor differs from the oracle")
+            failures.append(f"{pol} {c}: a perfect predictor differs from the oracle")
         if pol != "EDF" and rows[(pol, "opsum")][c] != rows[(pol, "oracle")][c]:
-            fails.append(f"{pol} {c}: a uniformly scaled predictor changed a scale-free policy")
+            failures.append(f"{pol} {c}: a uniformly scaled predictor changed a scale-free policy")
 for pred_name in ("opsum", "perop_mlp", "ets+observe"):
     for pol in ("FIFO", "EDF-plain"):  # neither reads a prediction
         if rows[(pol, pred_name)]["total_tardiness_h"] != rows[(pol, "oracle")]["total_tardiness_h"]:
-            fails.append(f"{pol} depends on predictions")
+            failures.append(f"{pol} depends on predictions")
 # p99 is the nearest-rank ⌈0.99 n⌉-th smallest JCT, never above the largest and not the largest of 400 jobs here
 for pol in ("FIFO", "SJF", "SRTF", "EDF", "EDF-plain"):
     if float(rows[(pol, "oracle")]["p99_jct_h"]) > float(rows[(pol, "oracle")]["makespan_h"]):
-        fails.append(f"{pol}: p99 JCT above the makespan")
+        failures.append(f"{pol}: p99 JCT above the makespan")
 # options the simulator does not know, and sizes that leave nothing to simulate, are usage errors (rc 2)
 # as are numbers with trailing junk, negative counts and a cluster smaller than one GPU
 for extra in (["--sample", "0"], ["--seeds", "0"], ["--seeds", "-3"], ["--load", "0"], ["--sampel", "400"],
               ["--sample", "12abc"], ["--offset", "-1"], ["--gpus", "-3"], ["--gpus", "0"], ["--load", "nan"]):
     q = subprocess.run([sim, "run", "--jobs", philly, "--predictions", pred, *extra], capture_output=True, text=True)
     if q.returncode != 2 or extra[0] not in q.stderr:
-        fails.append(f"run {extra}: rc {q.returncode} (want 2, naming the option) {q.stderr[:200]}")
+        failures.append(f"run {extra}: rc {q.returncode} (want 2, naming the option) {q.stderr[:200]}")
 q = subprocess.run([sim, "run", "--jobs", philly], capture_output=True, text=True)
 if q.returncode != 2:
-    fails.append(f"run without --predictions: rc {q.returncode} (want 2)")
+    failures.append(f"run without --predictions: rc {q.returncode} (want 2)")
 # a result file that cannot be written fails the run before it prints anything
 q = subprocess.run([sim, "run", "--jobs", philly, "--predictions", pred, "--sample", "50", "--out",
                     os.path.join(work, "no", "such", "dir.csv")], capture_output=True, text=True)
 if q.returncode != 1 or "ets.sim.1" not in q.stderr or q.stdout:
-    fails.append(f"run --out into a missing folder: rc {q.returncode} (want 1, ets.sim.1, no output) {q.stderr[:200]}")
+    failures.append(f"run --out into a missing folder: rc {q.returncode} (want 1, ets.sim.1, no output) {q.stderr[:200]}")
 # malformed rows name the file and row: a number with junk in the predictions, a non-finite duration, a short row
 bad_pred = os.path.join(work, "bad_pred.csv")
 with open(bad_pred, "w") as f:
@@ -71,10 +72,7 @@ for jobs_text, preds, want in (("timestamp,duration,num_gpus\n2017-10-09 07:01:5
         f.write(jobs_text)
     q = subprocess.run([sim, "run", "--jobs", jobs, "--predictions", preds], capture_output=True, text=True)
     if q.returncode != 1 or want not in q.stderr or ":2:" not in q.stderr:
-        fails.append(f"malformed row ({jobs_text!r}, {preds}): rc {q.returncode} (want 1, {want}, file:row) {q.stderr[:200]}")
+        failures.append(f"malformed row ({jobs_text!r}, {preds}): rc {q.returncode} (want 1, {want}, file:row) {q.stderr[:200]}")
 if float(rows[("SRTF", "oracle")]["avg_jct_h"]) >= float(rows[("FIFO", "oracle")]["avg_jct_h"]):
-    fails.append("SRTF with the oracle should beat FIFO on average JCT under load")
-if fails:
-    print("\n".join(fails), file=sys.stderr)
-    sys.exit(1)
-print("cluster_sim invariants hold")
+    failures.append("SRTF with the oracle should beat FIFO on average JCT under load")
+finish("cluster_sim invariants hold")

@@ -16,18 +16,14 @@ import shutil
 import subprocess
 import sys
 
+from checks import check, finish  # tests/cli/checks.py, beside this script
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECT = os.path.join(ROOT, "tools", "collect", "collect.py")
 CARD = os.path.join(ROOT, "tools", "collect", "card.py")
 work = os.path.abspath(sys.argv[1])
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def write_label(path, cid, split, measured_us, ops_us):
@@ -283,7 +279,4 @@ check(E.cpu_slug("AMD EPYC 7B13 64-Core", "f25m1") == "amd-epyc-7b13-64-core", "
 check(E.cpu_slug("NVIDIA H200") == "nvidia-h200", "a given (GPU) name gets no host signature")
 check(E.cpu_slug("Intel(R) Xeon(R) CPU @ 2.20GHz", "") == "intel-xeon", "no signature where cpuinfo has none")
 
-if failures:
-    print("\n".join("FAIL: " + f for f in failures))
-    sys.exit(1)
-print("collect tools: invalidate and retest bookkeeping, card safeguards and collect refusals hold")
+finish("collect tools: invalidate and retest bookkeeping, card safeguards and collect refusals hold")

@@ -18,14 +18,10 @@ import shutil
 import subprocess
 import sys
 
+from checks import check, finish  # tests/cli/checks.py, beside this script
+
 ets, model, data, work = sys.argv[1:5]
 os.makedirs(work, exist_ok=True)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def run_eval(*extra, data_dir=data):
@@ -219,8 +215,5 @@ check(p.returncode == 1 and "ets.eval.4" in p.stderr and "--val-scaled" in p.std
 p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--aggregate", "median"], capture_output=True, text=True)
 check(p.returncode != 0 and "--aggregate" in p.stderr, f"bad --aggregate refused: rc {p.returncode} {p.stderr}")
 
-if failures:
-    print("\n".join("FAIL: " + f for f in failures))
-    sys.exit(1)
-print(f"eval CLI: {n} traces, ets MRE mean {j_mean['methods']['ets']['mre']:.4f} / nearest "
-      f"{j_near['methods']['ets']['mre']:.4f}")
+finish(f"eval CLI: {n} traces, ets MRE mean {j_mean['methods']['ets']['mre']:.4f} / nearest "
+       f"{j_near['methods']['ets']['mre']:.4f}")

@@ -11,8 +11,9 @@ import os
 import subprocess
 import sys
 
+from checks import check, failures, finish  # tests/cli/checks.py, beside this script
+
 ets, model_a, model_b, trace = sys.argv[1:5]
-failures = []
 
 
 def run(*args, expect_rc=0, env=None):
@@ -20,11 +21,6 @@ def run(*args, expect_rc=0, env=None):
     if p.returncode != expect_rc:
         failures.append(f"ets predict {' '.join(args)}: rc {p.returncode} (wanted {expect_rc}); stderr: {p.stderr}")
     return p
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 # JSON lines: one object per trace (x env)
@@ -276,7 +272,4 @@ for bad in ("0abc", "1.5", "nan", "99999999999"):
     p = run(trace, "--model", model_a, "--rank", bad, expect_rc=2)
     check("--rank" in p.stderr, f"--rank {bad}: {p.stderr}")
 
-if failures:
-    print("\n".join(failures), file=sys.stderr)
-    sys.exit(1)
-print("cli_predict: all checks passed")
+finish("cli_predict: all checks passed")

@@ -23,6 +23,7 @@ except ImportError:
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import trace_export  # noqa: E402
+from checks import check, finish  # noqa: E402  (tests/cli/checks.py, beside this script)
 
 ets, work = sys.argv[1], os.path.abspath(sys.argv[2])
 os.makedirs(work, exist_ok=True)
@@ -32,12 +33,6 @@ model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2), torch.nn.ReLU(),
                             torch.nn.Linear(8 * 7 * 7, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def step():
@@ -87,7 +82,4 @@ check(sum(e["name"].startswith("ProfilerStep#") for e in fast["events"]) >= 3, "
 r = subprocess.run([ets, "inspect", os.path.join(work, "fast.json.gz")], capture_output=True, text=True)
 check(r.returncode == 0 and "3 iteration(s)" in r.stdout, f"ets inspect: rc {r.returncode} {r.stdout[:300]} {r.stderr}")
 
-if failures:
-    print("\n".join("FAIL: " + f for f in failures))
-    sys.exit(1)
-print(f"trace_export: {len(fast['events'])} events, {len(with_flops)} with FLOPs, identical with the skip")
+finish(f"trace_export: {len(fast['events'])} events, {len(with_flops)} with FLOPs, identical with the skip")
