@@ -6,7 +6,9 @@
 # raw/- and collect/-derived figures when those folders are absent (a fresh clone), takes the median of an even
 # count as the mean of the middle two, and replaces its files atomically; collect.py refuses a bad selection
 # (unknown family or id, unreadable --configs, --block 0) before creating anything, and a clean pass leaves no
-# ids-pass*.txt behind (a stub worker in a copied tree); a config whose passes ran in two environments is not
+# ids-pass*.txt behind (a stub worker in a copied tree); --isolate runs each config's pass in a process of its own
+# and does not count shared-worker passes as done, nor passes with another --heap-mb (workers pre-fault 8 GiB by
+# default; env.py's pre-fault touches its pages); a config whose passes ran in two environments is not
 # labelled, and env.py gives masked CPU names ("AMD EPYC") the CPUID family / model.
 # Usage: collect_tools_test.py WORK_DIR
 import gzip
@@ -196,12 +198,19 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--ids")
 ap.add_argument("--pass", dest="p", type=int)
 ap.add_argument("--raw")
+ap.add_argument("--warmup", type=int)
+ap.add_argument("--iters", type=int)
+ap.add_argument("--isolated", action="store_true")
+ap.add_argument("--heap-mb", type=int, default=0)
 a, _ = ap.parse_known_args()
-for cid in open(a.ids).read().split():
+ids = open(a.ids).read().split()
+for cid in ids:
     d = os.path.join(a.raw, cid)
     os.makedirs(d, exist_ok=True)
     open(os.path.join(d, "pass%d.json.gz" % a.p), "wb").close()
-    rec = {"ok": True, "pass": a.p}
+    rec = {"ok": True, "pass": a.p, "pid": os.getpid(), "process_ids": len(ids),
+           "settings": dict({"warmup": a.warmup, "iters": a.iters}, **({"isolated": True} if a.isolated else {}),
+                            **({"heap_mb": a.heap_mb} if a.heap_mb else {}))}
     if os.environ.get("STUB_ENV"):
         rec["env"] = {"environment": os.environ["STUB_ENV"]}
     json.dump(rec, open(os.path.join(d, "pass%d.status.json" % a.p), "w"))
@@ -241,6 +250,50 @@ check(left == ["run.jsonl"], f"OUT/collect after clean passes: {left}")
 check(all(os.path.exists(os.path.join(stub_out, "raw", cid, f"pass{p}.status.json")) for cid in ids for p in (1, 2)),
       "the stub worker ran both passes of both configs")
 
+# ---- --isolate: every pass of every config in a worker process of its own; a pass from a shared worker does not
+# count as done for an isolated collection (its label would depend on its neighbours), nor the other way round
+def stub_statuses(out):
+    return {(cid, p): json.load(open(os.path.join(out, "raw", cid, f"pass{p}.status.json"))) for cid in ids
+            for p in (1, 2)}
+
+
+def units_to_run(stderr):
+    line = [ln for ln in stderr.splitlines() if "config-passes to run" in ln]
+    return int(line[0].split(" config-passes")[0].rsplit(" ", 1)[1]) if line else -1
+
+
+shared = stub_statuses(stub_out)
+check(all(st["process_ids"] == len(ids) for st in shared.values()) and len({st["pid"] for st in shared.values()}) == 2,
+      f"without --isolate one worker per pass runs every config: {shared}")
+iso_cmd = [sys.executable, TREE_COLLECT, "--configs", os.path.join(work, "ids.txt"), "--passes", "2", "--no-label",
+           "--isolate"]
+r = subprocess.run(iso_cmd + ["--out", stub_out], capture_output=True, text=True)
+check(r.returncode == 0 and units_to_run(r.stderr) == 2 * len(ids),
+      f"--isolate over shared-worker passes runs them all again: rc {r.returncode} {r.stderr[-300:]}")
+iso = stub_statuses(stub_out)
+check(all(st["process_ids"] == 1 and st["settings"].get("isolated") for st in iso.values()) and
+      len({st["pid"] for st in iso.values()}) == len(iso), f"--isolate: one process per config and pass: {iso}")
+r = subprocess.run(iso_cmd + ["--out", stub_out], capture_output=True, text=True)
+check(r.returncode == 0 and units_to_run(r.stderr) == 0 and stub_statuses(stub_out) == iso,
+      f"a second --isolate run resumes with nothing to do: {r.stderr[-300:]}")
+r = subprocess.run(iso_cmd[:-1] + ["--out", stub_out], capture_output=True, text=True)
+check(r.returncode == 0 and units_to_run(r.stderr) == 2 * len(ids),
+      f"nor do isolated passes count without --isolate (a label's passes all ran one way): {r.stderr[-300:]}")
+
+# ---- --heap-mb: workers pre-fault 8 GiB of heap unless told otherwise; passes with another heap setting (or
+# from before it existed) are not counted as done
+check(all(st["settings"].get("heap_mb") == 8192 for st in stub_statuses(stub_out).values()),
+      f"the default heap pre-fault reaches the worker: {stub_statuses(stub_out)}")
+heap_cmd = iso_cmd[:-1] + ["--out", stub_out, "--heap-mb"]
+r = subprocess.run(heap_cmd + ["0"], capture_output=True, text=True)
+check(r.returncode == 0 and units_to_run(r.stderr) == 2 * len(ids) and
+      all("heap_mb" not in st["settings"] for st in stub_statuses(stub_out).values()),
+      f"--heap-mb 0 over 8 GiB passes runs them again, without a pre-fault: {r.stderr[-300:]}")
+r = subprocess.run(heap_cmd + ["0"], capture_output=True, text=True)
+check(r.returncode == 0 and units_to_run(r.stderr) == 0, f"and then resumes with nothing to do: {r.stderr[-300:]}")
+r = subprocess.run(heap_cmd + ["-1"], capture_output=True, text=True)
+check(r.returncode == 2 and "--heap-mb" in r.stderr, f"--heap-mb -1 is refused: rc {r.returncode} {r.stderr[-300:]}")
+
 # ---- a config whose passes ran in two environments (a run resumed on another host) is not labelled; one whose
 # passes agree is labelled under that environment (a stub `ets label` records its arguments)
 mixed_out = os.path.join(work, "mixed-out")
@@ -278,5 +331,21 @@ check(E.cpu_slug("AMD EPYC", "f26m2") == "amd-epyc-f26m2" and E.cpu_slug("AMD EP
 check(E.cpu_slug("AMD EPYC 7B13 64-Core", "f25m1") == "amd-epyc-7b13-64-core", "a numbered name is kept as it is")
 check(E.cpu_slug("NVIDIA H200") == "nvidia-h200", "a given (GPU) name gets no host signature")
 check(E.cpu_slug("Intel(R) Xeon(R) CPU @ 2.20GHz", "") == "intel-xeon", "no signature where cpuinfo has none")
+
+# ---- env.py's heap pre-fault: the settings are glibc's, the pre-fault touches what it is asked for
+check(set(E.HEAP_VARS) == {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"} and
+      int(E.HEAP_VARS["MALLOC_MMAP_THRESHOLD_"]) == 32 << 20, f"heap settings: {E.HEAP_VARS}")
+saved = {k: os.environ.pop(k, None) for k in E.HEAP_VARS}
+check(not E.heap_vars_set(), "heap settings not in effect without the variables")
+os.environ.update(E.HEAP_VARS)
+check(E.heap_vars_set(), "heap settings in effect with them")
+for k, v in saved.items():
+    if v is None:
+        os.environ.pop(k)
+    else:
+        os.environ[k] = v
+f0 = E.minor_faults()
+E.prefault_heap(64)
+check(E.minor_faults() - f0 >= 64 * 256 // 2, f"a 64 MiB pre-fault touches its pages: {E.minor_faults() - f0} faults")
 
 finish("collect tools: invalidate and retest bookkeeping, card safeguards and collect refusals hold")

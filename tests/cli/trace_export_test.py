@@ -9,21 +9,12 @@ import os
 import subprocess
 import sys
 
-try:
-    import torch
-except ImportError:
-    # The project's torch tooling runs on Debian's /usr/bin/python3 (README); CMake may have found another python.
-    if os.path.exists("/usr/bin/python3") and os.path.realpath(sys.executable) != "/usr/bin/python3" \
-            and not os.environ.get("ETS_TRACE_EXPORT_REEXEC"):
-        os.environ["ETS_TRACE_EXPORT_REEXEC"] = "1"
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
-    print("trace_export: torch is not installed; skipped")
-    sys.exit(77)
+from checks import check, finish, torch_or_skip  # tests/cli/checks.py, beside this script
 
+torch = torch_or_skip("trace_export")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import trace_export  # noqa: E402
-from checks import check, finish  # noqa: E402  (tests/cli/checks.py, beside this script)
 
 ets, work = sys.argv[1], os.path.abspath(sys.argv[2])
 os.makedirs(work, exist_ok=True)

@@ -101,14 +101,31 @@ class Collector:
             # done only while its trace is still there (--prune-raw / --invalidate remove traces) and it ran with
             # this collection's settings (a --quick pass into the same --out is not a full pass)
             settings = st.get("settings")
-            same = settings is None or settings == {"warmup": self.a.warmup, "iters": self.a.iters}
+            want = {"warmup": self.a.warmup, "iters": self.a.iters}
+            if self.a.isolate:
+                want["isolated"] = True
+            if self.a.heap_mb:
+                want["heap_mb"] = self.a.heap_mb
+            # a label's passes all ran one way: a pass counts only for a collection with its own --isolate and
+            # --heap-mb (one from before either existed, without settings, only with neither)
+            same = settings == want if settings is not None else not (self.a.isolate or self.a.heap_mb)
             trace = os.path.join(self.raw, cid, f"pass{p}.json.gz")
             return not (same and os.path.exists(trace))
         return self.a.retry_failed
 
     # ---- passes
     def run_pass(self, ids: list, p: int, progress: Progress) -> None:
-        """Runs one pass over ids in fresh worker processes; a crashed worker is blamed on its current config."""
+        """Runs one pass over ids in fresh worker processes (one per config with --isolate, in the same order)."""
+        if self.a.isolate:
+            # Every pass of every config in a process of its own: a profiled iteration depends on what the process
+            # ran before it (docs/dataset.md), so a label must not depend on its block neighbours.
+            for cid in ids:
+                self._run_worker([cid], p, progress)
+        else:
+            self._run_worker(ids, p, progress)
+
+    def _run_worker(self, ids: list, p: int, progress: Progress) -> None:
+        """Runs ids in fresh worker processes, in order; a crashed worker is blamed on its current config."""
         todo = list(ids)
         while todo:
             ids_file = os.path.join(self.state, f"ids-pass{p}-{os.getpid()}.txt")
@@ -117,7 +134,9 @@ class Collector:
             cmd = (["chrt", "-f", "10"] if self.a.rt else []) + [sys.executable, "-u", os.path.join(HERE, "worker.py"), "--ids", ids_file, "--pass", str(p),
                    "--raw", self.raw, "--device", self.a.device, "--warmup", str(self.a.warmup),
                    "--iters", str(self.a.iters), "--max-iter-s", str(self.a.max_iter_s),
-                   "--env-out", os.path.join(self.state, f"env-pass{p}.json")]
+                   "--env-out", os.path.join(self.state, f"env-pass{p}.json"), "--heap-mb", str(self.a.heap_mb)]
+            if self.a.isolate:
+                cmd.append("--isolated")
             # stderr goes to a file, not a pipe: a worker that writes much to stderr while the collector reads stdout
             # would otherwise block both forever
             err_path = os.path.join(self.state, f"worker-pass{p}-{os.getpid()}.stderr")
@@ -390,6 +409,12 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--block", type=int, default=40, help="configs per block (passes alternate within a block)")
+    ap.add_argument("--heap-mb", type=int, default=8192,
+                    help="MiB of heap each worker pre-faults before its first config, so that the profiler's growing "
+                         "event buffers cost no page faults inside the timed ops (docs/dataset.md); 0: off")
+    ap.add_argument("--isolate", action="store_true",
+                    help="run every config's pass in a worker process of its own (same shuffled order), so that no "
+                         "label depends on the configs profiled before it in the same process")
     ap.add_argument("--warmup", type=int, default=3, help="unprofiled warm-up iterations")
     ap.add_argument("--iters", type=int, default=6, help="profiled iterations per pass (≥ 5)")
     ap.add_argument("--max-iter-s", type=float, default=2.0, help="skip configs whose warm-up iteration is slower")
@@ -430,6 +455,8 @@ def main(argv=None) -> int:
         ap.error("--iters, --passes and --warmup must be ≥ 1")
     if args.block < 1:
         ap.error("--block must be ≥ 1")
+    if args.heap_mb < 0:
+        ap.error("--heap-mb must be ≥ 0 (0: off)")
     if args.limit < 0:
         ap.error("--limit must be ≥ 0 (0: no limit)")
 

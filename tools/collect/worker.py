@@ -144,6 +144,7 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
     if dev == "cuda":
         acts.append(torch.profiler.ProfilerActivity.CUDA)
     tp = time.perf_counter()
+    faults0 = envmod.minor_faults()
     # The CPU exporter reads the event tree itself; skipping torch's FunctionEvent list halves a pass's wall time.
     from trace_export import skip_function_events
     try:
@@ -156,6 +157,8 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
                 prof.step()
     finally:
         gc.enable()
+    # page faults while profiling: the heap grew past what was pre-faulted (--heap-mb), so the ops paid for it
+    profile_minflt = envmod.minor_faults() - faults0
     if not exported:
         raise RuntimeError("profiler produced no trace (on_trace_ready never ran)")
     probe_after = speed_probe(torch)
@@ -163,7 +166,7 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
     return {"ok": True, "config": cfg["id"], "pass": pass_no, "pid": os.getpid(),
             "probe": {"before": probe_before, "after": probe_after},
             "finished_unix": time.time(), "wall_s": round(time.perf_counter() - t0, 3),
-            "profile_s": round(time.perf_counter() - tp, 3),
+            "profile_s": round(time.perf_counter() - tp, 3), "profile_minflt": profile_minflt,
             "warmup_ms": [round(1e3 * x, 3) for x in warm], "trace": os.path.basename(path),
             "trace_bytes": os.path.getsize(path)}
 
@@ -178,14 +181,29 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=6)
     ap.add_argument("--max-iter-s", type=float, default=2.0)
     ap.add_argument("--env-out", default="", help="write the environment record (JSON) here")
+    ap.add_argument("--isolated", action="store_true",
+                    help="recorded in each status: the collector runs this process for one config only (--isolate)")
+    ap.add_argument("--heap-mb", type=int, default=0,
+                    help="pre-fault this many MiB of heap before the first config (glibc settings HEAP_VARS; the "
+                         "worker restarts itself with them when they are not set)")
     args = ap.parse_args(argv)
+    if args.heap_mb < 0:
+        ap.error("--heap-mb must be >= 0")
+    if args.heap_mb and not envmod.heap_vars_set():
+        # glibc reads its malloc settings once, at process start
+        os.execve(sys.executable, [sys.executable, "-u", os.path.abspath(__file__), *(argv or sys.argv[1:])],
+                  {**os.environ, **envmod.HEAP_VARS})
 
     envmod.prepare_process(args.device)
     import torch  # noqa: E402  (after prepare_process on purpose)
     envmod.configure_torch(args.device)
     from tools.collect.configs import config
 
+    heap_s = envmod.prefault_heap(args.heap_mb) if args.heap_mb else 0.0
     env_rec = envmod.environment_record(args.device, gemm=True)
+    env_rec["heap_mb"] = args.heap_mb
+    env_rec["heap_vars"] = envmod.heap_vars_set()
+    env_rec["heap_prefault_s"] = round(heap_s, 3)
     if args.env_out:
         atomic_write_json(args.env_out, env_rec)
     os.makedirs(args.raw, exist_ok=True)
@@ -199,9 +217,14 @@ def main(argv=None) -> int:
         try:
             cfg = config(cid)
             rec = run_config(torch, cfg, args.pass_no, args.raw, args, env_rec)
-            rec["env"] = {k: env_rec.get(k) for k in ("environment", "threads", "blas_core", "gemm512_gflops")}
+            rec["env"] = {k: env_rec.get(k) for k in ("environment", "threads", "blas_core", "gemm512_gflops",
+                                                      "heap_mb")}
             # the settings the pass ran with: a resumed collection with other settings must not count it as done
             rec["settings"] = {"warmup": args.warmup, "iters": args.iters}
+            if args.isolated:
+                rec["settings"]["isolated"] = True
+            if args.heap_mb:
+                rec["settings"]["heap_mb"] = args.heap_mb
         except Exception as e:  # one failing config never stops a pass
             rec = {"ok": False, "config": cid, "pass": args.pass_no, "pid": os.getpid(),
                    "finished_unix": time.time(), "error": f"{type(e).__name__}: {e}",
