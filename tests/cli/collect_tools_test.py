@@ -293,6 +293,9 @@ r = subprocess.run(heap_cmd + ["0"], capture_output=True, text=True)
 check(r.returncode == 0 and units_to_run(r.stderr) == 0, f"and then resumes with nothing to do: {r.stderr[-300:]}")
 r = subprocess.run(heap_cmd + ["-1"], capture_output=True, text=True)
 check(r.returncode == 2 and "--heap-mb" in r.stderr, f"--heap-mb -1 is refused: rc {r.returncode} {r.stderr[-300:]}")
+r = subprocess.run(heap_cmd + [str(1 << 40)], capture_output=True, text=True)
+check(r.returncode == 2 and "of this machine's" in r.stderr and units_to_run(r.stderr) == -1,
+      f"a pre-fault beyond 3/4 of the memory is refused before any pass: rc {r.returncode} {r.stderr[-300:]}")
 
 # ---- a config whose passes ran in two environments (a run resumed on another host) is not labelled; one whose
 # passes agree is labelled under that environment (a stub `ets label` records its arguments)

@@ -351,6 +351,18 @@ def _when(text: str) -> float:
         return datetime.datetime.fromisoformat(text).timestamp()
 
 
+def _mem_total_mb() -> int:
+    """MemTotal of /proc/meminfo in MiB; 0 where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def _find_ets() -> str:
     for d in ("build-dataset", "build"):
         p = os.path.join(ROOT, d, "ets")
@@ -457,6 +469,11 @@ def main(argv=None) -> int:
         ap.error("--block must be ≥ 1")
     if args.heap_mb < 0:
         ap.error("--heap-mb must be ≥ 0 (0: off)")
+    total_mb = _mem_total_mb()
+    if total_mb and args.heap_mb > 0.75 * total_mb:
+        # the pre-fault stays resident for the worker's whole life, beside the model being profiled
+        ap.error(f"--heap-mb {args.heap_mb} is more than 3/4 of this machine's {total_mb} MiB of memory; "
+                 "pass a smaller size (or 0: no pre-fault)")
     if args.limit < 0:
         ap.error("--limit must be ≥ 0 (0: no limit)")
 
