@@ -28,6 +28,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from tools.collect import configs as C  # noqa: E402
+from tools.collect import env as E  # noqa: E402  (no torch import in env at module level)
 
 
 class Progress:
@@ -75,6 +76,7 @@ class Collector:
             os.makedirs(d, exist_ok=True)
         self.log_path = os.path.join(self.state, "run.jsonl")
         self.ets = args.ets or _find_ets()
+        self.settings = E.pass_settings(args.warmup, args.iters, args.isolate, args.heap_mb)
 
     # ---- bookkeeping
     def log(self, **ev) -> None:
@@ -101,14 +103,9 @@ class Collector:
             # done only while its trace is still there (--prune-raw / --invalidate remove traces) and it ran with
             # this collection's settings (a --quick pass into the same --out is not a full pass)
             settings = st.get("settings")
-            want = {"warmup": self.a.warmup, "iters": self.a.iters}
-            if self.a.isolate:
-                want["isolated"] = True
-            if self.a.heap_mb:
-                want["heap_mb"] = self.a.heap_mb
             # a label's passes all ran one way: a pass counts only for a collection with its own --isolate and
             # --heap-mb (one from before either existed, without settings, only with neither)
-            same = settings == want if settings is not None else not (self.a.isolate or self.a.heap_mb)
+            same = settings == self.settings if settings is not None else not (self.a.isolate or self.a.heap_mb)
             trace = os.path.join(self.raw, cid, f"pass{p}.json.gz")
             return not (same and os.path.exists(trace))
         return self.a.retry_failed
@@ -351,18 +348,6 @@ def _when(text: str) -> float:
         return datetime.datetime.fromisoformat(text).timestamp()
 
 
-def _mem_total_mb() -> int:
-    """MemTotal of /proc/meminfo in MiB; 0 where it cannot be read."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) // 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
 def _find_ets() -> str:
     for d in ("build-dataset", "build"):
         p = os.path.join(ROOT, d, "ets")
@@ -469,7 +454,10 @@ def main(argv=None) -> int:
         ap.error("--block must be ≥ 1")
     if args.heap_mb < 0:
         ap.error("--heap-mb must be ≥ 0 (0: off)")
-    total_mb = _mem_total_mb()
+    try:
+        total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
+    except (OSError, ValueError):
+        total_mb = 0
     if total_mb and args.heap_mb > 0.75 * total_mb:
         # the pre-fault stays resident for the worker's whole life, beside the model being profiled
         ap.error(f"--heap-mb {args.heap_mb} is more than 3/4 of this machine's {total_mb} MiB of memory; "

@@ -97,6 +97,17 @@ def prefault_heap(mib: int) -> float:
     return time.perf_counter() - t
 
 
+def pass_settings(warmup: int, iters: int, isolated: bool, heap_mb: int) -> dict:
+    """The settings a pass records in its status and a collection compares before it counts the pass as done; the
+    worker writes and the collector expects the same dict, so both build it here."""
+    rec = {"warmup": warmup, "iters": iters}
+    if isolated:
+        rec["isolated"] = True
+    if heap_mb:
+        rec["heap_mb"] = heap_mb
+    return rec
+
+
 def minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 

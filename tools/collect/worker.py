@@ -220,11 +220,7 @@ def main(argv=None) -> int:
             rec["env"] = {k: env_rec.get(k) for k in ("environment", "threads", "blas_core", "gemm512_gflops",
                                                       "heap_mb")}
             # the settings the pass ran with: a resumed collection with other settings must not count it as done
-            rec["settings"] = {"warmup": args.warmup, "iters": args.iters}
-            if args.isolated:
-                rec["settings"]["isolated"] = True
-            if args.heap_mb:
-                rec["settings"]["heap_mb"] = args.heap_mb
+            rec["settings"] = envmod.pass_settings(args.warmup, args.iters, args.isolated, args.heap_mb)
         except Exception as e:  # one failing config never stops a pass
             rec = {"ok": False, "config": cid, "pass": args.pass_no, "pid": os.getpid(),
                    "finished_unix": time.time(), "error": f"{type(e).__name__}: {e}",
