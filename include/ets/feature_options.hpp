@@ -9,6 +9,10 @@ struct FeatureOptions {
   double coverage = 0.99;
   /// Upper bound on K: one-hot columns beyond this go to the shared "other" slot instead.
   int max_one_hot = 64;
+  /// A type rarer than that but holding at least this share of the labelled training time (time + gap) gets its
+  /// own column too, within max_one_hot: one aten::gru per iteration is too rare for `coverage` yet can be a third
+  /// of the iteration, and in the shared "other" column the model cannot tell it from a cheap rare op. 0 = off.
+  double time_share = 0.001;
   /// Input tensors described per op (the first ones; later inputs are ignored).
   int input_slots = 3;
   /// Trailing dimensions described per input tensor (right-aligned, like broadcasting).

@@ -193,6 +193,8 @@ ETS_INLINE std::string FeatureSpec::options_problem(const FeatureOptions& o) {
     return fmt::format("dims_per_input must be in [0, 8], got {}", o.dims_per_input);
   if (!(std::isfinite(o.hyper_clip) && o.hyper_clip > 0.0))
     return fmt::format("hyper_clip must be positive, got {}", o.hyper_clip);
+  if (!(std::isfinite(o.time_share) && o.time_share >= 0.0 && o.time_share <= 1.0))
+    return fmt::format("time_share must be in [0, 1], got {}", o.time_share);
   return {};
 }
 
@@ -216,6 +218,11 @@ ETS_INLINE void FeatureSpec::build_index() {
   index_.clear();
   index_.reserve(types_.size());
   freq_.assign(types_.size(), {0.f, 0.f});
+  column_.assign(types_.size(), -1);
+  const int cut = one_hot_ - static_cast<int>(promoted_.size());
+  for (int r = 0; r < cut; ++r) column_[static_cast<std::size_t>(r)] = r;
+  for (std::size_t i = 0; i < promoted_.size(); ++i)
+    column_[static_cast<std::size_t>(promoted_[i])] = cut + static_cast<int>(i);
   const double denom = std::log1p(static_cast<double>(total_ops_));
   const double v = static_cast<double>(types_.size());
   for (std::size_t r = 0; r < types_.size(); ++r) {
@@ -231,12 +238,20 @@ ETS_INLINE FeatureSpec FeatureSpec::fit(const std::vector<ExecutionTrace>& trace
   ETS_CHECK(why.empty(), Errc::invalid_argument, "ets.encoder.1", "invalid FeatureOptions: {}", why);
 
   std::unordered_map<std::string, std::int64_t> counts;
+  std::unordered_map<std::string, double> spent;  // labelled µs (time + gap) per type, for time_share
   std::int64_t total = 0;
-  for (const auto& t : traces)
+  double total_us = 0.0;
+  for (const auto& t : traces) {
+    const bool labelled = has_labels(t);
     for (const auto& op : t.ops) {
       ++counts[op.name];
       ++total;
+      if (!labelled) continue;
+      const double us = std::max(op.time_us, 0.0) + std::max(op.gap_us, 0.0);
+      spent[op.name] += us;
+      total_us += us;
     }
+  }
   ETS_CHECK(total > 0, Errc::invalid_argument, "ets.encoder.2",
             "cannot fit features: the {} training trace(s) hold no ops", traces.size());
 
@@ -261,6 +276,14 @@ ETS_INLINE FeatureSpec FeatureSpec::fit(const std::vector<ExecutionTrace>& trace
   const int v = static_cast<int>(s.types_.size());
   while (k < v && static_cast<double>(covered) < target) covered += s.types_[static_cast<std::size_t>(k++)].count;
   s.one_hot_ = std::min(k, options.max_one_hot);
+  // Then the rarer types that hold a large share of the time, most frequent first, within the cap.
+  if (options.time_share > 0.0 && total_us > 0.0)
+    for (int r = s.one_hot_; r < v && s.one_hot_ < options.max_one_hot; ++r) {
+      const auto it = spent.find(s.types_[static_cast<std::size_t>(r)].name);
+      if (it == spent.end() || it->second < options.time_share * total_us) continue;
+      s.promoted_.push_back(r);
+      ++s.one_hot_;
+    }
   s.build_layout();
   s.build_index();
 
@@ -321,7 +344,9 @@ ETS_INLINE FeatureSpec FeatureSpec::fit(const std::vector<ExecutionTrace>& trace
 ETS_INLINE std::vector<std::string> FeatureSpec::feature_names() const {
   std::vector<std::string> names;
   names.reserve(static_cast<std::size_t>(layout_.features));
-  for (int r = 0; r < one_hot_; ++r) names.push_back("type." + types_[static_cast<std::size_t>(r)].name);
+  names.resize(static_cast<std::size_t>(one_hot_));
+  for (std::size_t r = 0; r < types_.size(); ++r)
+    if (column_[r] >= 0) names[static_cast<std::size_t>(column_[r])] = "type." + types_[r].name;
   names.emplace_back("type.other");
   names.emplace_back("freq.log_count");
   names.emplace_back("freq.rank");
@@ -347,6 +372,12 @@ ETS_INLINE const std::string& FeatureSpec::type_name(int rank) const {
   ETS_CHECK(rank >= 0 && rank < vocab_size(), Errc::invalid_argument, "ets.encoder.13",
             "op type rank {} is outside [0, {})", rank, vocab_size());
   return types_[static_cast<std::size_t>(rank)].name;
+}
+
+ETS_INLINE int FeatureSpec::type_column(int rank) const {
+  ETS_CHECK(rank >= 0 && rank < vocab_size(), Errc::invalid_argument, "ets.encoder.13",
+            "op type rank {} is outside [0, {})", rank, vocab_size());
+  return column_[static_cast<std::size_t>(rank)];
 }
 
 ETS_INLINE std::int64_t FeatureSpec::type_count(int rank) const {
@@ -407,7 +438,8 @@ ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, 
       ++stats->unknown_types[op.name];
     }
   } else {
-    row[r < one_hot_ ? l.type + r : l.other] = 1.f;
+    const int c = column_[static_cast<std::size_t>(r)];
+    row[c >= 0 ? l.type + c : l.other] = 1.f;
     row[l.freq] = freq_[static_cast<std::size_t>(r)][0];
     row[l.freq + 1] = freq_[static_cast<std::size_t>(r)][1];
   }
@@ -512,6 +544,7 @@ ETS_INLINE std::vector<std::uint8_t> FeatureSpec::serialize() const {
   w.i32(options_.input_slots);
   w.i32(options_.dims_per_input);
   w.f64(options_.hyper_clip);
+  w.f64(options_.time_share);
   w.i32(one_hot_);
   w.i64(total_ops_);
   w.u32(static_cast<std::uint32_t>(types_.size()));
@@ -520,6 +553,8 @@ ETS_INLINE std::vector<std::uint8_t> FeatureSpec::serialize() const {
     w.i64(t.count);
     for (const auto& m : t.hyper) w.moments(m);
   }
+  w.u32(static_cast<std::uint32_t>(promoted_.size()));
+  for (int r : promoted_) w.u32(static_cast<std::uint32_t>(r));
   for (const auto& m : hyper_global_) w.moments(m);
   w.u32(static_cast<std::uint32_t>(cont_.size()));
   for (const auto& m : cont_) w.moments(m);
@@ -536,8 +571,8 @@ ETS_INLINE FeatureSpec FeatureSpec::deserialize(const std::uint8_t* data, std::s
             "not a feature spec blob (bad magic)");
   const std::uint32_t version = static_cast<std::uint32_t>(data[4]) | static_cast<std::uint32_t>(data[5]) << 8 |
                                 static_cast<std::uint32_t>(data[6]) << 16 | static_cast<std::uint32_t>(data[7]) << 24;
-  ETS_CHECK(version == kFormatVersion, Errc::version, "ets.encoder.5",
-            "feature spec format version {} is not supported (this build reads {})", version, kFormatVersion);
+  ETS_CHECK(version == 1 || version == kFormatVersion, Errc::version, "ets.encoder.5",
+            "feature spec format version {} is not supported (this build reads 1 to {})", version, kFormatVersion);
   ETS_CHECK(load_u64(data + size - 8) == detail::fnv1a(data, size - 8), Errc::checksum, "ets.encoder.6",
             "feature spec blob is corrupt (checksum mismatch)");
 
@@ -548,6 +583,7 @@ ETS_INLINE FeatureSpec FeatureSpec::deserialize(const std::uint8_t* data, std::s
   s.options_.input_slots = r.i32();
   s.options_.dims_per_input = r.i32();
   s.options_.hyper_clip = r.f64();
+  s.options_.time_share = version >= 2 ? r.f64() : 0.0;  // version 1 had no time-share columns
   const std::string why = options_problem(s.options_);
   ETS_CHECK(why.empty(), Errc::parse, "ets.encoder.7", "feature spec blob holds invalid options: {}", why);
   s.one_hot_ = r.i32();
@@ -576,6 +612,19 @@ ETS_INLINE FeatureSpec FeatureSpec::deserialize(const std::uint8_t* data, std::s
   }
   ETS_CHECK(sum == s.total_ops_, Errc::parse, "ets.encoder.7",
             "feature spec blob: type counts sum to {}, not {}", sum, s.total_ops_);
+  if (version >= 2) {
+    const std::uint32_t n = r.u32();
+    ETS_CHECK(n <= static_cast<std::uint32_t>(s.one_hot_), Errc::parse, "ets.encoder.7",
+              "feature spec blob promotes {} op types into a one-hot width of {}", n, s.one_hot_);
+    const int cut = s.one_hot_ - static_cast<int>(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::uint32_t rank = r.u32();
+      ETS_CHECK(rank >= static_cast<std::uint32_t>(cut) && rank < v &&
+                    (s.promoted_.empty() || rank > static_cast<std::uint32_t>(s.promoted_.back())),
+                Errc::parse, "ets.encoder.7", "feature spec blob has an inconsistent time-share column (rank {})", rank);
+      s.promoted_.push_back(static_cast<int>(rank));
+    }
+  }
   for (auto& m : s.hyper_global_) m = r.moments();
   const std::uint32_t c = r.u32();
   const std::uint32_t expect = static_cast<std::uint32_t>(s.cont_flops() + 3);
@@ -596,7 +645,8 @@ ETS_INLINE bool FeatureSpec::operator==(const FeatureSpec& o) const noexcept {
   };
   return options_.coverage == o.options_.coverage && options_.max_one_hot == o.options_.max_one_hot &&
          options_.input_slots == o.options_.input_slots && options_.dims_per_input == o.options_.dims_per_input &&
-         options_.hyper_clip == o.options_.hyper_clip && one_hot_ == o.one_hot_ && total_ops_ == o.total_ops_ &&
+         options_.hyper_clip == o.options_.hyper_clip && options_.time_share == o.options_.time_share &&
+         one_hot_ == o.one_hot_ && promoted_ == o.promoted_ && total_ops_ == o.total_ops_ &&
          std::equal(types_.begin(), types_.end(), o.types_.begin(), o.types_.end(), same_type) &&
          hyper_global_ == o.hyper_global_ && cont_ == o.cont_ && labels_ == o.labels_;
 }

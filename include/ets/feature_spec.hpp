@@ -18,7 +18,8 @@
 namespace ets {
 
 /// Feature layout (column offsets into a row of feature_count() floats), in this order:
-///   type      K one-hot columns for the K most frequent training op types, then 1 shared "other" column
+///   type      K one-hot columns: the most frequent training op types, then those holding a large share of the
+///             training time however rare (FeatureOptions::time_share), then 1 shared "other" column
 ///   freq      2: log1p(count)/log1p(total ops), 1 - rank/vocab (both 0 for an op type never seen in training)
 ///   phase     3 one-hot (forward, backward, update)
 ///   dtype     kDTypeCount one-hot (the first input with a known dtype)
@@ -30,7 +31,7 @@ namespace ets {
 /// z(.) is a z-score with training mean/std; absent values are 0 after scoring and flagged where ambiguous.
 class FeatureSpec {
  public:
-  static constexpr std::uint32_t kFormatVersion = 1;
+  static constexpr std::uint32_t kFormatVersion = 2;  ///< written; 1 (no time_share) is still read
   static constexpr int kOptimizerCount = 5;
   static constexpr int kLabelCount = 2;  ///< (time, gap), the order of WindowBatch::y
 
@@ -53,9 +54,11 @@ class FeatureSpec {
   /// One name per column ("type.conv2d", "type.other", "in0.log_numel", "hyper.kernel_h", ...).
   ETS_INLINE std::vector<std::string> feature_names() const;
 
-  /// Op types seen in training, most frequent first; the first one_hot_count() have their own column.
+  /// Op types seen in training, most frequent first; one_hot_count() of them have their own column.
   int vocab_size() const noexcept { return static_cast<int>(types_.size()); }
   int one_hot_count() const noexcept { return one_hot_; }
+  /// The one-hot column of the type of rank `rank`, or -1 when it shares "other"; ets.encoder.13 outside the vocabulary.
+  ETS_INLINE int type_column(int rank) const;
   /// Name / training count of the type of frequency rank `rank`; ets.encoder.13 outside [0, vocab_size()).
   ETS_INLINE const std::string& type_name(int rank) const;
   ETS_INLINE std::int64_t type_count(int rank) const;
@@ -128,14 +131,18 @@ class FeatureSpec {
   FeatureOptions options_{};
   Layout layout_{};
   int one_hot_ = 0;
+  /// Ranks at or past the frequency cut that got a column for their time share, increasing; columns
+  /// one_hot_ - promoted_.size() + i. The frequency cut (ranks below it have column = rank) is what is left of one_hot_.
+  std::vector<int> promoted_;
   std::int64_t total_ops_ = 0;
   std::vector<TypeEntry> types_;
   std::array<Moments, kHyperCount> hyper_global_{};  ///< fallback for unknown types / slots a type never had
   std::vector<Moments> cont_;                         ///< size columns: per slot (numel, rank, dims), flops, bytes, batch
   std::array<Moments, kLabelCount> labels_{};
-  // Derived from the above (never serialised): name → rank, per-rank frequency code.
+  // Derived from the above (never serialised): name → rank, per-rank frequency code and one-hot column.
   std::unordered_map<std::string, int> index_;
   std::vector<std::array<float, 2>> freq_;
+  std::vector<int> column_;
 };
 
 }  // namespace ets

@@ -86,7 +86,9 @@ void reseal(std::vector<std::uint8_t>& blob) {
 
 TEST_CASE("vocabulary is ranked by frequency and K covers the requested share of ops") {
   const auto t = counted_trace({{"e", 1}, {"c", 15}, {"a", 50}, {"d", 4}, {"b", 30}});
-  const auto s = ets::FeatureSpec::fit({t});
+  ets::FeatureOptions by_count;  // every op takes the same time: only the frequency rule is under test
+  by_count.time_share = 0;
+  const auto s = ets::FeatureSpec::fit({t}, by_count);
   REQUIRE(s.vocab_size() == 5);
   CHECK(s.fitted_ops() == 100);
   for (int r = 0; r < 5; ++r) CHECK(s.type_name(r) == std::string(1, static_cast<char>('a' + r)));
@@ -98,7 +100,7 @@ TEST_CASE("vocabulary is ranked by frequency and K covers the requested share of
   CHECK(col(s, "type.other") == 4);
 
   auto k_for = [&](double coverage, int cap = 64) {
-    ets::FeatureOptions o;
+    ets::FeatureOptions o = by_count;
     o.coverage = coverage;
     o.max_one_hot = cap;
     return ets::FeatureSpec::fit({t}, o).one_hot_count();
@@ -118,7 +120,9 @@ TEST_CASE("vocabulary is ranked by frequency and K covers the requested share of
 
 TEST_CASE("two-level op-type code keeps rare types distinguishable and flags unknown ones") {
   const auto t = counted_trace({{"a", 50}, {"b", 30}, {"c", 15}, {"d", 4}, {"e", 1}});
-  const auto s = ets::FeatureSpec::fit({t});
+  ets::FeatureOptions by_count;  // "e" holds 1 % of the time: no column of its own for its time share here
+  by_count.time_share = 0;
+  const auto s = ets::FeatureSpec::fit({t}, by_count);
   const auto ra = row(s, make_op("a"));
   CHECK(at(s, ra, "type.a") == 1.f);
   CHECK(at(s, ra, "type.other") == 0.f);
@@ -143,6 +147,59 @@ TEST_CASE("two-level op-type code keeps rare types distinguishable and flags unk
   CHECK(st.unknown_ops == 2);
   REQUIRE(st.unknown_types.size() == 1);
   CHECK(st.unknown_types.at("never_seen") == 2);
+}
+
+// One rare but expensive op per iteration (an aten::gru among hundreds of cheap ops).
+ets::ExecutionTrace rare_expensive_trace(double z_time_us) {
+  auto t = counted_trace({{"a", 50}, {"b", 30}, {"c", 14}, {"d", 4}, {"f", 1}});
+  t.ops.push_back(make_op("z", ets::Phase::Forward, z_time_us, 0.0));  // 99 ops x 11 us + z
+  return t;
+}
+
+TEST_CASE("a rare type holding a large share of the training time gets its own one-hot column") {
+  // By count, "f" and "z" tie at 1 op (rank 4 = f, rank 5 = z by name) and 99 % coverage takes a..f (K = 5).
+  const auto t = rare_expensive_trace(50.0);  // z: 50 of 1,139 us = 4.39 %
+  const auto s = ets::FeatureSpec::fit({t});
+  REQUIRE(s.vocab_size() == 6);
+  REQUIRE(s.type_rank("z") == 5);
+  CHECK(s.one_hot_count() == 6);
+  CHECK(s.type_column(5) == 5);
+  CHECK(s.type_column(4) == 4);
+  CHECK(col(s, "type.z") == 5);
+  CHECK(col(s, "type.other") == 6);
+  const auto rz = row(s, make_op("z"));
+  CHECK(at(s, rz, "type.z") == 1.f);
+  CHECK(at(s, rz, "type.other") == 0.f);
+  CHECK(at(s, rz, "freq.rank") == Approx(1.0 - 5.0 / 6.0));  // the frequency code is unchanged
+  CHECK(at(s, row(s, make_op("f")), "type.z") == 0.f);
+
+  // z's column under a time_share / cap: -1 = it shares "other"; the frequency cut stays K = 5.
+  auto z_column = [&](const ets::ExecutionTrace& tr, double share, int cap = 64) {
+    ets::FeatureOptions o;
+    o.time_share = share;
+    o.max_one_hot = cap;
+    const auto fitted = ets::FeatureSpec::fit({tr}, o);
+    CHECK(fitted.one_hot_count() == 5 + (fitted.type_column(5) >= 0 ? 1 : 0));
+    return fitted.type_column(5);
+  };
+  CHECK(z_column(t, 0.043) == 5);
+  CHECK(z_column(t, 0.045) == -1);  // below its share
+  CHECK(z_column(t, 0.0) == -1);    // off
+  CHECK(z_column(t, 0.001, 5) == -1);  // the cap holds
+  CHECK(z_column(t, 0.001, 6) == 5);
+  auto unlabelled = t;
+  for (auto& op : unlabelled.ops) op.time_us = std::nan("");
+  CHECK(z_column(unlabelled, 0.001) == -1);  // no labels, no time shares
+
+  const auto back = ets::FeatureSpec::deserialize(s.serialize());
+  CHECK(back == s);
+  CHECK(back.serialize() == s.serialize());
+  CHECK(back.feature_names() == s.feature_names());
+  CHECK(back.type_column(5) == 5);
+  CHECK(back.options().time_share == s.options().time_share);
+  ets::FeatureOptions off;
+  off.time_share = 0;
+  CHECK(ets::FeatureSpec::fit({t}, off) != s);
 }
 
 TEST_CASE("hyper-parameters are z-scored per op type with training statistics") {
@@ -301,7 +358,7 @@ TEST_CASE("serialised spec round-trips bit-exactly and encodes identically") {
   const auto blob = s.serialize();
   REQUIRE(blob.size() > 16);
   CHECK(std::memcmp(blob.data(), "ETSF", 4) == 0);
-  CHECK(blob[4] == 1);
+  CHECK(blob[4] == 2);
   CHECK(blob[5] + blob[6] + blob[7] == 0);
 
   const auto back = ets::FeatureSpec::deserialize(blob);
@@ -344,13 +401,13 @@ TEST_CASE("truncated, corrupt or inconsistent blobs throw ets::Error") {
   bad_magic[0] = 'X';
   CHECK(error_id([&] { ets::FeatureSpec::deserialize(bad_magic); }) == "ets.encoder.4");
   auto newer = blob;
-  newer[4] = 2;
+  newer[4] = 3;
   CHECK(error_id([&] { ets::FeatureSpec::deserialize(newer); }) == "ets.encoder.5");
 
-  // Valid checksum, impossible content: one-hot width (offset 36) beyond the vocabulary.
+  // Valid checksum, impossible content: one-hot width (offset 44) beyond the vocabulary.
   auto wide = blob;
-  wide[36] = 0xff;
-  wide[37] = 0xff;
+  wide[44] = 0xff;
+  wide[45] = 0xff;
   reseal(wide);
   CHECK(error_id([&] { ets::FeatureSpec::deserialize(wide); }) == "ets.encoder.7");
   // coverage (offset 8, f64) = 2.0 is not a valid option.
@@ -365,6 +422,56 @@ TEST_CASE("truncated, corrupt or inconsistent blobs throw ets::Error") {
   longer.insert(longer.end() - 8, std::uint8_t{0});
   reseal(longer);
   CHECK(error_id([&] { ets::FeatureSpec::deserialize(longer); }) == "ets.encoder.7");
+  auto share = blob;  // time_share (offset 36, f64) = 2.0
+  for (int i = 0; i < 8; ++i) share[36 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(bits >> (8 * i));
+  reseal(share);
+  CHECK(error_id([&] { ets::FeatureSpec::deserialize(share); }) == "ets.encoder.7");
+}
+
+// Where the promoted-rank list (u32 n, n x u32) starts: before the global hyper moments, the size statistics and the
+// label moments at the end (default FeatureOptions: 3 slots x (2 + 4 dims) + flops, bytes, batch = 21 statistics).
+std::size_t promoted_offset(const std::vector<std::uint8_t>& blob, std::size_t n) {
+  return blob.size() - 8 - 2 * 24 - 21 * 24 - 4 - ets::kHyperCount * 24 - 4 * (n + 1);
+}
+
+TEST_CASE("time-share columns that contradict the vocabulary are rejected") {
+  const auto s = ets::FeatureSpec::fit({rare_expensive_trace(50.0)});
+  REQUIRE(s.type_column(5) == 5);
+  const auto blob = s.serialize();
+  const std::size_t at_n = promoted_offset(blob, 1);
+  REQUIRE(blob[at_n] == 1);
+  REQUIRE(blob[at_n + 4] == 5);
+  for (std::uint8_t rank : {std::uint8_t{4}, std::uint8_t{6}, std::uint8_t{200}}) {  // inside the cut, past V
+    auto bad = blob;
+    bad[at_n + 4] = rank;
+    reseal(bad);
+    INFO("rank " << int{rank});
+    CHECK(error_id([&] { ets::FeatureSpec::deserialize(bad); }) == "ets.encoder.7");
+  }
+  auto many = blob;  // more promoted types than one-hot columns
+  many[at_n] = 7;
+  reseal(many);
+  CHECK(error_id([&] { ets::FeatureSpec::deserialize(many); }) != "");
+}
+
+TEST_CASE("a version-1 blob (before time-share columns) still reads, with the frequency layout") {
+  ets::FeatureOptions off;
+  off.time_share = 0;
+  const auto s = ets::FeatureSpec::fit({rare_expensive_trace(50.0)}, off);
+  REQUIRE(s.type_column(5) == -1);
+  auto v1 = s.serialize();
+  const std::size_t at_n = promoted_offset(v1, 0);
+  REQUIRE(v1[at_n] == 0);
+  v1.erase(v1.begin() + static_cast<std::ptrdiff_t>(at_n), v1.begin() + static_cast<std::ptrdiff_t>(at_n + 4));
+  v1.erase(v1.begin() + 36, v1.begin() + 44);  // version 1 had no time_share option
+  v1[4] = 1;
+  reseal(v1);
+  const auto back = ets::FeatureSpec::deserialize(v1);
+  CHECK(back == s);
+  CHECK(back.options().time_share == 0.0);
+  CHECK(back.one_hot_count() == 5);
+  CHECK(back.type_column(5) == -1);
+  CHECK(back.serialize() == s.serialize());  // re-written as version 2
 }
 
 TEST_CASE("invalid options, empty training sets and unfitted specs are rejected") {
@@ -378,6 +485,9 @@ TEST_CASE("invalid options, empty training sets and unfitted specs are rejected"
   CHECK(fit_with([](ets::FeatureOptions& o) { o.coverage = 1.5; }) == "ets.encoder.1");
   CHECK(fit_with([](ets::FeatureOptions& o) { o.coverage = std::nan(""); }) == "ets.encoder.1");
   CHECK(fit_with([](ets::FeatureOptions& o) { o.max_one_hot = -1; }) == "ets.encoder.1");
+  CHECK(fit_with([](ets::FeatureOptions& o) { o.time_share = -0.1; }) == "ets.encoder.1");
+  CHECK(fit_with([](ets::FeatureOptions& o) { o.time_share = 1.5; }) == "ets.encoder.1");
+  CHECK(fit_with([](ets::FeatureOptions& o) { o.time_share = std::nan(""); }) == "ets.encoder.1");
   CHECK(fit_with([](ets::FeatureOptions& o) { o.input_slots = 17; }) == "ets.encoder.1");
   CHECK(fit_with([](ets::FeatureOptions& o) { o.hyper_clip = 0; }) == "ets.encoder.1");
   CHECK(error_id([] { ets::FeatureSpec::fit({}); }) == "ets.encoder.2");
