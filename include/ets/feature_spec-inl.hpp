@@ -237,18 +237,22 @@ ETS_INLINE FeatureSpec FeatureSpec::fit(const std::vector<ExecutionTrace>& trace
   const std::string why = options_problem(options);
   ETS_CHECK(why.empty(), Errc::invalid_argument, "ets.encoder.1", "invalid FeatureOptions: {}", why);
 
-  std::unordered_map<std::string, std::int64_t> counts;
-  std::unordered_map<std::string, double> spent;  // labelled µs (time + gap) per type, for time_share
+  struct Tally {
+    std::int64_t count = 0;
+    double us = 0.0;  // labelled time + gap, for time_share
+  };
+  std::unordered_map<std::string, Tally> tally;
   std::int64_t total = 0;
   double total_us = 0.0;
   for (const auto& t : traces) {
     const bool labelled = has_labels(t);
     for (const auto& op : t.ops) {
-      ++counts[op.name];
+      Tally& e = tally[op.name];
+      ++e.count;
       ++total;
       if (!labelled) continue;
       const double us = std::max(op.time_us, 0.0) + std::max(op.gap_us, 0.0);
-      spent[op.name] += us;
+      e.us += us;
       total_us += us;
     }
   }
@@ -258,11 +262,11 @@ ETS_INLINE FeatureSpec FeatureSpec::fit(const std::vector<ExecutionTrace>& trace
   FeatureSpec s;
   s.options_ = options;
   s.total_ops_ = total;
-  s.types_.reserve(counts.size());
-  for (auto& [name, c] : counts) {
+  s.types_.reserve(tally.size());
+  for (auto& [name, c] : tally) {
     TypeEntry e;
     e.name = name;
-    e.count = c;
+    e.count = c.count;
     s.types_.push_back(std::move(e));
   }
   std::sort(s.types_.begin(), s.types_.end(), [](const TypeEntry& a, const TypeEntry& b) {
@@ -279,8 +283,7 @@ ETS_INLINE FeatureSpec FeatureSpec::fit(const std::vector<ExecutionTrace>& trace
   // Then the rarer types that hold a large share of the time, most frequent first, within the cap.
   if (options.time_share > 0.0 && total_us > 0.0)
     for (int r = s.one_hot_; r < v && s.one_hot_ < options.max_one_hot; ++r) {
-      const auto it = spent.find(s.types_[static_cast<std::size_t>(r)].name);
-      if (it == spent.end() || it->second < options.time_share * total_us) continue;
+      if (tally.at(s.types_[static_cast<std::size_t>(r)].name).us < options.time_share * total_us) continue;
       s.promoted_.push_back(r);
       ++s.one_hot_;
     }
@@ -368,21 +371,23 @@ ETS_INLINE std::vector<std::string> FeatureSpec::feature_names() const {
   return names;
 }
 
-ETS_INLINE const std::string& FeatureSpec::type_name(int rank) const {
+ETS_INLINE void FeatureSpec::check_rank(int rank) const {
   ETS_CHECK(rank >= 0 && rank < vocab_size(), Errc::invalid_argument, "ets.encoder.13",
             "op type rank {} is outside [0, {})", rank, vocab_size());
+}
+
+ETS_INLINE const std::string& FeatureSpec::type_name(int rank) const {
+  check_rank(rank);
   return types_[static_cast<std::size_t>(rank)].name;
 }
 
 ETS_INLINE int FeatureSpec::type_column(int rank) const {
-  ETS_CHECK(rank >= 0 && rank < vocab_size(), Errc::invalid_argument, "ets.encoder.13",
-            "op type rank {} is outside [0, {})", rank, vocab_size());
+  check_rank(rank);
   return column_[static_cast<std::size_t>(rank)];
 }
 
 ETS_INLINE std::int64_t FeatureSpec::type_count(int rank) const {
-  ETS_CHECK(rank >= 0 && rank < vocab_size(), Errc::invalid_argument, "ets.encoder.13",
-            "op type rank {} is outside [0, {})", rank, vocab_size());
+  check_rank(rank);
   return types_[static_cast<std::size_t>(rank)].count;
 }
 

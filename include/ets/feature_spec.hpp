@@ -121,6 +121,7 @@ class FeatureSpec {
   };
 
   ETS_INLINE static std::string options_problem(const FeatureOptions& o);  ///< "" when valid
+  ETS_INLINE void check_rank(int rank) const;  ///< ets.encoder.13 outside [0, vocab_size())
   ETS_INLINE void build_layout();
   ETS_INLINE void build_index();
   ETS_INLINE MetaCode encode_meta(const TraceMeta& meta) const;
