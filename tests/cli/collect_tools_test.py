@@ -9,7 +9,8 @@
 # ids-pass*.txt behind (a stub worker in a copied tree); --isolate runs each config's pass in a process of its own
 # and does not count shared-worker passes as done, nor passes with another --heap-mb (workers pre-fault 8 GiB by
 # default; env.py's pre-fault touches its pages); a config whose passes ran in two environments is not
-# labelled, and env.py gives masked CPU names ("AMD EPYC") the CPUID family / model.
+# labelled, and env.py gives masked CPU names ("AMD EPYC") the CPUID family / model. drift.py bins the passes'
+# speed probes in time, turns a slow spell into an --invalidate window and compares a retest's speed with the first run.
 # Usage: collect_tools_test.py WORK_DIR
 import gzip
 import json
@@ -350,5 +351,49 @@ for k, v in saved.items():
 f0 = E.minor_faults()
 E.prefault_heap(64)
 check(E.minor_faults() - f0 >= 64 * 256 // 2, f"a 64 MiB pre-fault touches its pages: {E.minor_faults() - f0} faults")
+
+# ---- drift.py: the speed probes of a collection, binned in time; a slow spell becomes an --invalidate window, and a
+# retest taken at another speed says so
+DRIFT = os.path.join(ROOT, "tools", "collect", "drift.py")
+dd, dr = os.path.join(work, "drift-data"), os.path.join(work, "drift-retest")
+
+
+def probe_pass(root, cid, p, t, gemm, small, warm):
+    d = os.path.join(root, "raw", cid)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, f"pass{p}.status.json"), "w") as fh:
+        json.dump({"ok": True, "config": cid, "pass": p, "finished_unix": t, "warmup_ms": [warm * 1.1, warm],
+                   "probe": {"before": {"gemm_ms": gemm, "small_ops_ms": small}}}, fh)
+
+
+t0 = 1_700_000_000.0  # a whole minute
+for i in range(30):  # one pass a minute; minutes 20-29 run 10% slower on the GEMM probe
+    probe_pass(dd, f"mlp-{i:04d}", 1, t0 + 60 * i + 1, 3.3 * (1.1 if i >= 20 else 1.0), 3.5, 10.0)
+probe_pass(dd, "mlp-0099", 1, t0 + 5, 3.3, 3.5, 10.0)
+os.remove(os.path.join(dd, "raw", "mlp-0099", "pass1.status.json"))  # an unreadable or missing status is skipped
+os.makedirs(os.path.join(dd, "raw", "mlp-0098"))
+with open(os.path.join(dd, "raw", "mlp-0098", "pass1.status.json"), "w") as fh:
+    fh.write("{not json")
+for i in range(0, 30, 3):  # the retest: 20% slower warm-ups, GEMM +10% against each config's first pass
+    probe_pass(dr, f"mlp-{i:04d}", 1, t0 + 7200 + i, 3.3 * 1.1, 3.5, 12.0)
+r = subprocess.run([sys.executable, DRIFT, "--data", dd, "--retest", dr, "--minutes", "10", "--json"],
+                   capture_output=True, text=True)
+check(r.returncode == 0, f"drift.py rc {r.returncode}: {r.stderr}")
+rep = json.loads(r.stdout) if r.returncode == 0 else {"bins": [], "drifted": [], "retest": {}}
+check([b["passes"] for b in rep["bins"]] == [10, 10, 10], f"three 10-minute bins: {rep['bins']}")
+check([b["drifted"] for b in rep["bins"]] == [False, False, True], "only the slow third is drifted")
+check(rep["drifted"] == [[t0 + 1 + 1200, t0 + 1 + 1800]], f"one window over the slow bin: {rep['drifted']}")
+rt = rep.get("retest", {})
+check(rt.get("n") == 10 and abs(rt.get("warmup_ms", 0) - 1.2) < 1e-9 and abs(rt.get("small_ops_ms", 0) - 1.0) < 1e-9,
+      f"retest ratios: {rt}")
+# configs 0, 3, ..., 18 were first timed at 3.3 and 21, 24, 27 at 3.63: the median ratio of the ten is 1.1
+check(abs(rt.get("gemm_ms", 0) - 1.1) < 1e-9, f"retest GEMM ratio {rt.get('gemm_ms')}")
+r = subprocess.run([sys.executable, DRIFT, "--data", dd], capture_output=True, text=True)
+check(r.returncode == 0 and "--invalidate" in r.stdout and r.stdout.count("drifted window") == 1,
+      f"drift.py prints the window as an --invalidate: {r.stdout} {r.stderr}")
+empty = os.path.join(work, "drift-empty")
+os.makedirs(empty)
+r = subprocess.run([sys.executable, DRIFT, "--data", empty], capture_output=True, text=True)
+check(r.returncode == 2 and "no pass with a speed probe" in r.stderr, f"drift.py on no passes: rc {r.returncode}")
 
 finish("collect tools: invalidate and retest bookkeeping, card safeguards and collect refusals hold")
