@@ -362,7 +362,7 @@ def probe_pass(root, cid, p, t, gemm, small, warm):
     d = os.path.join(root, "raw", cid)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, f"pass{p}.status.json"), "w") as fh:
-        json.dump({"ok": True, "config": cid, "pass": p, "finished_unix": t, "warmup_ms": [warm * 1.1, warm],
+        json.dump({"ok": True, "config": cid, "pass": p, "finished_unix": t, "warmup_ms": [warm * 1.3, warm * 1.1, warm],
                    "probe": {"before": {"gemm_ms": gemm, "small_ops_ms": small}}}, fh)
 
 

@@ -105,6 +105,25 @@ def bar(n, total, width=30):
     return "█" * (round(width * n / total) if total else 0)
 
 
+def pass_statuses(data: str, cid: str = "*"):
+    """(path, status) of each readable DATA/raw/<cid>/pass<N>.status.json (collect.py's per-pass record), in path
+    order; unreadable ones are skipped."""
+    for path in sorted(glob.glob(os.path.join(data, "raw", cid, "pass[0-9].status.json"))):
+        try:
+            with open(path) as fh:
+                st = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        yield path, st
+
+
+def unprofiled_ms(status: dict):
+    """A pass's unprofiled iteration (ms): the faster of warm-up iterations 2 and 3, since the first pays one-off
+    costs; None with fewer than 3 warm-ups."""
+    w = status.get("warmup_ms") or []
+    return min(w[1:]) if len(w) >= 3 else None
+
+
 def compute(data: str, retest: str = "", previous: dict | None = None, notes: list | None = None,
             labels: dict | None = None) -> dict:
     """The card's figures. The profiler-overhead ratio and the environment record come from DATA/raw/ and
@@ -155,18 +174,10 @@ def compute(data: str, retest: str = "", previous: dict | None = None, notes: li
         "disagreement_over": {t: sum(1 for r in vals if r["disagreement"] > t) for t in (0.10, 0.25, 0.50, 1.00)},
     }
     # Profiler overhead: the label is a profiled iteration; the warm-up iterations before it ran unprofiled.
-    # Unprofiled period per pass = the faster of warm-up iterations 2 and 3 (the first pays one-off costs).
+    # Unprofiled period per pass: unprofiled_ms.
     ratios = []
     for cid, r in labels.items():
-        unprof = []
-        for st_path in sorted(glob.glob(os.path.join(data, "raw", cid, "pass[0-9].status.json"))):
-            try:
-                with open(st_path) as fh:
-                    w = json.load(fh).get("warmup_ms") or []
-            except (OSError, ValueError):
-                continue
-            if len(w) >= 3:
-                unprof.append(min(w[1:]) * 1e3)
+        unprof = [u * 1e3 for _, st in pass_statuses(data, cid) if (u := unprofiled_ms(st)) is not None]
         if unprof and r["measured_us"] > 0:
             ratios.append(r["measured_us"] / statistics.median(unprof))
     if ratios:

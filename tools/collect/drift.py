@@ -16,40 +16,39 @@ with its first collection: a test–retest MRE taken while the machine ran at an
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import statistics
 import sys
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+from tools.collect.card import pass_statuses, unprofiled_ms  # noqa: E402
+
 PROBES = ("gemm_ms", "small_ops_ms")
 
 
 def passes(data: str) -> list:
-    """Every successful pass with a speed probe: {config, pass, t (finish, unix s), gemm_ms, small_ops_ms, warmup_ms}."""
+    """Every successful pass with a speed probe: {config, pass, t (finish, unix s), gemm_ms, small_ops_ms, warmup_ms
+    (its unprofiled iteration, card.unprofiled_ms)}."""
     out = []
-    for path in sorted(glob.glob(os.path.join(data, "raw", "*", "pass[0-9]*.status.json"))):
-        try:
-            with open(path) as fh:
-                st = json.load(fh)
-        except (OSError, ValueError):
-            continue
+    for path, st in pass_statuses(data):
         probe = (st.get("probe") or {}).get("before") or {}
         if not st.get("ok") or not all(isinstance(probe.get(k), (int, float)) for k in PROBES):
             continue
-        warm = [w for w in st.get("warmup_ms") or [] if isinstance(w, (int, float))]
         out.append({"config": st.get("config") or os.path.basename(os.path.dirname(path)), "pass": st.get("pass"),
                     "t": float(st.get("finished_unix", 0.0)), **{k: float(probe[k]) for k in PROBES},
-                    "warmup_ms": min(warm) if warm else None})
+                    "warmup_ms": unprofiled_ms(st)})
     out.sort(key=lambda p: p["t"])
     return out
 
 
 def bins(rows: list, minutes: float, threshold: float) -> dict:
-    """Probe medians per time bin, relative to the whole collection's medians; bins beyond threshold are drifted."""
-    if not rows:
-        return {"reference": {}, "bins": [], "drifted": []}
+    """Probe medians per time bin, relative to the whole collection's medians (rows: passes(), not empty); bins
+    beyond threshold are drifted."""
     ref = {k: statistics.median(r[k] for r in rows) for k in PROBES}
     width = 60.0 * minutes
     t0 = rows[0]["t"]
@@ -70,7 +69,7 @@ def bins(rows: list, minutes: float, threshold: float) -> dict:
     for b in out:
         if not b["drifted"]:
             continue
-        if windows and abs(windows[-1][1] - b["start"]) < 1e-6:
+        if windows and windows[-1][1] == b["start"]:  # the next bin: both are t0 + (k + 1) * width
             windows[-1][1] = b["end"]
         else:
             windows.append([b["start"], b["end"]])
@@ -78,7 +77,7 @@ def bins(rows: list, minutes: float, threshold: float) -> dict:
 
 
 def retest_ratios(first: list, again: list) -> dict:
-    """Median over re-collected configurations of (retest / first) for each probe and the fastest warm-up."""
+    """Median over re-collected configurations of (retest / first) for each probe and the unprofiled iteration."""
     def per_config(rows):
         by: dict = {}
         for r in rows:
@@ -140,7 +139,7 @@ def main(argv=None) -> int:
         r = rep["retest"]
         fmt = lambda v: "n/a" if v is None else f"{100 * (v - 1):+.1f}%"  # noqa: E731
         print(f"retest vs first collection over {r['n']} configs (median of retest / first): GEMM probe "
-              f"{fmt(r['gemm_ms'])}, small-ops probe {fmt(r['small_ops_ms'])}, fastest warm-up iteration "
+              f"{fmt(r['gemm_ms'])}, small-ops probe {fmt(r['small_ops_ms'])}, unprofiled iteration "
               f"{fmt(r['warmup_ms'])}")
     return 0
 
