@@ -14,6 +14,7 @@
 # Usage: collect_tools_test.py WORK_DIR
 import gzip
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -214,8 +215,13 @@ for cid in ids:
                             **({"heap_mb": a.heap_mb} if a.heap_mb else {}))}
     if os.environ.get("STUB_ENV"):
         rec["env"] = {"environment": os.environ["STUB_ENV"]}
+    if os.environ.get("STUB_SPEED"):  # JSON list of machine slowness factors, one per worker process (= pass)
+        f = json.load(open(os.environ["STUB_SPEED"]))
+        rec["probe"] = {"before": {"gemm_ms": 3.0 * f[0], "small_ops_ms": 2.0 * f[0]}}
     json.dump(rec, open(os.path.join(d, "pass%d.status.json" % a.p), "w"))
     print("DONE %s 1 0.01" % cid, flush=True)
+if os.environ.get("STUB_SPEED"):  # the next worker runs at the next factor
+    json.dump(json.load(open(os.environ["STUB_SPEED"]))[1:], open(os.environ["STUB_SPEED"], "w"))
 """)
 TREE_COLLECT = os.path.join(tree, "tools", "collect", "collect.py")
 
@@ -297,6 +303,59 @@ check(r.returncode == 2 and "--heap-mb" in r.stderr, f"--heap-mb -1 is refused: 
 r = subprocess.run(heap_cmd + [str(1 << 40)], capture_output=True, text=True)
 check(r.returncode == 2 and "of this machine's" in r.stderr and units_to_run(r.stderr) == -1,
       f"a pre-fault beyond 3/4 of the memory is refused before any pass: rc {r.returncode} {r.stderr[-300:]}")
+
+# ---- the speed gate: a block's pass whose probes are off the environment's reference speed is set aside and run
+# again after a pause; when the retries run out the collector stops (exit 3) and a later run resumes
+def gated(out, factors, *extra):
+    speed = os.path.join(work, "stub-speed.json")
+    with open(speed, "w") as fh:
+        json.dump(factors, fh)
+    return subprocess.run([sys.executable, TREE_COLLECT, "--out", out, "--configs", os.path.join(work, "ids.txt"),
+                           "--passes", "2", "--no-label", "--speed-pause", "0", *extra], capture_output=True,
+                          text=True, env={**os.environ, "STUB_SPEED": speed, "STUB_ENV": "cpu-s"})
+
+
+def speed_events(out):
+    with open(os.path.join(out, "collect", "run.jsonl")) as fh:
+        return [e for e in map(json.loads, fh) if e.get("ev") == "speed"]
+
+
+def aside(out, p):
+    return sorted(f for cid in ids for f in os.listdir(os.path.join(out, "raw", cid))
+                  if f.startswith(f"pass{p}.slow-") and f.endswith(".status.json"))
+
+
+gate_out = os.path.join(work, "gate-out")
+r = gated(gate_out, [1.0, 1.2, 1.03], "--speed-retries", "1")  # pass 1 sets the reference; pass 2 runs 20% slow
+ref = json.load(open(os.path.join(gate_out, "collect", "speed_ref.json"))) if r.returncode == 0 else {}
+check(r.returncode == 0 and ref.get("cpu-s", {}).get("gemm_ms") == 3.0 and ref["cpu-s"].get("small_ops_ms") == 2.0,
+      f"the first gated pass is the reference: rc {r.returncode} {ref} {r.stderr[-400:]}")
+check([e["ok"] for e in speed_events(gate_out)] == [True, False, True] and "set aside" in r.stderr,
+      f"the slow pass 2 is run again and then passes the gate: {speed_events(gate_out)}")
+check(len(aside(gate_out, 2)) == len(ids) and not aside(gate_out, 1),
+      f"the slow pass's files are kept aside: {aside(gate_out, 2)}")
+sts = stub_statuses(gate_out) if r.returncode == 0 else {}
+check(sts and all(math.isclose(st["probe"]["before"]["gemm_ms"], 3.0 * (1.0 if p == 1 else 1.03))
+                  for (cid, p), st in sts.items()), f"the passes kept ran at the reference speed: {sts}")
+stop_out = os.path.join(work, "gate-stop")
+r = gated(stop_out, [1.0, 0.8, 0.8], "--speed-retries", "1")  # 20% faster is off the reference too
+check(r.returncode == 3 and "stopped" in r.stderr and len(aside(stop_out, 2)) == 2 * len(ids) and
+      not any(os.path.exists(os.path.join(stop_out, "raw", cid, "pass2.status.json")) for cid in ids),
+      f"retries run out: exit 3, both runs of pass 2 set aside: rc {r.returncode} {aside(stop_out, 2)} {r.stderr[-300:]}")
+r = gated(stop_out, [1.01], "--speed-retries", "0")
+check(r.returncode == 0 and units_to_run(r.stderr) == len(ids) and len(speed_events(stop_out)) == 4,
+      f"a later run resumes with pass 2 only, against the kept reference: rc {r.returncode} {r.stderr[-300:]}")
+ref_out = os.path.join(work, "gate-ref")
+r = gated(ref_out, [1.5], "--speed-retries", "0", "--speed-ref", "3,2")
+check(r.returncode == 3 and speed_events(ref_out)[0].get("gemm_ms_rel") == 0.5,
+      f"--speed-ref is the reference from the first pass on: rc {r.returncode} {speed_events(ref_out)}")
+r = gated(os.path.join(work, "gate-off"), [1.0, 1.5], "--speed-gate", "0")
+check(r.returncode == 0 and not speed_events(os.path.join(work, "gate-off")), f"--speed-gate 0: no gate: {r.stderr[-300:]}")
+for extra, word in ((["--speed-ref", "3"], "--speed-ref"), (["--speed-ref", "3,nan"], "--speed-ref"),
+                    (["--speed-gate", "1.5"], "--speed-gate"), (["--speed-retries", "-1"], "--speed-retries")):
+    r = gated(os.path.join(work, "gate-bad"), [1.0], *extra)
+    check(r.returncode == 2 and word in r.stderr and not os.path.exists(os.path.join(work, "gate-bad")),
+          f"collect {extra} refused: rc {r.returncode} {r.stderr[-300:]}")
 
 # ---- a config whose passes ran in two environments (a run resumed on another host) is not labelled; one whose
 # passes agree is labelled under that environment (a stub `ets label` records its arguments)

@@ -10,6 +10,12 @@
 Work is done in blocks of --block configs: for each block, pass 1, 2, 3 each run in a fresh worker process over a
 freshly shuffled order, so one configuration's passes are minutes apart with other configurations in between; the
 block's configurations are then labelled. Interrupt at any time; the next run resumes.
+
+Speed gate (--speed-gate, default 5%): every pass records speed probes (a GEMM loop, small tensor ops). A block's pass
+whose probe medians lie further than that from the environment's reference (the first gated pass, kept in
+OUT/collect/speed_ref.json, or --speed-ref) ran while the machine was faster or slower than the rest of the
+collection: it is set aside (raw/<id>/pass<N>.slow-<time>.*), the collector pauses --speed-pause minutes and runs it
+again, and after --speed-retries such runs it stops (exit 3), to be resumed later.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -77,6 +84,7 @@ class Collector:
         self.log_path = os.path.join(self.state, "run.jsonl")
         self.ets = args.ets or _find_ets()
         self.settings = E.pass_settings(args.warmup, args.iters, args.isolate, args.heap_mb)
+        self.speed_ref_path = os.path.join(self.state, "speed_ref.json")
 
     # ---- bookkeeping
     def log(self, **ev) -> None:
@@ -190,6 +198,84 @@ class Collector:
             if rc != 0 and not culprit:
                 break
 
+    # ---- speed gate
+    def pass_speed(self, ids: list, p: int):
+        """(environment, {probe: median}) over the passes of ids that succeeded with speed probes; None without."""
+        envs, probes = [], {k: [] for k in SPEED_PROBES}
+        for cid in ids:
+            st = self.status(cid, p) or {}
+            before = (st.get("probe") or {}).get("before") or {}
+            if not st.get("ok") or not all(isinstance(before.get(k), (int, float)) for k in SPEED_PROBES):
+                continue
+            envs.append((st.get("env") or {}).get("environment") or "")
+            for k in SPEED_PROBES:
+                probes[k].append(float(before[k]))
+        if not envs:
+            return None
+        return statistics.mode(envs), {k: statistics.median(v) for k, v in probes.items()}
+
+    def speed_reference(self, env: str, measured: dict) -> dict:
+        """The environment's reference probe medians: --speed-ref, else the stored one, else `measured` (stored)."""
+        try:
+            with open(self.speed_ref_path) as fh:
+                refs = json.load(fh)
+        except (OSError, ValueError):
+            refs = {}
+        if self.a.speed_ref:
+            ref = dict(zip(SPEED_PROBES, self.a.speed_ref), source="--speed-ref")
+        elif env in refs:
+            return refs[env]
+        else:
+            ref = dict(measured, source="first gated pass")
+        if refs.get(env) != ref:
+            refs[env] = ref
+            with open(self.speed_ref_path + ".tmp", "w") as fh:
+                json.dump(refs, fh, indent=1, sort_keys=True)
+            os.replace(self.speed_ref_path + ".tmp", self.speed_ref_path)
+            self.log(ev="speed_ref", environment=env, **ref)
+        return ref
+
+    def set_aside(self, ids: list, p: int, why: str) -> None:
+        """Moves the pass files of ids to pass<p>.<why>-<time>.*: kept for the record, run again."""
+        stamp = time.strftime("%Y%m%d%H%M%S")
+        for cid in ids:
+            d = os.path.join(self.raw, cid)
+            tag, k = f"{why}-{stamp}", 1
+            while os.path.exists(os.path.join(d, f"pass{p}.{tag}.status.json")):  # set aside twice in one second
+                k += 1
+                tag = f"{why}-{stamp}-{k}"
+            for ext in (".status.json", ".json.gz"):
+                src = os.path.join(d, f"pass{p}{ext}")
+                if os.path.exists(src):
+                    os.replace(src, os.path.join(d, f"pass{p}.{tag}{ext}"))
+
+    def gated_pass(self, ids: list, p: int, progress: Progress) -> bool:
+        """Runs a block's pass until its probes match the reference speed; False when the retries ran out."""
+        for attempt in range(self.a.speed_retries + 1):
+            self.run_pass(ids, p, progress)
+            speed = self.pass_speed(ids, p) if self.a.speed_gate > 0 else None
+            if speed is None:
+                return True  # gate off, or no probes to judge by (every pass failed, or an old worker)
+            env, got = speed
+            ref = self.speed_reference(env, got)
+            rel = {k: got[k] / ref[k] - 1.0 for k in SPEED_PROBES}
+            off = {k: v for k, v in rel.items() if abs(v) > self.a.speed_gate}
+            self.log(ev="speed", **{"pass": p}, configs=len(ids), environment=env, attempt=attempt,
+                     **{k: round(got[k], 4) for k in SPEED_PROBES}, **{k + "_rel": round(v, 4) for k, v in rel.items()},
+                     ok=not off)
+            if not off:
+                return True
+            desc = ", ".join(f"{k} {100 * v:+.1f}%" for k, v in off.items())
+            sys.stderr.write(f"\ncollect: pass {p} of {len(ids)} configs ran off the reference speed ({desc}; gate "
+                             f"±{100 * self.a.speed_gate:.0f}%): set aside\n")
+            self.set_aside(ids, p, "slow")
+            if attempt < self.a.speed_retries:
+                sys.stderr.write(f"collect: pausing {self.a.speed_pause:g} min, then running it again "
+                                 f"({attempt + 1}/{self.a.speed_retries})\n")
+                progress.total += len(ids)
+                time.sleep(60.0 * self.a.speed_pause)
+        return False
+
     # ---- labelling
     def label(self, cfg: dict) -> bool:
         cid, P = cfg["id"], self.a.passes
@@ -242,8 +328,13 @@ class Collector:
             for p in range(1, P + 1):
                 ids = [c["id"] for c in block if self.needs_pass(c["id"], p)]
                 rng.shuffle(ids)  # a fresh order per pass: slow spells hit different configs each time
-                if ids:
-                    self.run_pass(ids, p, prog)
+                if ids and not self.gated_pass(ids, p, prog):
+                    prog.close()
+                    sys.stderr.write(f"collect: stopped: the machine stayed off its reference speed "
+                                     f"({self.speed_ref_path}) through {self.a.speed_retries} retries; resume later "
+                                     "with the same command (finished passes are kept)\n")
+                    self.log(ev="end", stopped="speed")
+                    return 3
             if self.a.no_label:
                 continue
             for c in block:
@@ -331,6 +422,9 @@ class Collector:
                 if st is not None and not st.get("ok"):
                     out[c["id"]] = st.get("error", "?")
         return out
+
+
+SPEED_PROBES = ("gemm_ms", "small_ops_ms")  # worker.speed_probe's figures
 
 
 def _keep_raw_sample(cid: str) -> bool:
@@ -431,6 +525,15 @@ def main(argv=None) -> int:
     ap.add_argument("--invalidate", action="append", default=[], metavar="START,END",
                     help="move aside the passes (and labels) that ran inside this time window, local ISO times "
                          "like 2026-11-29T15:02,2026-11-29T15:09 or unix seconds; repeatable; then exit")
+    ap.add_argument("--speed-gate", type=float, default=None,
+                    help="re-run a block's pass whose speed-probe medians differ from the reference by more than "
+                         "this fraction (default 0.05, 0 with --quick; 0: off)")
+    ap.add_argument("--speed-ref", default="", metavar="GEMM_MS,SMALL_OPS_MS",
+                    help="reference probe medians (e.g. from tools/collect/drift.py); default: the first gated pass "
+                         "of the environment, kept in OUT/collect/speed_ref.json")
+    ap.add_argument("--speed-pause", type=float, default=5.0, help="minutes to wait before re-running a slow pass")
+    ap.add_argument("--speed-retries", type=int, default=6,
+                    help="re-runs of a slow pass before the collector stops (exit 3; resumable)")
     ap.add_argument("--no-label", action="store_true", help="collect raw passes only")
     ap.add_argument("--prune-raw", action="store_true", help="delete raw JSON of labelled configs (keeps a 5%% sample)")
     ap.add_argument("--quick", action="store_true", help="CI / dry run: 1 warm-up, 5 iterations, 2 passes, small block")
@@ -444,6 +547,10 @@ def main(argv=None) -> int:
         if args.passes is None:  # an explicit --passes N or --passes=N wins
             args.passes = 2
         args.block = min(args.block, 8)
+        if args.speed_gate is None:  # a dry run's labels are not kept: no pauses for machine speed
+            args.speed_gate = 0.0
+    if args.speed_gate is None:
+        args.speed_gate = 0.05
     if args.passes is None:
         args.passes = 3
     if args.out is None:
@@ -464,6 +571,15 @@ def main(argv=None) -> int:
                  "pass a smaller size (or 0: no pre-fault)")
     if args.limit < 0:
         ap.error("--limit must be ≥ 0 (0: no limit)")
+    if not 0 <= args.speed_gate < 1 or args.speed_pause < 0 or args.speed_retries < 0:
+        ap.error("--speed-gate takes a fraction in [0, 1); --speed-pause and --speed-retries must be ≥ 0")
+    if args.speed_ref:
+        try:
+            args.speed_ref = [float(x) for x in args.speed_ref.split(",")]
+        except ValueError:
+            args.speed_ref = []
+        if len(args.speed_ref) != len(SPEED_PROBES) or not all(0 < x < float("inf") for x in args.speed_ref):
+            ap.error("--speed-ref takes GEMM_MS,SMALL_OPS_MS, two positive numbers")
 
     if args.manifest:
         os.makedirs(args.out, exist_ok=True)
