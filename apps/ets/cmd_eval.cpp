@@ -19,6 +19,8 @@
 #include "ets/evaluator.hpp"
 #include "ets/feature_spec.hpp"
 #include "ets/model_file.hpp"
+#include "ets/prediction.hpp"
+#include "ets/trace.hpp"
 
 namespace ets::cli {
 namespace {
@@ -52,6 +54,17 @@ void write_predictions(const std::string& path, const std::vector<ExecutionTrace
   write_output(path, csv);
 }
 
+// One row per family, op type and phase: what the labels and ETS give those ops (Evaluator::by_op_type).
+void write_op_types(const std::string& path, const std::vector<Evaluator::OpTypeRow>& rows) {
+  std::string csv = "family,type,phase,ops,measured_time_us,measured_gap_us,predicted_time_us,predicted_gap_us,"
+                    "family_measured_us\n";
+  for (const auto& r : rows)
+    csv += fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_field(r.family), csv_field(r.type), phase_name(r.phase),
+                       r.ops, num(r.measured_time_us), num(r.measured_gap_us), num(r.predicted_time_us),
+                       num(r.predicted_gap_us), num(r.family_truth_us));
+  write_output(path, csv);
+}
+
 int run_eval(const Args& a) {
   const std::string model_path = a.value("--model"), data = a.value("--data"), split = a.value("--split", "test");
   if (model_path.empty() || data.empty()) throw std::invalid_argument("needs --model M and --data DIR");
@@ -72,10 +85,10 @@ int run_eval(const Args& a) {
   if (agg == "nearest") aggregation.overlap_average = false;
   else if (agg != "mean") throw std::invalid_argument("--aggregate takes mean or nearest, not '" + agg + "'");
   // The predictions file comes after minutes of baseline fitting: an unwritable one is refused first.
-  if (a.has("--predictions")) {
-    const std::string why = unwritable_reason(a.value("--predictions"), true);
-    ETS_CHECK(why.empty(), Errc::io, "ets.cli.1", "cannot write the predictions to '{}': {}", a.value("--predictions"),
-              why);
+  for (const char* out : {"--predictions", "--op-types"}) {
+    if (!a.has(out)) continue;
+    const std::string why = unwritable_reason(a.value(out), true);
+    ETS_CHECK(why.empty(), Errc::io, "ets.cli.1", "cannot write {} to '{}': {}", out, a.value(out), why);
   }
   const ModelFile model = load_model(model_path);
   const auto test = DatasetSplit::load(data, split, threads);
@@ -100,7 +113,8 @@ int run_eval(const Args& a) {
                  elsewhere, test.traces.size(), model.hardware_env.c_str(), example.c_str());
 
   std::vector<Evaluator::Method> methods;
-  methods.push_back(Evaluator::method("ets", test.traces, Evaluator::predict(model, test.traces, threads, aggregation)));
+  const std::vector<Prediction> ets_pred = Evaluator::predict(model, test.traces, threads, aggregation);
+  methods.push_back(Evaluator::method("ets", test.traces, ets_pred));
   DatasetSplit val;
   if (a.flag("--baselines") || val_scaled) val = DatasetSplit::load(data, val_split, threads);
   // Per method, the median val label / prediction ratio (--val-scaled).
@@ -152,6 +166,7 @@ int run_eval(const Args& a) {
   const double noise = Evaluator::noise_floor(test.traces, &noise_n);
   const Evaluator::Retest retest = Evaluator::retest(data + "/retest.json", test.traces);
   if (a.has("--predictions")) write_predictions(a.value("--predictions"), test.traces, methods);
+  if (a.has("--op-types")) write_op_types(a.value("--op-types"), Evaluator::by_op_type(test.traces, ets_pred));
 
   if (json) {
     std::string s = "{\"methods\":{";
@@ -263,9 +278,10 @@ int run_eval(const Args& a) {
 const Register eval_cmd{Command{
     "eval", "evaluate a model and baselines on a dataset split",
     Spec{"eval --model M --data DIR [--split test] [--baselines] [--val-scaled] [--json] [--train-split S] "
-         "[--val-split S] [--threads T] [--aggregate mean|nearest] [--predictions OUT.csv]",
+         "[--val-split S] [--threads T] [--aggregate mean|nearest] [--predictions OUT.csv] [--op-types OUT.csv]",
          {"--baselines", "--val-scaled", "--json"},
-         {"--model", "--data", "--split", "--train-split", "--val-split", "--threads", "--aggregate", "--predictions"},
+         {"--model", "--data", "--split", "--train-split", "--val-split", "--threads", "--aggregate", "--predictions",
+          "--op-types"},
          0,
          {{"--model M", "model (.etsm) to evaluate (required)"},
           {"--data DIR", "dataset directory (required)"},
@@ -278,7 +294,9 @@ const Register eval_cmd{Command{
           {"--threads T", "threads for loading and predicting (default 0: hardware concurrency)"},
           {"--aggregate mean|nearest",
            "per op: average the overlapping windows, or take the nearest-centre one (default mean)"},
-          {"--predictions OUT.csv", "also write one row per trace: measured and each method's predicted time"}}},
+          {"--predictions OUT.csv", "also write one row per trace: measured and each method's predicted time"},
+          {"--op-types OUT.csv",
+           "also write one row per family, op type and phase: measured and ETS-predicted time and gap, summed"}}},
     run_eval}};
 
 }  // namespace

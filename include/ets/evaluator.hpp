@@ -69,6 +69,22 @@ class Evaluator {
   static Method method(std::string name, const std::vector<ExecutionTrace>& traces,
                        const std::vector<Prediction>& predictions);
 
+  /// Where a per-op method's error comes from: for each family, op type and phase, what the labels and the
+  /// predictions give those ops, summed over the family's scorable traces (µs).
+  struct OpTypeRow {
+    std::string family;  ///< meta.family ("" → "unknown")
+    std::string type;    ///< OpRecord::name
+    Phase phase = Phase::Forward;
+    std::size_t ops = 0;  ///< occurrences over the family's traces
+    double measured_time_us = 0, measured_gap_us = 0;
+    double predicted_time_us = 0, predicted_gap_us = 0;
+    double family_truth_us = 0;  ///< Σ truth_us() of the family's traces: the denominator of a share
+  };
+  /// Rows sorted by family, type, phase. ets.eval.2 when the counts of predictions, or of one trace's predicted
+  /// ops, differ from the traces'.
+  static std::vector<OpTypeRow> by_op_type(const std::vector<ExecutionTrace>& traces,
+                                           const std::vector<Prediction>& predictions);
+
   /// Noise floor: mean over traces of the collector's label.single_pass_deviation (|one pass − label| / label,
   /// written by ets label); −1 when no trace carries it. n receives how many traces did.
   static double noise_floor(const std::vector<ExecutionTrace>& traces, std::size_t* n = nullptr);

@@ -8,8 +8,10 @@
 #include <exception>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include <simdjson.h>
@@ -163,6 +165,41 @@ Evaluator::Method Evaluator::method(std::string name, const std::vector<Executio
   std::vector<double> pred;
   for (const auto& p : predictions) pred.push_back(p.iteration_us);
   return method(std::move(name), traces, pred, &predictions);
+}
+
+std::vector<Evaluator::OpTypeRow> Evaluator::by_op_type(const std::vector<ExecutionTrace>& traces,
+                                                        const std::vector<Prediction>& predictions) {
+  ETS_CHECK(predictions.size() == traces.size(), Errc::shape, "ets.eval.2", "{} predictions for {} traces",
+            predictions.size(), traces.size());
+  std::map<std::tuple<std::string, std::string, int>, OpTypeRow> rows;
+  std::map<std::string, double> family_truth;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const auto& t = traces[i];
+    if (!scorable(t)) continue;
+    const auto& p = predictions[i];
+    ETS_CHECK(p.ops.size() == t.ops.size(), Errc::shape, "ets.eval.2",
+              "trace {} has {} ops but its prediction {}", i, t.ops.size(), p.ops.size());
+    const std::string f = t.meta.family.empty() ? "unknown" : t.meta.family;
+    family_truth[f] += truth_us(t);
+    for (std::size_t k = 0; k < t.ops.size(); ++k) {
+      const auto& op = t.ops[k];
+      auto& r = rows[{f, op.name, static_cast<int>(op.phase)}];
+      ++r.ops;
+      r.measured_time_us += op.time_us;
+      r.measured_gap_us += op.gap_us;
+      r.predicted_time_us += p.ops[k].time_us;
+      r.predicted_gap_us += p.ops[k].gap_us;
+    }
+  }
+  std::vector<OpTypeRow> out;
+  for (auto& [key, r] : rows) {
+    r.family = std::get<0>(key);
+    r.type = std::get<1>(key);
+    r.phase = static_cast<Phase>(std::get<2>(key));
+    r.family_truth_us = family_truth[r.family];
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 double Evaluator::noise_floor(const std::vector<ExecutionTrace>& traces, std::size_t* n) {

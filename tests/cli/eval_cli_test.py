@@ -4,7 +4,7 @@
 # the test-retest floor from a retest.json, the bias and the pass-disagreement buckets, and a bad --aggregate or
 # --threads value, an unwritable --predictions path, a damaged retest.json or baselines fitted on the evaluated split
 # is refused. --val-scaled: each method's factor is its median val label / prediction, and its scaled metrics are
-# its test predictions times that factor.
+# its test predictions times that factor. --op-types: the per-op breakdown by family, op type and phase.
 # Values are checked against each other, never hard-coded.
 # Usage: eval_cli_test.py ETS MODEL DATA_DIR WORK_DIR
 import csv
@@ -79,6 +79,52 @@ if rows_mean and j_mean:
         check(got.get("n") == len(es) and math.isclose(got.get("mre", -1), sum(map(abs, es)) / len(es), rel_tol=1e-4)
               and math.isclose(got.get("bias", -9), sum(es) / len(es), rel_tol=1e-4, abs_tol=1e-6),
               f"bucket {k}: eval --json {got} vs {len(es)} CSV rows")
+# --op-types: per family, op type and phase, the labels summed from the trace files themselves, and ETS's per-op
+# predictions summing to its per-trace predictions
+types_csv = os.path.join(work, "op-types.csv")
+j_types = run_eval("--predictions", os.path.join(work, "mean-again.csv"), "--op-types", types_csv)
+rows_types = list(csv.DictReader(open(types_csv))) if os.path.exists(types_csv) else []
+check(len(rows_types) > 0, f"--op-types wrote {len(rows_types)} rows")
+want_ops = {}  # (family, type, phase) -> [ops, time, gap]
+family_of = {}
+phases = {0: "forward", 1: "backward", 2: "update"}
+for path in glob.glob(os.path.join(data, "traces", "test", "*.etst.gz")):
+    with gzip.open(path, "rt") as fh:
+        objs = list(map(json.loads, fh))
+    meta = next(o["trace"] for o in objs if "trace" in o)
+    fam = meta.get("family") or "unknown"
+    family_of[meta.get("extra", {}).get("config_id")] = fam
+    for o in objs:
+        if "n" in o:
+            w = want_ops.setdefault((fam, o["n"], phases[o.get("p", 0)]), [0, 0.0, 0.0])
+            w[0] += 1
+            w[1] += o.get("t", 0.0)
+            w[2] += o.get("g", 0.0)
+got_ops = {(r["family"], r["type"], r["phase"]): r for r in rows_types}
+check(set(got_ops) == set(want_ops), f"op-type rows {len(got_ops)} vs {len(want_ops)} (family, type, phase) in the traces")
+for k, (n_ops, t_us, g_us) in want_ops.items():
+    r = got_ops.get(k)
+    if r:
+        check(int(r["ops"]) == n_ops and math.isclose(float(r["measured_time_us"]), t_us, rel_tol=1e-5, abs_tol=1e-3)
+              and math.isclose(float(r["measured_gap_us"]), g_us, rel_tol=1e-5, abs_tol=1e-3),
+              f"op-type row {k}: {r} vs ops {n_ops} time {t_us} gap {g_us}")
+pred_by_family, truth_by_family = {}, {}
+for r in rows_mean:
+    fam = family_of.get(r["trace"], "?")
+    pred_by_family[fam] = pred_by_family.get(fam, 0.0) + float(r["ets_us"])
+    truth_by_family[fam] = truth_by_family.get(fam, 0.0) + float(r["measured_us"])
+for fam, pred in pred_by_family.items():
+    rs = [r for r in rows_types if r["family"] == fam]
+    summed = sum(float(r["predicted_time_us"]) + float(r["predicted_gap_us"]) for r in rs)
+    check(math.isclose(summed, pred, rel_tol=1e-4), f"{fam}: per-op predictions sum to {summed}, per trace {pred}")
+    check(all(math.isclose(float(r["family_measured_us"]), truth_by_family[fam], rel_tol=1e-5) for r in rs),
+          f"{fam}: family_measured_us is the family's summed truth {truth_by_family[fam]}")
+check(len(pred_by_family) >= 2, f"families in the test split: {sorted(pred_by_family)}")
+p = subprocess.run([ets, "eval", "--model", model, "--data", os.path.join(work, "no-such-data"), "--split", "test",
+                    "--op-types", os.path.join(work, "no-such-dir", "t.csv")], capture_output=True, text=True)
+check(p.returncode == 1 and "ets.cli.1" in p.stderr and "--op-types" in p.stderr,
+      f"unwritable --op-types (refused before any work): rc {p.returncode} {p.stderr}")
+
 if rows_mean and rows_near:
     check([r["measured_us"] for r in rows_mean] == [r["measured_us"] for r in rows_near], "same truths, same order")
     diff = sum(r1["ets_us"] != r2["ets_us"] for r1, r2 in zip(rows_mean, rows_near))

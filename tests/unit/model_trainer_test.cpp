@@ -241,6 +241,69 @@ TEST_CASE("the pass-disagreement buckets hold the traces that carry a readable l
   CHECK(std::isnan(m2.by_phase[0].mre));  // no breakdown: n = 0, so NaN, not a perfect 0
 }
 
+TEST_CASE("the op-type breakdown sums labels and predictions per family, type and phase", "[train][eval]") {
+  auto op = [](const char* name, ets::Phase phase, double t, double g) {
+    ets::OpRecord r;
+    r.name = name;
+    r.phase = phase;
+    r.time_us = t;
+    r.gap_us = g;
+    return r;
+  };
+  auto pred = [](const ets::ExecutionTrace& tr, double factor) {  // each op predicted as factor × its labels
+    ets::Prediction p;
+    for (const auto& o : tr.ops) {
+      ets::Prediction::Op po;
+      po.time_us = factor * o.time_us;
+      po.gap_us = factor * o.gap_us;
+      po.phase = o.phase;
+      p.ops.push_back(po);
+      p.iteration_us += po.time_us + po.gap_us;
+    }
+    return p;
+  };
+  std::vector<ets::ExecutionTrace> traces(4);
+  traces[0].meta.family = "b";
+  traces[0].ops = {op("conv2d", ets::Phase::Forward, 10, 1), op("relu", ets::Phase::Forward, 2, 1),
+                   op("conv2d", ets::Phase::Backward, 20, 2), op("conv2d", ets::Phase::Forward, 30, 3)};
+  traces[0].measured_us = traces[0].sum_us();
+  traces[1].meta.family = "b";
+  traces[1].ops = {op("conv2d", ets::Phase::Forward, 5, 0)};
+  traces[1].measured_us = 6;  // the family's truth is the measurement, not Σ(time + gap)
+  traces[2].ops = {op("linear", ets::Phase::Update, 4, 4)};  // no family: "unknown"
+  traces[2].measured_us = traces[2].sum_us();
+  traces[3].meta.family = "c";  // no truth: not scorable, in no row
+  traces[3].ops = {op("linear", ets::Phase::Forward, 0, 0)};
+  const std::vector<ets::Prediction> preds = {pred(traces[0], 2.0), pred(traces[1], 0.5), pred(traces[2], 1.0),
+                                              pred(traces[3], 1.0)};
+  const auto rows = ets::Evaluator::by_op_type(traces, preds);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].family == "b");
+  CHECK(rows[0].type == "conv2d");
+  CHECK(rows[0].phase == ets::Phase::Forward);
+  CHECK(rows[0].ops == 3);
+  CHECK(rows[0].measured_time_us == Approx(10 + 30 + 5));
+  CHECK(rows[0].measured_gap_us == Approx(1 + 3));
+  CHECK(rows[0].predicted_time_us == Approx(2 * 40 + 0.5 * 5));
+  CHECK(rows[0].predicted_gap_us == Approx(2 * 4));
+  CHECK(rows[0].family_truth_us == Approx(traces[0].sum_us() + 6));
+  CHECK(rows[1].type == "conv2d");
+  CHECK(rows[1].phase == ets::Phase::Backward);
+  CHECK(rows[1].predicted_time_us == Approx(40));
+  CHECK(rows[2].type == "relu");
+  CHECK(rows[2].ops == 1);
+  CHECK(rows[3].family == "unknown");
+  CHECK(rows[3].phase == ets::Phase::Update);
+  CHECK(rows[3].measured_gap_us == Approx(4));
+  CHECK(rows[3].family_truth_us == Approx(8));
+  auto short_preds = preds;
+  short_preds[0].ops.pop_back();  // a prediction that lost an op
+  CHECK_THROWS_WITH(ets::Evaluator::by_op_type(traces, short_preds), Catch::Contains("[ets.eval.2]"));
+  auto fewer = preds;  // one prediction short
+  fewer.pop_back();
+  CHECK_THROWS_WITH(ets::Evaluator::by_op_type(traces, fewer), Catch::Contains("[ets.eval.2]"));
+}
+
 TEST_CASE("evaluation metrics follow their definitions", "[train][eval]") {
   // MRE divides by the truth: predicting 150 for 100 and 50 for 100 both count 50%
   const auto m = ets::Evaluator::metrics({150, 50, 200}, {100, 100, 200});
