@@ -331,7 +331,8 @@ class Collector:
                 if ids and not self.gated_pass(ids, p, prog):
                     prog.close()
                     sys.stderr.write(f"collect: stopped: the machine stayed off its reference speed "
-                                     f"({self.speed_ref_path}) through {self.a.speed_retries} retries; resume later "
+                                     f"({self.speed_ref_path}) through {self.a.speed_retries} "
+                                     f"retr{'y' if self.a.speed_retries == 1 else 'ies'}; resume later "
                                      "with the same command (finished passes are kept)\n")
                     self.log(ev="end", stopped="speed")
                     return 3
