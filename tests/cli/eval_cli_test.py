@@ -120,6 +120,27 @@ for fam, pred in pred_by_family.items():
     check(all(math.isclose(float(r["family_measured_us"]), truth_by_family[fam], rel_tol=1e-5) for r in rs),
           f"{fam}: family_measured_us is the family's summed truth {truth_by_family[fam]}")
 check(len(pred_by_family) >= 2, f"families in the test split: {sorted(pred_by_family)}")
+# tools/op_types.py summarises that CSV: per family the Σ time / Σ gap errors and the op types furthest off
+op_tool = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tools",
+                       "op_types.py")
+p = subprocess.run([sys.executable, op_tool, types_csv, "--json", "--top", "2"], capture_output=True, text=True)
+check(p.returncode == 0, f"op_types.py: rc {p.returncode} {p.stderr}")
+summary = json.loads(p.stdout) if p.returncode == 0 else {}
+check(set(summary) == {r["family"] for r in rows_types}, f"op_types.py families {sorted(summary)}")
+for fam, f in summary.items():
+    rs = [r for r in rows_types if r["family"] == fam]
+    tot = float(rs[0]["family_measured_us"])
+    dt = sum(float(r["predicted_time_us"]) - float(r["measured_time_us"]) for r in rs) / tot
+    dg = sum(float(r["predicted_gap_us"]) - float(r["measured_gap_us"]) for r in rs) / tot
+    errs = sorted((abs(float(r["predicted_time_us"]) + float(r["predicted_gap_us"]) - float(r["measured_time_us"]) -
+                       float(r["measured_gap_us"])) / tot for r in rs), reverse=True)
+    got = [abs(x["predicted_share"] - x["measured_share"]) for x in f["rows"]]
+    check(math.isclose(f["time_error"], dt, rel_tol=1e-9, abs_tol=1e-12) and
+          math.isclose(f["gap_error"], dg, rel_tol=1e-9, abs_tol=1e-12) and len(got) == min(2, len(rs)) and
+          all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in zip(got, errs)),
+          f"op_types.py {fam}: {f} vs time {dt} gap {dg} top errors {errs[:2]}")
+p = subprocess.run([sys.executable, op_tool, mean_csv], capture_output=True, text=True)
+check(p.returncode == 2 and "not `ets eval --op-types` output" in p.stderr, f"op_types.py on --predictions: {p.stderr}")
 p = subprocess.run([ets, "eval", "--model", model, "--data", os.path.join(work, "no-such-data"), "--split", "test",
                     "--op-types", os.path.join(work, "no-such-dir", "t.csv")], capture_output=True, text=True)
 check(p.returncode == 1 and "ets.cli.1" in p.stderr and "--op-types" in p.stderr,
