@@ -333,7 +333,9 @@ class Collector:
                     sys.stderr.write(f"collect: stopped: the machine stayed off its reference speed "
                                      f"({self.speed_ref_path}) through {self.a.speed_retries} "
                                      f"retr{'y' if self.a.speed_retries == 1 else 'ies'}; resume later "
-                                     "with the same command (finished passes are kept)\n")
+                                     "with the same command (finished passes are kept). A machine that stays at "
+                                     "another speed would mix two speeds into one dataset: collect it into another "
+                                     "--out (or, knowingly, pass --speed-ref)\n")
                     self.log(ev="end", stopped="speed")
                     return 3
             if self.a.no_label:
