@@ -145,6 +145,11 @@ p = subprocess.run([ets, "eval", "--model", model, "--data", os.path.join(work, 
                     "--op-types", os.path.join(work, "no-such-dir", "t.csv")], capture_output=True, text=True)
 check(p.returncode == 1 and "ets.cli.1" in p.stderr and "--op-types" in p.stderr,
       f"unwritable --op-types (refused before any work): rc {p.returncode} {p.stderr}")
+same = os.path.join(work, "same.csv")
+p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--predictions", same, "--op-types", same],
+                   capture_output=True, text=True)
+check(p.returncode == 2 and "same file" in p.stderr and not os.path.exists(same),
+      f"--predictions and --op-types into one file refused: rc {p.returncode} {p.stderr}")
 
 if rows_mean and rows_near:
     check([r["measured_us"] for r in rows_mean] == [r["measured_us"] for r in rows_near], "same truths, same order")
