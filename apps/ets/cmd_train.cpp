@@ -83,6 +83,9 @@ int run_train(const Args& a) {
   t.ema_decay = number_option(a, "--ema", t.ema_decay);
   if (!(t.ema_decay >= 0 && t.ema_decay < 1))
     throw std::invalid_argument("--ema must be in [0, 1) (0 = off), not '" + a.value("--ema") + "'");
+  o.loss_time_power = number_option(a, "--loss-weight", 0.0);
+  if (!(o.loss_time_power >= 0 && o.loss_time_power <= 2))
+    throw std::invalid_argument("--loss-weight must be in [0, 2] (0 = off), not '" + a.value("--loss-weight") + "'");
   // the budget covers the whole command (loading, encoding, training, final validation), not just the optimiser
   const double budget_s = 60.0 * number_option(a, "--max-minutes", 15.0);
   if (budget_s < 0) throw std::invalid_argument("--max-minutes must be >= 0 (0 = no time budget)");
@@ -236,12 +239,13 @@ const Register train_cmd{Command{
     Spec{"train --data DIR --out M.etsm [--epochs N] [--batch B] [--lr X] [--hidden H] [--layers L] [--cell lstm|gru] "
          "[--width W] "
          "[--stride S] [--seed N] [--threads T] [--patience P] [--max-minutes M] [--max-windows N] [--weight-decay X] "
-         "[--clip X] [--ema D] [--anneal-to-budget] [--checkpoint PATH [--resume]] [--train-split S] [--val-split S] "
+         "[--clip X] [--ema D] [--loss-weight P] [--anneal-to-budget] [--checkpoint PATH [--resume]] [--train-split S] "
+         "[--val-split S] "
          "[--environment E] [--commit C] [--quiet] [--json]",
          {"--resume", "--quiet", "--json", "--anneal-to-budget"},
          {"--data", "--out", "--epochs", "--batch", "--lr", "--hidden", "--layers", "--cell", "--width", "--stride", "--seed",
           "--threads", "--patience", "--max-minutes", "--max-windows", "--weight-decay", "--clip", "--ema",
-          "--checkpoint", "--train-split", "--val-split", "--environment", "--commit"},
+          "--loss-weight", "--checkpoint", "--train-split", "--val-split", "--environment", "--commit"},
          0,
          {{"--data DIR", "dataset directory: trains on its --train-split, early-stops on its --val-split (required)"},
           {"--out M.etsm", "model file to write (required)"},
@@ -261,6 +265,8 @@ const Register train_cmd{Command{
           {"--weight-decay X", "decoupled (AdamW) weight decay (default 0)"},
           {"--clip X", "bound on the global gradient norm (default 1; 0: off)"},
           {"--ema D", "validate and keep an exponential moving average of the weights, D in [0, 1) (default 0: off)"},
+          {"--loss-weight P",
+           "weigh each op's loss by (its time + gap / the mean)^P, in [0.1, 10] (default 0: all alike)"},
           {"--anneal-to-budget",
            "the cosine decay follows the time budget when ahead of the steps, reaching its floor at its end"},
           {"--checkpoint PATH", "write a checkpoint to PATH after every validation"},

@@ -13,6 +13,7 @@
 #include "ets/model_file.hpp"
 #include "ets/trace.hpp"
 #include "ets/trainer.hpp"
+#include "ets/window_batch.hpp"
 
 namespace ets {
 
@@ -26,6 +27,11 @@ class ModelTrainer {
     int width = 12;
     int stride = 4;
     FeatureOptions features;
+    /// Loss weight of each training op: (its labelled time + gap / the training ops' mean)^p, clipped to
+    /// [1/10, 10] and rescaled to a mean of 1 over the training ops. The masked MAE counts every op alike while the
+    /// iteration time is a sum dominated by the long ops; p > 0 moves the loss towards them. 0 (default) = off;
+    /// ets.train.8 outside [0, 2].
+    double loss_time_power = 0;
     /// Optimiser, schedule, early stopping, progress. If train.validate is empty it is set to the validation
     /// traces' iteration-level MRE (Evaluator::mre); without validation traces no early stop happens.
     Trainer::Options train;
@@ -45,6 +51,10 @@ class ModelTrainer {
     std::int64_t train_windows = 0;
     double val_mre = -1;  ///< of the returned weights (−1 without validation traces)
   };
+
+  /// The loss weights of loss_time_power for a batch that `encoder.encode(traces)` produced (N × W; padding 0).
+  static std::vector<float> loss_weights(const WindowBatch& batch, const std::vector<ExecutionTrace>& traces,
+                                         double power);
 
   /// Throws ets.train.18 when no training trace carries labels.
   static Result train(const std::vector<ExecutionTrace>& train, const std::vector<ExecutionTrace>& val,

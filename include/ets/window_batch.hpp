@@ -18,6 +18,9 @@ struct WindowBatch {
   std::vector<std::uint8_t> mask;        ///< N × W; 1 = a real op, 0 = padding
   std::vector<std::int32_t> op_index;    ///< N × W; index of the op in its trace, -1 for padding
   std::vector<std::int32_t> trace_index; ///< N; which input trace each window came from
+  /// N × W loss weight of each position, for the trainer only (ModelTrainer::Options::loss_time_power); empty =
+  /// every real op weighs 1. Padding weighs 0 whatever it holds.
+  std::vector<float> weight;
 
   std::size_t positions() const noexcept { return static_cast<std::size_t>(windows) * static_cast<std::size_t>(width); }
   const float* window(int n) const noexcept { return x.data() + static_cast<std::size_t>(n) * width * features; }

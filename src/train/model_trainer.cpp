@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <iterator>
 
@@ -38,9 +39,50 @@ void label_norm(const FeatureSpec& spec, int ch, double& mean, double& scale) {
 }
 }  // namespace
 
+std::vector<float> ModelTrainer::loss_weights(const WindowBatch& batch, const std::vector<ExecutionTrace>& traces,
+                                             double power) {
+  ETS_CHECK(std::isfinite(power) && power >= 0 && power <= 2, Errc::invalid_argument, "ets.train.8",
+            "loss_time_power must be in [0, 2], got {}", power);
+  ETS_CHECK(batch.op_index.size() == batch.positions() && batch.trace_index.size() ==
+                static_cast<std::size_t>(batch.windows) && batch.mask.size() == batch.positions(),
+            Errc::shape, "ets.train.5", "window batch has {} op indices, {} trace indices and {} mask entries for {} "
+            "windows of {}", batch.op_index.size(), batch.trace_index.size(), batch.mask.size(), batch.windows,
+            batch.width);
+  // the mean over ops, not positions: overlapping windows repeat ops, but an op's weight is its own
+  double sum = 0;
+  std::size_t ops = 0;
+  for (const auto& t : traces)
+    for (const auto& op : t.ops) {
+      sum += std::max(op.time_us, 0.0) + std::max(op.gap_us, 0.0);
+      ++ops;
+    }
+  const double mean = ops && sum > 0 ? sum / static_cast<double>(ops) : 1.0;
+  std::vector<float> w(batch.positions(), 0.f);
+  double wsum = 0;
+  std::size_t real = 0;
+  for (int n = 0; n < batch.windows; ++n) {
+    const auto& tr = traces.at(static_cast<std::size_t>(batch.trace_index[static_cast<std::size_t>(n)]));
+    for (int t = 0; t < batch.width; ++t) {
+      const std::size_t p = static_cast<std::size_t>(n) * static_cast<std::size_t>(batch.width) + static_cast<std::size_t>(t);
+      if (!batch.mask[p]) continue;
+      const auto& op = tr.ops.at(static_cast<std::size_t>(batch.op_index[p]));
+      const double us = std::max(op.time_us, 0.0) + std::max(op.gap_us, 0.0);
+      const double v = std::clamp(std::pow(us / mean, power), 0.1, 10.0);
+      w[p] = static_cast<float>(v);
+      wsum += v;
+      ++real;
+    }
+  }
+  if (real && wsum > 0)
+    for (auto& v : w) v = static_cast<float>(v * static_cast<double>(real) / wsum);
+  return w;
+}
+
 ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& train_in,
                                          const std::vector<ExecutionTrace>& val_in, const Options& opt) {
   const auto t_call = std::chrono::steady_clock::now();
+  ETS_CHECK(std::isfinite(opt.loss_time_power) && opt.loss_time_power >= 0 && opt.loss_time_power <= 2,
+            Errc::invalid_argument, "ets.train.8", "loss_time_power must be in [0, 2], got {}", opt.loss_time_power);
   // Traces are copied only when some must be left out: on the full dataset a copy of the training traces is a
   // quarter of the run's peak memory.
   auto usable = [](const std::vector<ExecutionTrace>& in, std::vector<ExecutionTrace>& subset, auto keep)
@@ -60,8 +102,9 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   res.val_traces = val.size();
   FeatureSpec spec = FeatureSpec::fit(train, opt.features);
   const WindowEncoder encoder(spec, opt.width, opt.stride);
-  const WindowBatch batch = encoder.encode(train, &res.train_stats);
+  WindowBatch batch = encoder.encode(train, &res.train_stats);
   res.train_windows = batch.windows;
+  if (opt.loss_time_power > 0) batch.weight = loss_weights(batch, train, opt.loss_time_power);
 
   LstmConfig cfg;
   cfg.input_size = spec.feature_count();
@@ -84,6 +127,12 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
       h = detail::fnv1a(&ops, sizeof ops, h);
     }
     topt.run_tag = h;
+  }
+  if (opt.loss_time_power > 0) {
+    // weighted labels are other labels: a checkpoint of an unweighted run must not resume into this one
+    topt.run_tag = detail::fnv1a(&opt.loss_time_power, sizeof opt.loss_time_power, topt.run_tag);
+  }
+  if (own_validation) {
     topt.validate = [&](const LstmWeights& w) {
       try {
         return Evaluator::mre(w, encoder, val, opt.threads);
@@ -154,13 +203,13 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   p["train_kernels"] = res.training.kernels;
   p["early_stopped"] = res.training.early_stopped ? "1" : "0";
   p["hyper"] = fmt::format("cell={} hidden={} layers={} width={} stride={} batch={} lr={} schedule={} warmup={} clip={} wd={} seed={} "
-                           "max_windows_per_epoch={} ema={}",
+                           "max_windows_per_epoch={} ema={} loss_time_power={}",
                            cfg.cell == RnnCell::gru ? "gru" : "lstm", cfg.hidden, cfg.layers, opt.width, opt.stride,
                            topt.batch, topt.lr,
                            topt.schedule == Trainer::Schedule::Cosine ? "cosine"
                            : topt.schedule == Trainer::Schedule::Step ? "step" : "constant",
                            topt.warmup_steps, topt.clip_norm, topt.weight_decay, topt.seed, topt.max_windows_per_epoch,
-                           topt.ema_decay);
+                           topt.ema_decay, opt.loss_time_power);
   for (const auto& [k, v] : opt.provenance) p[k] = v;
   return res;
 }

@@ -73,6 +73,16 @@ if j:
     with open(avg, "rb") as f:
         check(b"ema=0.9" in f.read(), "provenance hyper records ema=0.9")
 
+# ---- time-weighted loss: a different model from the same seed, and the provenance records the power
+weighted = os.path.join(work, "weighted.etsm")
+j_plain = run_train(os.path.join(work, "plain2.etsm"), "--epochs", "2", "--max-minutes", "0")
+j = run_train(weighted, "--epochs", "2", "--max-minutes", "0", "--loss-weight", "0.5")
+if j and j_plain:
+    check_val_mre_matches(weighted, j, "the time-weighted model")
+    check(j["val_mre"] != j_plain["val_mre"], f"--loss-weight 0.5 trains other weights: {j['val_mre']} both")
+    with open(weighted, "rb") as f:
+        check(b"loss_time_power=0.5" in f.read(), "provenance hyper records loss_time_power=0.5")
+
 # ---- a GRU network: the file says so (arch bigru, cell=gru), and eval of it reproduces the trainer's val MRE
 gru = os.path.join(work, "gru.etsm")
 j = run_train(gru, "--epochs", "2", "--max-minutes", "0", "--cell", "gru")
@@ -98,7 +108,8 @@ for isa, want in (("generic", "generic"), ("bogus", None)):
 # (before any data is read: a bad --lr used to fail only after loading, with exit 1)
 for args in (["--max-minutes", "-1"], ["--ema", "1"], ["--ema", "-0.5"], ["--cell", "rnn"], ["--epochs", "0"],
              ["--lr", "0"], ["--lr", "-1"], ["--batch", "0"], ["--layers", "0"], ["--width", "0"], ["--stride", "13"],
-             ["--width", "2", "--stride", "3"], ["--clip", "-1"], ["--weight-decay", "-1"], ["--val-split", "train"]):
+             ["--width", "2", "--stride", "3"], ["--clip", "-1"], ["--weight-decay", "-1"], ["--val-split", "train"],
+             ["--loss-weight", "2.5"], ["--loss-weight", "-1"]):
     p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), *args],
                        capture_output=True, text=True)
     check(p.returncode == 2 and args[-2] in p.stderr, f"{args}: rc {p.returncode}; {p.stderr}")

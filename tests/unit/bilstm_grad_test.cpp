@@ -96,6 +96,49 @@ TEST_CASE("BiLSTM and BiGRU gradients match finite differences for every tensor"
   }
 }
 
+TEST_CASE("per-position loss weights scale the loss and match finite differences", "[train][grad]") {
+  for (const auto cell : {ets::RnnCell::lstm, ets::RnnCell::gru}) {
+    Problem p = make_problem(5, true, cell);
+    ParamLayout layout(p.cfg);
+    BiLstmGrad<double> eng(layout);
+    const double plain = loss_of(eng, p, p.params);
+    // weights 0.5, 1, 1.5, 2, ... per position; padding gets a junk weight that must not count
+    p.batch.weight.resize(p.batch.positions());
+    double expect = 0;
+    eng.forward(p.params.data(), p.batch, nullptr, p.batch.windows);
+    for (std::size_t pos = 0; pos < p.batch.positions(); ++pos)
+      p.batch.weight[pos] = p.batch.mask[pos] ? 0.5f * static_cast<float>(1 + pos % 4) : 1e6f;
+    // the weighted loss, position by position, from the unweighted engine on one-position masks
+    for (std::size_t pos = 0; pos < p.batch.positions(); ++pos) {
+      if (!p.batch.mask[pos]) continue;
+      Problem one = p;
+      one.batch.weight.clear();
+      for (std::size_t q = 0; q < one.batch.positions(); ++q) one.batch.mask[q] = q == pos;
+      expect += p.batch.weight[pos] * loss_of(eng, one, one.params);
+    }
+    const double weighted = loss_of(eng, p, p.params);
+    CHECK(weighted == Approx(expect).epsilon(1e-12));
+    CHECK(weighted != Approx(plain));  // the weights did change something
+    std::vector<double> grad(layout.size, 0.0);
+    eng.forward(p.params.data(), p.batch, nullptr, p.batch.windows);
+    CHECK(eng.backward(p.params.data(), p.batch, nullptr, p.batch.windows, 1.0, grad.data()) == Approx(weighted));
+    const double h = 1e-6;
+    double max_err = 0, max_abs = 0;
+    for (std::size_t i = 0; i < layout.size; i += 7) {  // a sample of every tensor's entries
+      auto plus = p.params, minus = p.params;
+      plus[i] += h;
+      minus[i] -= h;
+      const double fd = (loss_of(eng, p, plus) - loss_of(eng, p, minus)) / (2 * h);
+      max_err = std::max(max_err, std::abs(fd - grad[i]));
+      max_abs = std::max(max_abs, std::abs(fd));
+    }
+    CHECK(max_abs > 1e-3);
+    CHECK(max_err < 1e-6 * std::max(1.0, max_abs));
+    p.batch.weight.pop_back();
+    CHECK_THROWS_WITH(loss_of(eng, p, p.params), Catch::Contains("[ets.train.5]"));
+  }
+}
+
 TEST_CASE("padding positions never reach the loss or the gradient", "[train][grad]") {
   for (const auto cell : {ets::RnnCell::lstm, ets::RnnCell::gru}) {
     Problem p = make_problem(11, true, cell);

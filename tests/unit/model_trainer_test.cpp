@@ -3,6 +3,7 @@
 // windows → trained BiLSTM → .etsm (self-test verified on load) → evaluation tables.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,8 +13,10 @@
 #include "ets/dataset_split.hpp"
 #include "ets/error.hpp"
 #include "ets/evaluator.hpp"
+#include "ets/feature_spec.hpp"
 #include "ets/model_trainer.hpp"
 #include "ets/trace_file.hpp"
+#include "ets/window_encoder.hpp"
 #include "train_fixtures.hpp"
 
 namespace fs = std::filesystem;
@@ -302,6 +305,51 @@ TEST_CASE("the op-type breakdown sums labels and predictions per family, type an
   auto fewer = preds;  // one prediction short
   fewer.pop_back();
   CHECK_THROWS_WITH(ets::Evaluator::by_op_type(traces, fewer), Catch::Contains("[ets.eval.2]"));
+}
+
+TEST_CASE("loss weights follow each op's labelled time to the given power, mean 1, padding 0", "[train]") {
+  auto traces = ets_test::learnable_set(9, 3, "famW");
+  const ets::FeatureSpec spec = ets::FeatureSpec::fit(traces);
+  const ets::WindowEncoder enc(spec, 12, 4);
+  const ets::WindowBatch b = enc.encode(traces);
+  auto us = [&](std::size_t p) {
+    const auto& op = traces[static_cast<std::size_t>(b.trace_index[p / 12])].ops[static_cast<std::size_t>(b.op_index[p])];
+    return std::max(op.time_us, 0.0) + std::max(op.gap_us, 0.0);
+  };
+  for (const double power : {1.0, 0.5}) {
+    const std::vector<float> w = ets::ModelTrainer::loss_weights(b, traces, power);
+    REQUIRE(w.size() == b.positions());
+    double sum = 0;
+    std::size_t real = 0, compared = 0;
+    std::size_t first = b.positions();
+    for (std::size_t p = 0; p < b.positions(); ++p) {
+      if (!b.mask[p]) {
+        CHECK(w[p] == 0.f);
+        continue;
+      }
+      CHECK(w[p] > 0.f);
+      sum += w[p];
+      ++real;
+      if (first == b.positions()) {
+        first = p;
+        continue;
+      }
+      // unclipped pairs keep the ratio of their times to the power (the clip bounds each at 10× its mean)
+      const double want = std::pow(us(p) / us(first), power);
+      if (want > 0.2 && want < 5) {
+        CHECK(w[p] / w[first] == Approx(want).epsilon(1e-4));
+        ++compared;
+      }
+    }
+    CHECK(sum / static_cast<double>(real) == Approx(1.0).epsilon(1e-5));
+    CHECK(compared > 10);
+  }
+  CHECK_THROWS_WITH(ets::ModelTrainer::loss_weights(b, traces, -0.5), Catch::Contains("[ets.train.8]"));
+  ets::ModelTrainer::Options o;
+  o.loss_time_power = 2.5;
+  CHECK_THROWS_WITH(ets::ModelTrainer::train(traces, {}, o), Catch::Contains("[ets.train.8]"));
+  o.loss_time_power = std::nan("");
+  CHECK_THROWS_WITH(ets::ModelTrainer::train(traces, {}, o), Catch::Contains("[ets.train.8]"));
 }
 
 TEST_CASE("evaluation metrics follow their definitions", "[train][eval]") {
