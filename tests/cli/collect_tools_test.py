@@ -450,6 +450,11 @@ check(abs(rt.get("gemm_ms", 0) - 1.1) < 1e-9, f"retest GEMM ratio {rt.get('gemm_
 r = subprocess.run([sys.executable, DRIFT, "--data", dd], capture_output=True, text=True)
 check(r.returncode == 0 and "--invalidate" in r.stdout and r.stdout.count("drifted window") == 1,
       f"drift.py prints the window as an --invalidate: {r.stdout} {r.stderr}")
+ref_line = [ln for ln in r.stdout.splitlines() if "--speed-ref" in ln]
+got_ref = [float(x) for x in ref_line[0].rsplit(" ", 1)[1].split(",")] if ref_line else []
+check(len(got_ref) == 2 and all(math.isclose(g, rep["reference"][k], rel_tol=1e-4)
+                                for g, k in zip(got_ref, ("gemm_ms", "small_ops_ms"))),
+      f"drift.py prints its reference as collect.py --speed-ref: {ref_line} vs {rep['reference']}")
 empty = os.path.join(work, "drift-empty")
 os.makedirs(empty)
 r = subprocess.run([sys.executable, DRIFT, "--data", empty], capture_output=True, text=True)

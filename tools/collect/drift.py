@@ -135,6 +135,8 @@ def main(argv=None) -> int:
               f"{b['small_ops_ms']:>8.3f} {100 * b['small_ops_ms_rel']:>+6.1f}%{'  drifted' if b['drifted'] else ''}")
     for w in rep["drifted"]:
         print(f"drifted window: collect.py --out {a.data} --invalidate {_hm(w[0])},{_hm(w[1] + 60)}")
+    # the same medians as the collector's speed gate takes them: more of this collection at its own speed
+    print(f"speed reference: collect.py --speed-ref {ref['gemm_ms']:.5g},{ref['small_ops_ms']:.5g}")
     if "retest" in rep:
         r = rep["retest"]
         fmt = lambda v: "n/a" if v is None else f"{100 * (v - 1):+.1f}%"  # noqa: E731
