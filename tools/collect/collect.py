@@ -201,15 +201,15 @@ class Collector:
     # ---- speed gate
     def pass_speed(self, ids: list, p: int):
         """(environment, {probe: median}) over the passes of ids that succeeded with speed probes; None without."""
-        envs, probes = [], {k: [] for k in SPEED_PROBES}
+        envs, probes = [], {k: [] for k in E.SPEED_PROBES}
         for cid in ids:
             st = self.status(cid, p) or {}
-            before = (st.get("probe") or {}).get("before") or {}
-            if not st.get("ok") or not all(isinstance(before.get(k), (int, float)) for k in SPEED_PROBES):
+            probe = E.pass_probe(st)
+            if probe is None:
                 continue
             envs.append((st.get("env") or {}).get("environment") or "")
-            for k in SPEED_PROBES:
-                probes[k].append(float(before[k]))
+            for k in E.SPEED_PROBES:
+                probes[k].append(probe[k])
         if not envs:
             return None
         return statistics.mode(envs), {k: statistics.median(v) for k, v in probes.items()}
@@ -222,7 +222,7 @@ class Collector:
         except (OSError, ValueError):
             refs = {}
         if self.a.speed_ref:
-            ref = dict(zip(SPEED_PROBES, self.a.speed_ref), source="--speed-ref")
+            ref = dict(zip(E.SPEED_PROBES, self.a.speed_ref), source="--speed-ref")
         elif env in refs:
             return refs[env]
         else:
@@ -235,6 +235,14 @@ class Collector:
             self.log(ev="speed_ref", environment=env, **ref)
         return ref
 
+    def move_pass(self, cid: str, p: int, tag: str) -> None:
+        """Moves a pass's status and trace to pass<p>.<tag>.*, so that the next run collects it again; never deleted."""
+        d = os.path.join(self.raw, cid)
+        for ext in (".status.json", ".json.gz"):
+            src = os.path.join(d, f"pass{p}{ext}")
+            if os.path.exists(src):
+                os.replace(src, os.path.join(d, f"pass{p}.{tag}{ext}"))
+
     def set_aside(self, ids: list, p: int, why: str) -> None:
         """Moves the pass files of ids to pass<p>.<why>-<time>.*: kept for the record, run again."""
         stamp = time.strftime("%Y%m%d%H%M%S")
@@ -244,10 +252,7 @@ class Collector:
             while os.path.exists(os.path.join(d, f"pass{p}.{tag}.status.json")):  # set aside twice in one second
                 k += 1
                 tag = f"{why}-{stamp}-{k}"
-            for ext in (".status.json", ".json.gz"):
-                src = os.path.join(d, f"pass{p}{ext}")
-                if os.path.exists(src):
-                    os.replace(src, os.path.join(d, f"pass{p}.{tag}{ext}"))
+            self.move_pass(cid, p, tag)
 
     def gated_pass(self, ids: list, p: int, progress: Progress) -> bool:
         """Runs a block's pass until its probes match the reference speed; False when the retries ran out."""
@@ -258,10 +263,10 @@ class Collector:
                 return True  # gate off, or no probes to judge by (every pass failed, or an old worker)
             env, got = speed
             ref = self.speed_reference(env, got)
-            rel = {k: got[k] / ref[k] - 1.0 for k in SPEED_PROBES}
+            rel = {k: got[k] / ref[k] - 1.0 for k in E.SPEED_PROBES}
             off = {k: v for k, v in rel.items() if abs(v) > self.a.speed_gate}
             self.log(ev="speed", **{"pass": p}, configs=len(ids), environment=env, attempt=attempt,
-                     **{k: round(got[k], 4) for k in SPEED_PROBES}, **{k + "_rel": round(v, 4) for k, v in rel.items()},
+                     **{k: round(got[k], 4) for k in E.SPEED_PROBES}, **{k + "_rel": round(v, 4) for k, v in rel.items()},
                      ok=not off)
             if not off:
                 return True
@@ -375,10 +380,7 @@ class Collector:
             if not all((self.status(c["id"], p) or {}).get("ok") for p in range(1, self.a.passes + 1)):
                 continue
             for p in range(1, self.a.passes + 1):
-                for ext in (".status.json", ".json.gz"):
-                    src = os.path.join(self.raw, c["id"], f"pass{p}{ext}")
-                    if os.path.exists(src):
-                        os.replace(src, os.path.join(self.raw, c["id"], f"pass{p}.rejected-{stamp}{ext}"))
+                self.move_pass(c["id"], p, f"rejected-{stamp}")
             n += 1
         if n:
             sys.stderr.write(f"collect: {n} unlabelled configs get fresh passes (--redo-unlabelled)\n")
@@ -404,10 +406,7 @@ class Collector:
                 continue
             d = os.path.join(self.raw, c["id"])
             for p in hit:
-                for ext in (".status.json", ".json.gz"):
-                    src = os.path.join(d, f"pass{p}{ext}")
-                    if os.path.exists(src):
-                        os.replace(src, os.path.join(d, f"pass{p}.disturbed-{stamp}{ext}"))
+                self.move_pass(c["id"], p, f"disturbed-{stamp}")
             lab = self.label_path(c)
             if os.path.exists(lab):
                 os.replace(lab, os.path.join(d, f"label.disturbed-{stamp}.etst.gz"))
@@ -425,9 +424,6 @@ class Collector:
                 if st is not None and not st.get("ok"):
                     out[c["id"]] = st.get("error", "?")
         return out
-
-
-SPEED_PROBES = ("gemm_ms", "small_ops_ms")  # worker.speed_probe's figures
 
 
 def _keep_raw_sample(cid: str) -> bool:
@@ -581,7 +577,7 @@ def main(argv=None) -> int:
             args.speed_ref = [float(x) for x in args.speed_ref.split(",")]
         except ValueError:
             args.speed_ref = []
-        if len(args.speed_ref) != len(SPEED_PROBES) or not all(0 < x < float("inf") for x in args.speed_ref):
+        if len(args.speed_ref) != len(E.SPEED_PROBES) or not all(0 < x < float("inf") for x in args.speed_ref):
             ap.error("--speed-ref takes GEMM_MS,SMALL_OPS_MS, two positive numbers")
 
     if args.manifest:

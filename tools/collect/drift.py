@@ -27,8 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 from tools.collect.card import pass_statuses, unprofiled_ms  # noqa: E402
-
-PROBES = ("gemm_ms", "small_ops_ms")
+from tools.collect.env import SPEED_PROBES as PROBES, pass_probe  # noqa: E402
 
 
 def passes(data: str) -> list:
@@ -36,11 +35,11 @@ def passes(data: str) -> list:
     (its unprofiled iteration, card.unprofiled_ms)}."""
     out = []
     for path, st in pass_statuses(data):
-        probe = (st.get("probe") or {}).get("before") or {}
-        if not st.get("ok") or not all(isinstance(probe.get(k), (int, float)) for k in PROBES):
+        probe = pass_probe(st)
+        if probe is None:
             continue
         out.append({"config": st.get("config") or os.path.basename(os.path.dirname(path)), "pass": st.get("pass"),
-                    "t": float(st.get("finished_unix", 0.0)), **{k: float(probe[k]) for k in PROBES},
+                    "t": float(st.get("finished_unix", 0.0)), **probe,
                     "warmup_ms": unprofiled_ms(st)})
     out.sort(key=lambda p: p["t"])
     return out

@@ -97,6 +97,18 @@ def prefault_heap(mib: int) -> float:
     return time.perf_counter() - t
 
 
+SPEED_PROBES = ("gemm_ms", "small_ops_ms")  # worker.speed_probe's figures, recorded in every pass status
+
+
+def pass_probe(status: dict):
+    """{probe: ms} timed before a successful pass's configuration (status: a pass<N>.status.json), or None when the
+    pass failed or carries no complete probe."""
+    before = ((status or {}).get("probe") or {}).get("before") or {}
+    if not (status or {}).get("ok") or not all(isinstance(before.get(k), (int, float)) for k in SPEED_PROBES):
+        return None
+    return {k: float(before[k]) for k in SPEED_PROBES}
+
+
 def pass_settings(warmup: int, iters: int, isolated: bool, heap_mb: int) -> dict:
     """The settings a pass records in its status and a collection compares before it counts the pass as done; the
     worker writes and the collector expects the same dict, so both build it here."""
