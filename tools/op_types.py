@@ -9,15 +9,10 @@ import json
 import math
 import sys
 
-from plot_common import die, read_rows
+from plot_common import die, number, read_rows
 
 COLUMNS = ("family", "type", "phase", "ops", "measured_time_us", "measured_gap_us", "predicted_time_us",
            "predicted_gap_us", "family_measured_us")
-
-
-def number(text: str) -> float:
-    text = (text or "").strip()
-    return math.nan if text in ("", "null") else float(text)
 
 
 def summarise(rows: list, top: int) -> dict:

@@ -1,6 +1,7 @@
-# Shared by the plot scripts (tools/plot_eval.py, tools/plot_scheduling.py): a clear exit instead of a traceback when
-# matplotlib is missing or the CSV cannot be read.
+# Shared by the scripts that read `ets` CSV output (tools/plot_eval.py, tools/plot_scheduling.py, tools/op_types.py): a
+# clear exit instead of a traceback when matplotlib is missing or the CSV cannot be read, and its number cells.
 import csv
+import math
 import os
 import sys
 
@@ -20,6 +21,12 @@ def pyplot():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+def number(text) -> float:
+    """A CSV cell of `ets eval` output: a number, or "" / null (non-finite) -> NaN."""
+    text = (text or "").strip()
+    return math.nan if text in ("", "null") else float(text)
 
 
 def read_rows(path: str) -> list:

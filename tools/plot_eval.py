@@ -10,15 +10,8 @@ import argparse
 import math
 import sys
 
-from plot_common import die, pyplot, read_rows
+from plot_common import die, number, pyplot, read_rows
 
-
-
-
-def number(text) -> float:
-    """A CSV cell of `ets eval --predictions`: a number, or "" / null (non-finite) -> NaN."""
-    text = (text or "").strip()
-    return math.nan if text in ("", "null") else float(text)
 
 
 def main() -> None:
