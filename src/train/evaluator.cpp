@@ -42,6 +42,9 @@ double extra_number(const ExecutionTrace& t, const char* key) {
   const double v = std::strtod(it->second.c_str(), &end);
   return end == it->second.c_str() ? std::numeric_limits<double>::quiet_NaN() : v;
 }
+
+// The family a trace is grouped under: meta.family, "unknown" when it has none.
+std::string family_key(const ExecutionTrace& t) { return t.meta.family.empty() ? "unknown" : t.meta.family; }
 }  // namespace
 
 std::string Evaluator::disagreement_bucket(double d) {
@@ -122,7 +125,7 @@ Evaluator::Method Evaluator::method(std::string name, const std::vector<Executio
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> fam, ops, dis;
   for (std::size_t i = 0; i < traces.size(); ++i) {
     if (!(truth[i] > 0)) continue;  // unlabelled: in no group, so a group of only unlabelled traces is not listed
-    const std::string f = traces[i].meta.family.empty() ? "unknown" : traces[i].meta.family;
+    const std::string f = family_key(traces[i]);
     fam[f].first.push_back(pred[i]);
     fam[f].second.push_back(truth[i]);
     auto& o = ops[ops_bucket(traces[i].ops.size())];
@@ -179,7 +182,7 @@ std::vector<Evaluator::OpTypeRow> Evaluator::by_op_type(const std::vector<Execut
     const auto& p = predictions[i];
     ETS_CHECK(p.ops.size() == t.ops.size(), Errc::shape, "ets.eval.2",
               "trace {} has {} ops but its prediction {}", i, t.ops.size(), p.ops.size());
-    const std::string f = t.meta.family.empty() ? "unknown" : t.meta.family;
+    const std::string f = family_key(t);
     family_truth[f] += truth_us(t);
     for (std::size_t k = 0; k < t.ops.size(); ++k) {
       const auto& op = t.ops[k];

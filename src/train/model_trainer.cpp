@@ -37,12 +37,17 @@ void label_norm(const FeatureSpec& spec, int ch, double& mean, double& scale) {
   mean = m.mean;
   scale = m.stdev;
 }
+
+// ets.train.8 unless 0 <= power <= 2 (NaN included): checked by train() before any fitting, and by loss_weights().
+void check_loss_time_power(double power) {
+  ETS_CHECK(std::isfinite(power) && power >= 0 && power <= 2, Errc::invalid_argument, "ets.train.8",
+            "loss_time_power must be in [0, 2], got {}", power);
+}
 }  // namespace
 
 std::vector<float> ModelTrainer::loss_weights(const WindowBatch& batch, const std::vector<ExecutionTrace>& traces,
                                              double power) {
-  ETS_CHECK(std::isfinite(power) && power >= 0 && power <= 2, Errc::invalid_argument, "ets.train.8",
-            "loss_time_power must be in [0, 2], got {}", power);
+  check_loss_time_power(power);
   ETS_CHECK(batch.op_index.size() == batch.positions() && batch.trace_index.size() ==
                 static_cast<std::size_t>(batch.windows) && batch.mask.size() == batch.positions(),
             Errc::shape, "ets.train.5", "window batch has {} op indices, {} trace indices and {} mask entries for {} "
@@ -81,8 +86,7 @@ std::vector<float> ModelTrainer::loss_weights(const WindowBatch& batch, const st
 ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& train_in,
                                          const std::vector<ExecutionTrace>& val_in, const Options& opt) {
   const auto t_call = std::chrono::steady_clock::now();
-  ETS_CHECK(std::isfinite(opt.loss_time_power) && opt.loss_time_power >= 0 && opt.loss_time_power <= 2,
-            Errc::invalid_argument, "ets.train.8", "loss_time_power must be in [0, 2], got {}", opt.loss_time_power);
+  check_loss_time_power(opt.loss_time_power);
   // Traces are copied only when some must be left out: on the full dataset a copy of the training traces is a
   // quarter of the run's peak memory.
   auto usable = [](const std::vector<ExecutionTrace>& in, std::vector<ExecutionTrace>& subset, auto keep)

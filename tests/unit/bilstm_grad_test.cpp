@@ -63,6 +63,27 @@ double loss_of(BiLstmGrad<double>& eng, const Problem& p, const std::vector<doub
   return eng.loss_sum(p.batch, nullptr, p.batch.windows);
 }
 
+struct FdCheck {
+  double max_err = 0;  ///< largest |central difference − analytic gradient|
+  double max_abs = 0;  ///< largest |central difference|: how much these parameters move the loss
+};
+
+/// Central finite differences of the loss at parameters begin, begin + step, … (< end) against `grad`.
+FdCheck fd_check(BiLstmGrad<double>& eng, const Problem& p, const std::vector<double>& grad, std::size_t begin,
+                 std::size_t end, std::size_t step = 1) {
+  const double h = 1e-6;
+  FdCheck c;
+  for (std::size_t i = begin; i < end; i += step) {
+    auto plus = p.params, minus = p.params;
+    plus[i] += h;
+    minus[i] -= h;
+    const double fd = (loss_of(eng, p, plus) - loss_of(eng, p, minus)) / (2 * h);
+    c.max_err = std::max(c.max_err, std::abs(fd - grad[i]));
+    c.max_abs = std::max(c.max_abs, std::abs(fd));
+  }
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("BiLSTM and BiGRU gradients match finite differences for every tensor", "[train][grad]") {
@@ -76,21 +97,12 @@ TEST_CASE("BiLSTM and BiGRU gradients match finite differences for every tensor"
       const double loss = eng.backward(p.params.data(), p.batch, nullptr, p.batch.windows, 1.0, grad.data());
       REQUIRE(loss == Approx(loss_of(eng, p, p.params)));
 
-      const double h = 1e-6;
       for (const auto& t : layout.tensors()) {
         INFO("tensor " << t.name << (bidir ? " (bidirectional" : " (unidirectional")
                        << (cell == ets::RnnCell::gru ? " GRU)" : " LSTM)"));
-        double max_err = 0, max_abs = 0;
-        for (std::size_t i = t.offset; i < t.offset + t.count; ++i) {
-          auto plus = p.params, minus = p.params;
-          plus[i] += h;
-          minus[i] -= h;
-          const double fd = (loss_of(eng, p, plus) - loss_of(eng, p, minus)) / (2 * h);
-          max_err = std::max(max_err, std::abs(fd - grad[i]));
-          max_abs = std::max(max_abs, std::abs(fd));
-        }
-        CHECK(max_abs > 1e-3);  // the tensor really influences the loss, so the comparison means something
-        CHECK(max_err < 1e-6 * std::max(1.0, max_abs));
+        const FdCheck c = fd_check(eng, p, grad, t.offset, t.offset + t.count);
+        CHECK(c.max_abs > 1e-3);  // the tensor really influences the loss, so the comparison means something
+        CHECK(c.max_err < 1e-6 * std::max(1.0, c.max_abs));
       }
     }
   }
@@ -122,18 +134,9 @@ TEST_CASE("per-position loss weights scale the loss and match finite differences
     std::vector<double> grad(layout.size, 0.0);
     eng.forward(p.params.data(), p.batch, nullptr, p.batch.windows);
     CHECK(eng.backward(p.params.data(), p.batch, nullptr, p.batch.windows, 1.0, grad.data()) == Approx(weighted));
-    const double h = 1e-6;
-    double max_err = 0, max_abs = 0;
-    for (std::size_t i = 0; i < layout.size; i += 7) {  // a sample of every tensor's entries
-      auto plus = p.params, minus = p.params;
-      plus[i] += h;
-      minus[i] -= h;
-      const double fd = (loss_of(eng, p, plus) - loss_of(eng, p, minus)) / (2 * h);
-      max_err = std::max(max_err, std::abs(fd - grad[i]));
-      max_abs = std::max(max_abs, std::abs(fd));
-    }
-    CHECK(max_abs > 1e-3);
-    CHECK(max_err < 1e-6 * std::max(1.0, max_abs));
+    const FdCheck c = fd_check(eng, p, grad, 0, layout.size, 7);  // a sample of every tensor's entries
+    CHECK(c.max_abs > 1e-3);
+    CHECK(c.max_err < 1e-6 * std::max(1.0, c.max_abs));
     p.batch.weight.pop_back();
     CHECK_THROWS_WITH(loss_of(eng, p, p.params), Catch::Contains("[ets.train.5]"));
   }

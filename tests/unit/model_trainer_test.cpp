@@ -17,6 +17,7 @@
 #include "ets/model_trainer.hpp"
 #include "ets/trace_file.hpp"
 #include "ets/window_encoder.hpp"
+#include "encoder_fixtures.hpp"
 #include "train_fixtures.hpp"
 
 namespace fs = std::filesystem;
@@ -245,14 +246,7 @@ TEST_CASE("the pass-disagreement buckets hold the traces that carry a readable l
 }
 
 TEST_CASE("the op-type breakdown sums labels and predictions per family, type and phase", "[train][eval]") {
-  auto op = [](const char* name, ets::Phase phase, double t, double g) {
-    ets::OpRecord r;
-    r.name = name;
-    r.phase = phase;
-    r.time_us = t;
-    r.gap_us = g;
-    return r;
-  };
+  using ets_test::make_op;
   auto pred = [](const ets::ExecutionTrace& tr, double factor) {  // each op predicted as factor × its labels
     ets::Prediction p;
     for (const auto& o : tr.ops) {
@@ -267,16 +261,16 @@ TEST_CASE("the op-type breakdown sums labels and predictions per family, type an
   };
   std::vector<ets::ExecutionTrace> traces(4);
   traces[0].meta.family = "b";
-  traces[0].ops = {op("conv2d", ets::Phase::Forward, 10, 1), op("relu", ets::Phase::Forward, 2, 1),
-                   op("conv2d", ets::Phase::Backward, 20, 2), op("conv2d", ets::Phase::Forward, 30, 3)};
+  traces[0].ops = {make_op("conv2d", ets::Phase::Forward, 10, 1), make_op("relu", ets::Phase::Forward, 2, 1),
+                   make_op("conv2d", ets::Phase::Backward, 20, 2), make_op("conv2d", ets::Phase::Forward, 30, 3)};
   traces[0].measured_us = traces[0].sum_us();
   traces[1].meta.family = "b";
-  traces[1].ops = {op("conv2d", ets::Phase::Forward, 5, 0)};
+  traces[1].ops = {make_op("conv2d", ets::Phase::Forward, 5, 0)};
   traces[1].measured_us = 6;  // the family's truth is the measurement, not Σ(time + gap)
-  traces[2].ops = {op("linear", ets::Phase::Update, 4, 4)};  // no family: "unknown"
+  traces[2].ops = {make_op("linear", ets::Phase::Update, 4, 4)};  // no family: "unknown"
   traces[2].measured_us = traces[2].sum_us();
   traces[3].meta.family = "c";  // no truth: not scorable, in no row
-  traces[3].ops = {op("linear", ets::Phase::Forward, 0, 0)};
+  traces[3].ops = {make_op("linear", ets::Phase::Forward, 0, 0)};
   const std::vector<ets::Prediction> preds = {pred(traces[0], 2.0), pred(traces[1], 0.5), pred(traces[2], 1.0),
                                               pred(traces[3], 1.0)};
   const auto rows = ets::Evaluator::by_op_type(traces, preds);
