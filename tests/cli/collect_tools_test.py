@@ -192,7 +192,7 @@ check(not [f for f in os.listdir(data) if ".tmp" in f], f"no temp files left in 
 # ---- collect.py in a copied tree whose worker is a stub (no torch, no timing): what a run leaves behind
 tree = os.path.join(work, "tree")
 os.makedirs(os.path.join(tree, "tools", "collect"))
-for f in ("__init__.py", "collect.py", "configs.py", "env.py", "zoo.py", "randwire.py"):
+for f in ("__init__.py", "collect.py", "configs.py", "env.py", "zoo.py", "randwire.py", "randgen.py"):
     shutil.copy(os.path.join(ROOT, "tools", "collect", f), os.path.join(tree, "tools", "collect", f))
 with open(os.path.join(tree, "tools", "collect", "worker.py"), "w") as fh:
     fh.write("""import argparse, json, os

@@ -4,8 +4,8 @@
 
 Split (by architecture family; test families never appear in train or val):
   test  = vgg, shufflenet, squeezenet, gru_classifier, plus random nets with index % 10 == 0
-  val   = mnasnet, inception, bert, plus random nets with index % 10 == 1
-  train = everything else
+  val   = mnasnet, inception, bert, plus random nets and generator draws with index % 10 == 1
+  train = everything else (the generator families randcnn / randrnn never enter test)
 """
 from __future__ import annotations
 
@@ -18,9 +18,13 @@ from .zoo import FAMILIES
 TEST_FAMILIES = ("vgg", "shufflenet", "squeezenet", "gru_classifier")
 VAL_FAMILIES = ("mnasnet", "inception", "bert")
 RANDOM_FAMILIES = ("randwire_ws", "randwire_er")
+# Training-only generators (randgen.py): random conv stacks and recurrent models that widen the op regimes of train;
+# a tenth of their draws validate, none is tested, so the test split is the same with or without them.
+GENERATOR_FAMILIES = ("randcnn", "randrnn")
 
 PER_REAL_FAMILY = 70
 PER_RANDOM_FAMILY = 300
+PER_GENERATOR_FAMILY = 150
 # Training multiply-add budget (GMAC) that keeps one iteration inside ~5 ms..1 s on one CPU thread;
 # sampling is retried (deterministically) until a draw fits.
 MAX_TRAIN_GMAC = 8.0
@@ -45,6 +49,8 @@ def parse_id(cid: str):
 def split_of(fam: str, index: int) -> str:
     if fam in RANDOM_FAMILIES:
         return {0: "test", 1: "val"}.get(index % 10, "train")
+    if fam in GENERATOR_FAMILIES:
+        return "val" if index % 10 == 1 else "train"
     if fam in TEST_FAMILIES:
         return "test"
     if fam in VAL_FAMILIES:
@@ -77,7 +83,8 @@ def all_ids(families=None) -> list:
     for fam in FAMILIES:
         if families and fam not in families:
             continue
-        n = PER_RANDOM_FAMILY if fam in RANDOM_FAMILIES else PER_REAL_FAMILY
+        n = PER_RANDOM_FAMILY if fam in RANDOM_FAMILIES else \
+            PER_GENERATOR_FAMILY if fam in GENERATOR_FAMILIES else PER_REAL_FAMILY
         ids += [config_id(fam, i) for i in range(n)]
     return ids
 
@@ -97,6 +104,8 @@ def manifest(families=None) -> dict:
     return {"version": MANIFEST_VERSION, "generator": "tools/collect/configs.py",
             "test_families": list(TEST_FAMILIES), "val_families": list(VAL_FAMILIES),
             "random_split_rule": "index % 10 == 0 -> test, == 1 -> val, else train",
+            "generator_families": list(GENERATOR_FAMILIES),
+            "generator_split_rule": "index % 10 == 1 -> val, else train",
             "counts": counts, "configs": cfgs}
 
 

@@ -708,6 +708,7 @@ class MlpFamily:
         return Workload(nn.Sequential(*layers), (x,), y, torch.nn.functional.cross_entropy)
 
 
-# Random networks live in randwire.py; importing it registers the randwire_ws / randwire_er families (imported for
-# that effect alone, at the end: randwire.py uses this module's registry).
+# Random networks live in randwire.py and randgen.py; importing them registers the randwire_ws / randwire_er and
+# randcnn / randrnn families (imported for that effect alone, at the end: both use this module's registry).
 importlib.import_module(".randwire", __package__)
+importlib.import_module(".randgen", __package__)
