@@ -32,25 +32,31 @@ def _pool_out(s: int, k: int, ceil: bool) -> int:
     return max(1, out)
 
 
+def _stem_out(k) -> int:
+    """Spatial size after a randcnn draw's stem conv (and its max-pool, if any)."""
+    st = k["stem"]
+    s = _conv_out(k["image"], st["kernel"], st["stride"], st["kernel"] // 2)
+    return _conv_out(s, 3, 2, 1) if st["pool"] else s
+
+
+def _down_out(s: int, stage: dict) -> int:
+    """Spatial size after a stage's downsampling (strided 3×3 conv, pool, or none)."""
+    if stage["down"] == "conv":
+        return _conv_out(s, 3, 2, 1)
+    return s if stage["down"] == "none" else _pool_out(s, stage["pool_kernel"], stage["ceil"])
+
+
 def _cnn_plan(k):
     """The convolutions of a randcnn draw, walking its spatial size: [(c_in, c_out, kernel, output size)]."""
-    convs = []
-    s = k["image"]
-    c = 3
-    st = k["stem"]
-    s = _conv_out(s, st["kernel"], st["stride"], st["kernel"] // 2)
-    convs.append((c, k["channels"][0], st["kernel"], s))
-    c = k["channels"][0]
-    if st["pool"]:
-        s = _conv_out(s, 3, 2, 1)
+    st, c = k["stem"], k["channels"][0]
+    convs = [(3, c, st["kernel"], _conv_out(k["image"], st["kernel"], st["stride"], st["kernel"] // 2))]
+    s = _stem_out(k)
     for i, stage in enumerate(k["stages"]):
         c_out = k["channels"][i]
+        s = _down_out(s, stage)
         if stage["down"] == "conv":
-            s = _conv_out(s, 3, 2, 1)
             convs.append((c, c_out, 3, s))
             c = c_out
-        elif stage["down"] != "none":
-            s = _pool_out(s, stage["pool_kernel"], stage["ceil"])
         for _ in range(stage["convs"]):
             convs.append((c, c_out, stage["kernel"], s))
             c = c_out
@@ -74,19 +80,14 @@ class RandCnnFamily:
         growth = rng.choice([1.5, 2.0])
         k["channels"] = [min(512, int(round(c0 * growth ** i))) for i in range(n)]
         k["stages"] = []
-        st = k["stem"]
-        s = _conv_out(k["image"], st["kernel"], st["stride"], st["kernel"] // 2)
-        s = _conv_out(s, 3, 2, 1) if st["pool"] else s
+        s = _stem_out(k)
         for i in range(n):
             stage = {"convs": rng.choice([1, 2, 3, 4]), "kernel": rng.choice([1, 3, 3, 3, 5]),
                      "residual": rng.random() < 0.4, "down": rng.choice(["max", "max", "avg", "conv"]),
                      "pool_kernel": rng.choice([2, 3]), "ceil": rng.random() < 0.5}
             if i == 0 or s < 4:  # the first stage keeps the stem's size; below 4 px there is nothing to pool
                 stage["down"] = "none"
-            elif stage["down"] == "conv":
-                s = _conv_out(s, 3, 2, 1)
-            else:
-                s = _pool_out(s, stage["pool_kernel"], stage["ceil"])
+            s = _down_out(s, stage)
             k["stages"].append(stage)
         k["batch_norm"] = rng.random() < 0.6
         k["activation"] = rng.choice(_ACTS)
