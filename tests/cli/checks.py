@@ -18,9 +18,9 @@ def finish(ok_message=""):
     sys.exit(1 if failures else 0)
 
 
-def torch_or_skip(test_name):
-    """The installed torch, or exit 77 (ctest's SKIP_RETURN_CODE) where there is none. The project's torch tooling
-    runs on Debian's /usr/bin/python3 (README); CMake may have found another python, so try that one first."""
+def torch_or_none():
+    """The installed torch, or None where there is none. The project's torch tooling runs on Debian's
+    /usr/bin/python3 (README); CMake may have found another python, so this reruns the script there once first."""
     import os
     try:
         import torch
@@ -31,5 +31,13 @@ def torch_or_skip(test_name):
                 and not os.environ.get(flag):
             os.environ[flag] = "1"
             os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
+        return None
+
+
+def torch_or_skip(test_name):
+    """The installed torch (torch_or_none), or exit 77 (ctest's SKIP_RETURN_CODE) where there is none."""
+    torch = torch_or_none()
+    if torch is None:
         print(f"{test_name}: torch is not installed; skipped")
         sys.exit(77)
+    return torch

@@ -12,7 +12,7 @@ import math
 import os
 import sys
 
-from checks import check, finish  # tests/cli/checks.py, beside this script
+from checks import check, finish, torch_or_none  # tests/cli/checks.py, beside this script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
@@ -54,15 +54,8 @@ rnn = [C.config(i)["knobs"] for i in C.all_ids(["randrnn"])]
 check({k["cell"] for k in rnn} == {"gru", "lstm"} and {k["head"] for k in rnn} == {"tagger", "last", "max"},
       "randrnn cells and heads")
 
-try:
-    import torch
-except ImportError:
-    # the project's torch tooling runs on Debian's /usr/bin/python3 (README): rerun there once, as torch_or_skip does
-    if os.path.exists("/usr/bin/python3") and os.path.realpath(sys.executable) != "/usr/bin/python3" \
-            and not os.environ.get("ETS_TORCH_TEST_REEXEC"):
-        os.environ["ETS_TORCH_TEST_REEXEC"] = "1"
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", *sys.argv])
-    torch = None
+torch = torch_or_none()  # reruns under /usr/bin/python3 when the found python has no torch
+if torch is None:
     print("zoo: torch is not installed; the build checks are skipped")
 if torch is not None:
     from tools.collect.zoo import FAMILIES, make_optimizer
