@@ -30,7 +30,7 @@ import json
 import os
 import platform
 
-__all__ = ["export_kineto_json", "events_from_profile", "skip_function_events"]
+__all__ = ["export_kineto_json", "events_from_profile", "skip_function_events", "record_pool_args"]
 
 # Input types whose "Concrete Inputs" value can be a scalar or int list; tensors only ever yield "".
 _SCALARISH = frozenset(("", "Scalar", "ScalarList", "GenericList", "int", "bool", "float"))
@@ -55,6 +55,122 @@ def skip_function_events():
         cls._parse_kineto_results = saved
 
 
+# torch.nn.functional pooling functions whose int-list arguments (kernel, stride, padding, dilation) torch 1.13's
+# profiler does not keep, and the aten ops they call. A real Kineto build records them as "Concrete Inputs", and the
+# importer reads them from there (docs/dataset.md, pooling arguments).
+_POOL_FUNCS = {
+    "max_pool1d": ("max", 1), "max_pool2d": ("max", 2), "max_pool3d": ("max", 3),
+    "max_pool1d_with_indices": ("max", 1), "max_pool2d_with_indices": ("max", 2),
+    "max_pool3d_with_indices": ("max", 3),
+    "avg_pool1d": ("avg", 1), "avg_pool2d": ("avg", 2), "avg_pool3d": ("avg", 3),
+}
+_POOL_OPS = {"aten::" + name: kind for name, kind in _POOL_FUNCS.items()}
+
+
+def _pool_signature(kind: str):
+    import inspect
+
+    P = inspect.Parameter
+    names = ["input", "kernel_size", "stride", "padding"]
+    defaults = [P.empty, P.empty, None, 0]
+    if kind == "max":
+        names += ["dilation", "ceil_mode", "return_indices"]
+        defaults += [1, False, False]
+    else:
+        names += ["ceil_mode", "count_include_pad", "divisor_override"]
+        defaults += [False, True, None]
+    return inspect.Signature([P(n, P.POSITIONAL_OR_KEYWORD, default=d) for n, d in zip(names, defaults)])
+
+
+def _ntuple(v, nd: int):
+    if isinstance(v, (list, tuple)):
+        v = list(v)
+        return [int(x) for x in v] * nd if len(v) == 1 else [int(x) for x in v]
+    return [int(v)] * nd
+
+
+def _pool_call(kind: str, nd: int, sig, args, kwargs):
+    """What one pooling call computes with, as the aten op receives it; None when the arguments do not bind."""
+    try:
+        b = sig.bind(*args, **kwargs)
+        b.apply_defaults()
+        a = b.arguments
+        kernel = _ntuple(a["kernel_size"], nd)
+        # stride None (or []) means the kernel size, in torch.nn.functional and in aten alike
+        stride = kernel if a["stride"] is None or a["stride"] == [] or a["stride"] == () else _ntuple(a["stride"], nd)
+        call = {"kind": kind, "nd": nd, "dims": [int(d) for d in a["input"].shape], "kernel": kernel,
+                "stride": stride, "padding": _ntuple(a["padding"], nd)}
+        if kind == "max":
+            call["dilation"] = _ntuple(a["dilation"], nd)
+        return call
+    except Exception:
+        return None
+
+
+@contextlib.contextmanager
+def record_pool_args():
+    """Inside this block every max / avg pooling call through torch.nn.functional (nn.MaxPool2d and friends go
+    through it) is appended, in call order, to the yielded list: its kind, input shape, kernel, stride, padding and
+    dilation. Run one unprofiled training step inside it and pass the list to export_kineto_json: torch 1.13's
+    profiler drops int-list arguments, so without it the trace has no pooling kernel or stride."""
+    import torch.nn.functional as F
+
+    calls = []
+    saved = {}
+
+    def wrap(fn, kind, nd):
+        sig = _pool_signature(kind)
+
+        def recorded(*args, **kwargs):
+            calls.append(_pool_call(kind, nd, sig, args, kwargs))
+            return fn(*args, **kwargs)
+        return recorded
+
+    for name, (kind, nd) in _POOL_FUNCS.items():
+        fn = getattr(F, name, None)
+        if fn is not None:
+            saved[name] = fn
+            setattr(F, name, wrap(fn, kind, nd))
+    try:
+        yield calls
+    finally:
+        for name, fn in saved.items():
+            setattr(F, name, fn)
+
+
+def _pool_concrete(call: dict, op: str, existing) -> list:
+    # Positions follow the aten schemas: max_poolNd[_with_indices](self, kernel_size, stride, padding, dilation,
+    # ceil_mode); avg_poolNd(self, kernel_size, stride, padding, ceil_mode, ...). Values the profiler kept stay.
+    conc = list(existing or [])
+    want = {1: call["kernel"], 2: call["stride"], 3: call["padding"]}
+    if call["kind"] == "max":
+        want[4] = call["dilation"]
+    conc += [""] * (max(want) + 1 - len(conc))
+    for i, v in want.items():
+        if not conc[i]:
+            conc[i] = "[" + ", ".join(str(x) for x in v) + "]"
+    return conc
+
+
+def _fill_pool_args(steps: dict, calls: list) -> dict:
+    """Gives each profiled step's outermost forward pooling ops, in order, the recorded calls' arguments. A step is
+    filled only when its pooling ops match the calls one for one (kind, dimensionality and input shape); otherwise
+    it keeps what the profiler recorded."""
+    filled = 0
+    for ops in steps.values():
+        ok = len(ops) == len(calls) and all(
+            c is not None and _POOL_OPS[ev["name"]] == (c["kind"], c["nd"]) and
+            (ev["args"].get("Input Dims") or [None])[0] == c["dims"]
+            for (ev, _), c in zip(ops, calls))
+        if not ok:
+            continue
+        filled += 1
+        for (ev, inner), c in zip(ops, calls):
+            for e in [ev] + inner:
+                e["args"]["Concrete Inputs"] = _pool_concrete(c, e["name"], e["args"].get("Concrete Inputs"))
+    return {"calls": len(calls), "steps": len(steps), "filled_steps": filled}
+
+
 def _concrete(ivalues, dtypes):
     # Kineto's "Concrete Inputs": "" for tensors, the scalar / int-list value otherwise (what hyper-parameters need).
     out = []
@@ -77,8 +193,14 @@ def _concrete(ivalues, dtypes):
     return out
 
 
-def events_from_profile(prof) -> list:
-    """Returns the Kineto-style event list (dicts) of a stopped torch.profiler.profile."""
+def events_from_profile(prof, pool_calls: list | None = None) -> list:
+    """Returns the Kineto-style event list (dicts) of a stopped torch.profiler.profile. With `pool_calls` (the list
+    record_pool_args() filled during an unprofiled step) each profiled step's pooling ops get their kernel, stride,
+    padding and dilation as "Concrete Inputs", where the op sequence matches."""
+    return _events(prof, pool_calls)[0]
+
+
+def _events(prof, pool_calls):
     from torch._C._profiler import RecordScope, _EventType  # torch >= 1.13
 
     results = prof.profiler.kineto_results
@@ -93,11 +215,13 @@ def events_from_profile(prof) -> list:
     torch_op, user_scope = _EventType.TorchOp, RecordScope.USER_SCOPE
     pid = os.getpid()
     events = []
-    stack = list(reversed(results.experimental_event_tree()))
+    steps = {}  # ProfilerStep#N -> [(outermost pooling event, [pooling events nested in it])] in call order
+    # (node, its ProfilerStep# name or None, the outermost pooling entry it is nested in or None)
+    stack = [(e, None, None) for e in reversed(results.experimental_event_tree())]
     while stack:
-        e = stack.pop()
-        stack.extend(reversed(e.children))
+        e, step, pool = stack.pop()
         if e.tag != torch_op:
+            stack.extend((c, step, pool) for c in reversed(e.children))
             continue
         ex = e.extra_fields
         args = {"External id": int(e.correlation_id)}
@@ -123,7 +247,7 @@ def events_from_profile(prof) -> list:
             args["flops"] = int(f)
         start_ns = int(e.start_time_ns)
         dur_ns = max(0, int(e.duration_time_ns))
-        events.append({
+        ev = {
             "ph": "X",
             "cat": "user_annotation" if getattr(ex, "scope", None) == user_scope else "cpu_op",
             "name": e.name,
@@ -132,25 +256,38 @@ def events_from_profile(prof) -> list:
             "ts": start_ns,
             "dur": round(dur_ns / 1000.0, 3),
             "args": args,
-        })
+        }
+        events.append(ev)
+        if e.name.startswith("ProfilerStep#"):
+            step = e.name
+        if e.name in _POOL_OPS and step is not None:
+            if pool is None:
+                pool = (ev, [])
+                steps.setdefault(step, []).append(pool)
+            else:
+                pool[1].append(ev)
+        stack.extend((c, step, pool) for c in reversed(e.children))
     # Epoch-µs floats (~1.8e15) cannot hold ns: rounding put children 0.25 µs outside their parents and broke
     # nesting. Timestamps are therefore µs since a whole second before the first event (exact to the ns).
     base_ns = min((ev["ts"] for ev in events), default=0) // 1_000_000_000 * 1_000_000_000
     for ev in events:
         ev["ts"] = round((ev["ts"] - base_ns) / 1000.0, 3)
     events.sort(key=lambda ev: (ev["ts"], -ev["dur"]))
-    return events
+    summary = _fill_pool_args(steps, pool_calls) if pool_calls is not None else None
+    return events, summary
 
 
-def export_kineto_json(prof, path: str, extra: dict | None = None) -> str:
-    """Writes the profile as Kineto-style Chrome JSON to `path` (gzip when it ends in .gz); returns path."""
+def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: list | None = None) -> str:
+    """Writes the profile as Kineto-style Chrome JSON to `path` (gzip when it ends in .gz); returns path.
+    `pool_calls`: as for events_from_profile; how many steps it filled is recorded under "ets"/"pool_args"."""
     import torch
 
+    events, pool_summary = _events(prof, pool_calls)
     doc = {
         "schemaVersion": 1,
         "deviceProperties": [],
         "displayTimeUnit": "ms",
-        "traceEvents": events_from_profile(prof),
+        "traceEvents": events,
         "traceName": os.path.basename(path),
         "ets": {
             "exporter": "tools/trace_export.py",
@@ -159,6 +296,8 @@ def export_kineto_json(prof, path: str, extra: dict | None = None) -> str:
             "threads": torch.get_num_threads(),
         },
     }
+    if pool_summary is not None:
+        doc["ets"]["pool_args"] = pool_summary
     if extra:
         doc["ets"].update(extra)
     text = json.dumps(doc, separators=(",", ":"))

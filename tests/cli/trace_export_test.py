@@ -5,6 +5,7 @@
 # all of it; a torch upgrade that broke the patch would otherwise lose FLOPs silently.
 # Usage: trace_export_test.py ETS WORK_DIR   (exit 77 = skipped: no torch)
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -73,4 +74,95 @@ check(sum(e["name"].startswith("ProfilerStep#") for e in fast["events"]) >= 3, "
 r = subprocess.run([ets, "inspect", os.path.join(work, "fast.json.gz")], capture_output=True, text=True)
 check(r.returncode == 0 and "3 iteration(s)" in r.stdout, f"ets inspect: rc {r.returncode} {r.stdout[:300]} {r.stderr}")
 
-finish(f"trace_export: {len(fast['events'])} events, {len(with_flops)} with FLOPs, identical with the skip")
+
+# Pooling arguments. torch 1.13's profiler keeps no int lists, so a pool's kernel and stride are lost unless
+# record_pool_args() notes them during an unprofiled step and the export fills them in ("Concrete Inputs", where a
+# real Kineto build puts them). Module and functional calls, a default stride, ceil mode and padding.
+F = torch.nn.functional
+
+
+class PoolNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3)                                # 32 -> 30
+        self.maxp = torch.nn.MaxPool2d(3, 2, ceil_mode=True)                # 30 -> 15
+        self.avgp = torch.nn.AvgPool2d(2, stride=1, padding=1)              # 7 -> 8
+        self.fc = torch.nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = self.maxp(self.conv(x)).relu()
+        x = F.max_pool2d(x, 2)                                              # 15 -> 7, stride = kernel
+        return self.fc(self.avgp(x).flatten(1))
+
+
+pnet = PoolNet()
+popt = torch.optim.SGD(pnet.parameters(), lr=0.01)
+px, py = torch.randn(4, 3, 32, 32), torch.randint(0, 10, (4,))
+
+
+def pool_step():
+    popt.zero_grad(set_to_none=True)
+    F.cross_entropy(pnet(px), py).backward()
+    popt.step()
+
+
+original = (F.max_pool2d, F.avg_pool2d)
+with trace_export.record_pool_args() as calls:
+    pool_step()
+check((F.max_pool2d, F.avg_pool2d) == original, "record_pool_args restores torch.nn.functional")
+check([(c["kind"], c["kernel"], c["stride"], c["padding"]) for c in calls] ==
+      [("max", [3, 3], [2, 2], [0, 0]), ("max", [2, 2], [2, 2], [0, 0]), ("avg", [2, 2], [1, 1], [1, 1])],
+      f"recorded pooling calls: {calls}")
+
+
+def pool_profile(path, pool_calls):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+                                on_trace_ready=lambda p: trace_export.export_kineto_json(p, path, {},
+                                                                                        pool_calls=pool_calls),
+                                schedule=torch.profiler.schedule(wait=0, warmup=1, active=3)) as prof:
+        for _ in range(4):
+            pool_step()
+            prof.step()
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def pool_args(doc):
+    return [(e["name"], (e["args"].get("Concrete Inputs") or [""] * 5)[1:4]) for e in doc["traceEvents"]
+            if e["name"] in ("aten::max_pool2d", "aten::avg_pool2d")]
+
+
+doc = pool_profile(os.path.join(work, "pools.json"), calls)
+check(doc["ets"].get("pool_args") == {"calls": 3, "steps": 3, "filled_steps": 3}, f"pool_args {doc['ets']}")
+check(pool_args(doc) == [("aten::max_pool2d", ["[3, 3]", "[2, 2]", "[0, 0]"]),
+                         ("aten::max_pool2d", ["[2, 2]", "[2, 2]", "[0, 0]"]),
+                         ("aten::avg_pool2d", ["[2, 2]", "[1, 1]", "[1, 1]"])] * 3, f"pool args {pool_args(doc)}")
+inner = [e for e in doc["traceEvents"] if e["name"] == "aten::max_pool2d_with_indices"]
+check(len(inner) == 6 and all(e["args"]["Concrete Inputs"][1] in ("[3, 3]", "[2, 2]") for e in inner),
+      "the nested max_pool2d_with_indices get the same arguments")
+# the ceil_mode the profiler kept stays where it was
+check(all(e["args"]["Concrete Inputs"][5] == "True" for e in doc["traceEvents"] if e["name"] == "aten::max_pool2d"
+          and e["args"]["Concrete Inputs"][1] == "[3, 3]"), "ceil_mode kept")
+
+# Through the importer: the forward pools carry kernel and stride in the canonical trace.
+etst = os.path.join(work, "pools.etst")
+r = subprocess.run([ets, "convert", os.path.join(work, "pools.json"), "-o", etst, "--quiet"], capture_output=True,
+                   text=True)
+check(r.returncode == 0, f"ets convert: rc {r.returncode} {r.stderr}")
+hyper = []
+if r.returncode == 0:
+    with open(etst) as fh:
+        ops = [json.loads(line) for line in fh if line.startswith('{"n":')]
+    hyper = [(o["n"], o["h"].get("kernel_h"), o["h"].get("stride_h"), o["h"].get("pad_h")) for o in ops
+             if o["n"] in ("max_pool2d", "avg_pool2d") and o["p"] == 0]
+check(hyper == [("max_pool2d", 3, 2, 0), ("max_pool2d", 2, 2, 0), ("avg_pool2d", 2, 1, 1)] * 3,
+      f"imported pool hyper-parameters {hyper}")
+
+# A step whose pools do not match the recorded calls (here: another input shape) is left as the profiler wrote it.
+wrong = [dict(c, dims=[1] + c["dims"][1:]) for c in calls]
+doc = pool_profile(os.path.join(work, "pools-unmatched.json"), wrong)
+check(doc["ets"].get("pool_args", {}).get("filled_steps") == 0 and
+      all(a == ["", "", ""] for _, a in pool_args(doc)), f"unmatched calls fill nothing: {pool_args(doc)[:3]}")
+
+finish(f"trace_export: {len(fast['events'])} events, {len(with_flops)} with FLOPs, identical with the skip; "
+       f"pooling arguments filled in {len(hyper)} pool ops")

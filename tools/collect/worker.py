@@ -100,10 +100,16 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
         opt.step()
         _sync(torch, dev)
 
+    from trace_export import record_pool_args
     warm = []
-    for _ in range(args.warmup):
+    pool_calls = None  # pooling arguments, recorded in the first warm-up (the profiler drops them, see trace_export)
+    for i in range(args.warmup):
         t = time.perf_counter()
-        step()
+        if i == 0 and dev == "cpu":
+            with record_pool_args() as pool_calls:
+                step()
+        else:
+            step()
         warm.append(time.perf_counter() - t)
         if warm[-1] > args.max_iter_s:
             break
@@ -133,7 +139,7 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
             os.remove(plain)
         else:
             from trace_export import export_kineto_json
-            export_kineto_json(prof, tmp, extra)
+            export_kineto_json(prof, tmp, extra, pool_calls=pool_calls)
         exported.append(tmp)
 
     # A cyclic-GC pass lands on a random op of a random iteration; it is noise, not a property of the model.

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+# tools/collect/worker.py records pooling arguments (kernel, stride, padding, dilation) in its first warm-up and the
+# exporter fills them into the profiled steps' pooling ops, which torch 1.13's profiler leaves without them
+# (docs/dataset.md, *Pooling arguments*). Real zoo configurations, one warm-up and five profiled iterations each:
+# every profiled step is filled, and the canonical trace (`ets convert`) carries every forward max / avg pool's
+# kernel and stride, with the values the model was built with.
+# Usage: worker_pools_test.py ETS WORK_DIR   (exit 77 = skipped: no torch)
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from checks import check, finish, torch_or_skip  # tests/cli/checks.py, beside this script
+
+torch = torch_or_skip("worker_pools")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORKER = os.path.join(ROOT, "tools", "collect", "worker.py")
+sys.path.insert(0, ROOT)
+from tools.collect import configs as C  # noqa: E402
+from tools.collect.zoo import FAMILIES  # noqa: E402
+
+ets, work = sys.argv[1], os.path.abspath(sys.argv[2])
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+CONFIGS = ["squeezenet-0005", "randcnn-0006"]  # three max pools in ceil mode; max 3×3 and avg 2×2 / 3×3
+
+
+def expected_pools(cid):
+    # what the built model's pooling modules say, in module order (these nets call each pool once, in that order)
+    cfg = C.config(cid)
+    torch.manual_seed(cfg["seed"])
+    model = FAMILIES[cfg["family"]].build(torch, cfg["knobs"]).model
+    out = []
+    for m in model.modules():
+        if isinstance(m, (torch.nn.MaxPool2d, torch.nn.AvgPool2d)):
+            pair = (lambda v: v if isinstance(v, int) else v[0])
+            out.append(("max_pool2d" if isinstance(m, torch.nn.MaxPool2d) else "avg_pool2d", pair(m.kernel_size),
+                        pair(m.stride if m.stride is not None else m.kernel_size)))
+    return out
+
+
+ids = os.path.join(work, "ids.txt")
+with open(ids, "w") as fh:
+    fh.write("\n".join(CONFIGS) + "\n")
+raw = os.path.join(work, "raw")
+r = subprocess.run([sys.executable, WORKER, "--ids", ids, "--pass", "1", "--raw", raw, "--warmup", "1",
+                    "--iters", "5"], capture_output=True, text=True, timeout=600)
+check(r.returncode == 0, f"worker: rc {r.returncode} {r.stdout[-300:]} {r.stderr[-800:]}")
+filled = 0
+for cid in CONFIGS:
+    path = os.path.join(raw, cid, "pass1.json.gz")
+    if not os.path.exists(path):
+        check(False, f"{cid}: no raw trace")
+        continue
+    with gzip.open(path, "rt") as fh:
+        summary = json.load(fh)["ets"].get("pool_args")
+    check(summary is not None and summary["calls"] > 0 and summary["filled_steps"] == summary["steps"] == 5,
+          f"{cid}: every profiled step filled: {summary}")
+    etst = os.path.join(work, cid + ".etst")
+    r = subprocess.run([ets, "convert", path, "-o", etst, "--quiet"], capture_output=True, text=True)
+    check(r.returncode == 0, f"{cid}: ets convert rc {r.returncode} {r.stderr[-300:]}")
+    if r.returncode != 0:
+        continue
+    with open(etst) as fh:
+        ops = [json.loads(line) for line in fh if line.startswith('{"n":')]
+    pools = [(o["n"], o["h"].get("kernel_h"), o["h"].get("stride_h")) for o in ops
+             if o["n"] in ("max_pool2d", "avg_pool2d") and o["p"] == 0]
+    want = expected_pools(cid)
+    check(pools and len(pools) % len(want) == 0 and pools == want * (len(pools) // len(want)),
+          f"{cid}: pool kernels and strides in the trace {pools[:8]} match the model's {want}")
+    filled += len(pools)
+finish(f"worker pools: {len(CONFIGS)} configurations, {filled} forward pools with kernel and stride")
