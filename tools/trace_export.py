@@ -112,7 +112,8 @@ def record_pool_args():
     """Inside this block every max / avg pooling call through torch.nn.functional (nn.MaxPool2d and friends go
     through it) is appended, in call order, to the yielded list: its kind, input shape, kernel, stride, padding and
     dilation. Run one unprofiled training step inside it and pass the list to export_kineto_json: torch 1.13's
-    profiler drops int-list arguments, so without it the trace has no pooling kernel or stride."""
+    profiler drops int-list arguments, so without it the trace has no pooling kernel or stride. It swaps module
+    attributes of torch.nn.functional for the block: not for use while other threads run models."""
     import torch.nn.functional as F
 
     calls = []
@@ -138,7 +139,7 @@ def record_pool_args():
             setattr(F, name, fn)
 
 
-def _pool_concrete(call: dict, op: str, existing) -> list:
+def _pool_concrete(call: dict, existing) -> list:
     # Positions follow the aten schemas: max_poolNd[_with_indices](self, kernel_size, stride, padding, dilation,
     # ceil_mode); avg_poolNd(self, kernel_size, stride, padding, ceil_mode, ...). Values the profiler kept stay.
     conc = list(existing or [])
@@ -167,7 +168,7 @@ def _fill_pool_args(steps: dict, calls: list) -> dict:
         filled += 1
         for (ev, inner), c in zip(ops, calls):
             for e in [ev] + inner:
-                e["args"]["Concrete Inputs"] = _pool_concrete(c, e["name"], e["args"].get("Concrete Inputs"))
+                e["args"]["Concrete Inputs"] = _pool_concrete(c, e["args"].get("Concrete Inputs"))
     return {"calls": len(calls), "steps": len(steps), "filled_steps": filled}
 
 
