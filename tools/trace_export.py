@@ -139,6 +139,11 @@ def record_pool_args():
             setattr(F, name, fn)
 
 
+def _kineto_list(values) -> str:
+    # how Kineto writes a list argument in "Concrete Inputs", and what the importer's parse_ints reads
+    return "[" + ", ".join(str(x) for x in values) + "]"
+
+
 def _pool_concrete(call: dict, existing) -> list:
     # Positions follow the aten schemas: max_poolNd[_with_indices](self, kernel_size, stride, padding, dilation,
     # ceil_mode); avg_poolNd(self, kernel_size, stride, padding, ceil_mode, ...). Values the profiler kept stay.
@@ -149,7 +154,7 @@ def _pool_concrete(call: dict, existing) -> list:
     conc += [""] * (max(want) + 1 - len(conc))
     for i, v in want.items():
         if not conc[i]:
-            conc[i] = "[" + ", ".join(str(x) for x in v) + "]"
+            conc[i] = _kineto_list(v)
     return conc
 
 
@@ -182,7 +187,7 @@ def _concrete(ivalues, dtypes):
             continue
         if isinstance(v, (list, tuple)):
             if all(isinstance(x, (int, float, bool)) for x in v):
-                out.append("[" + ", ".join(str(x) for x in v) + "]")
+                out.append(_kineto_list(v))
             else:
                 out.append("")
         elif isinstance(v, bool):

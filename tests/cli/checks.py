@@ -41,3 +41,18 @@ def torch_or_skip(test_name):
         print(f"{test_name}: torch is not installed; skipped")
         sys.exit(77)
     return torch
+
+
+def forward_pools(ets, trace, etst):
+    """`ets convert` TRACE to ETST and return its forward max / avg pools as (name, kernel_h, stride_h, pad_h), in
+    order; a failed conversion is a failed check and gives []."""
+    import json
+    import subprocess
+    r = subprocess.run([ets, "convert", trace, "-o", etst, "--quiet"], capture_output=True, text=True)
+    check(r.returncode == 0, f"ets convert {trace}: rc {r.returncode} {r.stderr[-300:]}")
+    if r.returncode != 0:
+        return []
+    with open(etst) as fh:
+        ops = [json.loads(line) for line in fh if line.startswith('{"n":')]
+    return [(o["n"], o["h"].get("kernel_h"), o["h"].get("stride_h"), o["h"].get("pad_h")) for o in ops
+            if o["n"] in ("max_pool2d", "avg_pool2d") and o["p"] == 0]

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from checks import check, finish, torch_or_skip  # tests/cli/checks.py, beside this script
+from checks import check, finish, forward_pools, torch_or_skip  # tests/cli/checks.py, beside this script
 
 torch = torch_or_skip("trace_export")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -145,16 +145,7 @@ check(all(e["args"]["Concrete Inputs"][5] == "True" for e in doc["traceEvents"] 
           and e["args"]["Concrete Inputs"][1] == "[3, 3]"), "ceil_mode kept")
 
 # Through the importer: the forward pools carry kernel and stride in the canonical trace.
-etst = os.path.join(work, "pools.etst")
-r = subprocess.run([ets, "convert", os.path.join(work, "pools.json"), "-o", etst, "--quiet"], capture_output=True,
-                   text=True)
-check(r.returncode == 0, f"ets convert: rc {r.returncode} {r.stderr}")
-hyper = []
-if r.returncode == 0:
-    with open(etst) as fh:
-        ops = [json.loads(line) for line in fh if line.startswith('{"n":')]
-    hyper = [(o["n"], o["h"].get("kernel_h"), o["h"].get("stride_h"), o["h"].get("pad_h")) for o in ops
-             if o["n"] in ("max_pool2d", "avg_pool2d") and o["p"] == 0]
+hyper = forward_pools(ets, os.path.join(work, "pools.json"), os.path.join(work, "pools.etst"))
 check(hyper == [("max_pool2d", 3, 2, 0), ("max_pool2d", 2, 2, 0), ("avg_pool2d", 2, 1, 1)] * 3,
       f"imported pool hyper-parameters {hyper}")
 

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 
-from checks import check, finish, torch_or_skip  # tests/cli/checks.py, beside this script
+from checks import check, finish, forward_pools, torch_or_skip  # tests/cli/checks.py, beside this script
 
 torch = torch_or_skip("worker_pools")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,10 +32,12 @@ def expected_pools(cid):
     cfg = C.config(cid)
     torch.manual_seed(cfg["seed"])
     model = FAMILIES[cfg["family"]].build(torch, cfg["knobs"]).model
+    def pair(v):
+        return v if isinstance(v, int) else v[0]
+
     out = []
     for m in model.modules():
         if isinstance(m, (torch.nn.MaxPool2d, torch.nn.AvgPool2d)):
-            pair = (lambda v: v if isinstance(v, int) else v[0])
             out.append(("max_pool2d" if isinstance(m, torch.nn.MaxPool2d) else "avg_pool2d", pair(m.kernel_size),
                         pair(m.stride if m.stride is not None else m.kernel_size)))
     return out
@@ -58,15 +60,7 @@ for cid in CONFIGS:
         summary = json.load(fh)["ets"].get("pool_args")
     check(summary is not None and summary["calls"] > 0 and summary["filled_steps"] == summary["steps"] == 5,
           f"{cid}: every profiled step filled: {summary}")
-    etst = os.path.join(work, cid + ".etst")
-    r = subprocess.run([ets, "convert", path, "-o", etst, "--quiet"], capture_output=True, text=True)
-    check(r.returncode == 0, f"{cid}: ets convert rc {r.returncode} {r.stderr[-300:]}")
-    if r.returncode != 0:
-        continue
-    with open(etst) as fh:
-        ops = [json.loads(line) for line in fh if line.startswith('{"n":')]
-    pools = [(o["n"], o["h"].get("kernel_h"), o["h"].get("stride_h")) for o in ops
-             if o["n"] in ("max_pool2d", "avg_pool2d") and o["p"] == 0]
+    pools = [p[:3] for p in forward_pools(ets, path, os.path.join(work, cid + ".etst"))]
     want = expected_pools(cid)
     check(pools and len(pools) % len(want) == 0 and pools == want * (len(pools) // len(want)),
           f"{cid}: pool kernels and strides in the trace {pools[:8]} match the model's {want}")
