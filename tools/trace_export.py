@@ -207,7 +207,7 @@ def events_from_profile(prof, pool_calls: list | None = None) -> list:
 
 
 def _events(prof, pool_calls):
-    from torch._C._profiler import RecordScope, _EventType  # torch >= 1.13
+    from torch._C import _profiler as P  # torch >= 1.13
 
     results = prof.profiler.kineto_results
     flops = {}
@@ -218,19 +218,28 @@ def _events(prof, pool_calls):
                 flops[ke.correlation_id()] = f
     except Exception:  # flops are optional; the importer derives them analytically
         pass
-    torch_op, user_scope = _EventType.TorchOp, RecordScope.USER_SCOPE
+    torch_op, user_scope = P._EventType.TorchOp, P.RecordScope.USER_SCOPE
+    # A large model's profile holds ~10^5 ops per step, and every attribute of a tree node is a pybind call that
+    # builds a fresh Python object, so each is read once. An op's extra fields are a TorchOp's exactly when its
+    # tag is TorchOp: the class check replaces the (dearer) tag read where the class is exposed.
+    op_fields = getattr(P, "_ExtraFields_TorchOp", None)
+    has_fwd_tid = op_fields is None or hasattr(op_fields, "forward_tid")
     pid = os.getpid()
     events = []
+    append = events.append
+    flops_get = flops.get
     steps = {}  # ProfilerStep#N -> [(outermost pooling event, [pooling events nested in it])] in call order
     # (node, its ProfilerStep# name or None, the outermost pooling entry it is nested in or None)
     stack = [(e, None, None) for e in reversed(results.experimental_event_tree())]
+    pop, extend = stack.pop, stack.extend
     while stack:
-        e, step, pool = stack.pop()
-        if e.tag != torch_op:
-            stack.extend((c, step, pool) for c in reversed(e.children))
-            continue
+        e, step, pool = pop()
         ex = e.extra_fields
-        args = {"External id": int(e.correlation_id)}
+        if (ex.__class__ is not op_fields) if op_fields is not None else (e.tag != torch_op):
+            extend((c, step, pool) for c in reversed(e.children))
+            continue
+        corr = e.correlation_id
+        args = {"External id": int(corr)}
         inputs = getattr(ex, "inputs", None)
         if inputs is not None:
             shapes = inputs.shapes or []  # fresh lists of lists on each access: no copy needed
@@ -239,40 +248,46 @@ def _events(prof, pool_calls):
                 args["Input Dims"] = shapes
                 args["Input type"] = dtypes
             try:
-                conc = _concrete(inputs.ivalues, dtypes)
-                if any(conc):
-                    args["Concrete Inputs"] = conc
+                ivalues = inputs.ivalues
+                # tensors and int lists come back as None; a list of Nones has no concrete input to write
+                if ivalues and ivalues.count(None) != len(ivalues):
+                    conc = _concrete(ivalues, dtypes)
+                    if any(conc):
+                        args["Concrete Inputs"] = conc
             except Exception:
                 pass
         seq = getattr(ex, "sequence_number", -1)
         if seq is not None and seq >= 0:
             args["Sequence number"] = int(seq)
-            args["Fwd thread id"] = int(getattr(ex, "forward_tid", 0) or 0)
-        f = flops.get(e.correlation_id)
+            args["Fwd thread id"] = int((ex.forward_tid if has_fwd_tid else 0) or 0)
+        f = flops_get(corr)
         if f:
             args["flops"] = int(f)
-        start_ns = int(e.start_time_ns)
-        dur_ns = max(0, int(e.duration_time_ns))
+        name = e.name
+        # ops the dispatcher records ("aten::...") are never record_function scopes; only the others need the scope
+        user = not name.startswith("aten::") and getattr(ex, "scope", None) == user_scope
         ev = {
             "ph": "X",
-            "cat": "user_annotation" if getattr(ex, "scope", None) == user_scope else "cpu_op",
-            "name": e.name,
+            "cat": "user_annotation" if user else "cpu_op",
+            "name": name,
             "pid": pid,
             "tid": int(e.start_tid),
-            "ts": start_ns,
-            "dur": round(dur_ns / 1000.0, 3),
+            "ts": int(e.start_time_ns),
+            "dur": round(max(0, int(e.duration_time_ns)) / 1000.0, 3),
             "args": args,
         }
-        events.append(ev)
-        if e.name.startswith("ProfilerStep#"):
-            step = e.name
-        if e.name in _POOL_OPS and step is not None:
+        append(ev)
+        if name.startswith("ProfilerStep#"):
+            step = name
+        if pool_calls is not None and name in _POOL_OPS and step is not None:
             if pool is None:
                 pool = (ev, [])
                 steps.setdefault(step, []).append(pool)
             else:
                 pool[1].append(ev)
-        stack.extend((c, step, pool) for c in reversed(e.children))
+        children = e.children
+        if children:
+            extend((c, step, pool) for c in reversed(children))
     # Epoch-µs floats (~1.8e15) cannot hold ns: rounding put children 0.25 µs outside their parents and broke
     # nesting. Timestamps are therefore µs since a whole second before the first event (exact to the ns).
     base_ns = min((ev["ts"] for ev in events), default=0) // 1_000_000_000 * 1_000_000_000

@@ -29,7 +29,9 @@ x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
 
 def step():
     opt.zero_grad(set_to_none=True)
-    torch.nn.functional.cross_entropy(model(x), y).backward()
+    with torch.profiler.record_function("ets_test_scope"):  # a user scope, exported as Kineto's user_annotation
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
     opt.step()
 
 
@@ -71,6 +73,15 @@ with_flops = [e for e in fast["events"] if e["args"].get("flops")]
 check(any(e["name"] in ("aten::addmm", "aten::mm", "aten::linear") for e in with_flops) and
       any(e["name"].startswith("aten::conv") for e in with_flops), "FLOPs on the linear and conv ops")
 check(sum(e["name"].startswith("ProfilerStep#") for e in fast["events"]) >= 3, "a ProfilerStep span per active step")
+# Kineto's categories: record_function scopes (the steps, the optimizer's and the test's own) are user
+# annotations, every other op (aten ops, autograd nodes, AccumulateGrad's detach) a cpu_op. The exporter reads the
+# scope only for ops outside aten::, so the non-aten cpu_ops are the case that could go wrong.
+users = {e["name"] for e in fast["events"] if e["cat"] == "user_annotation"}
+check({n for n in users if not n.startswith(("ProfilerStep#", "Optimizer."))} == {"ets_test_scope"} and
+      any(n.startswith("ProfilerStep#") for n in users), f"user annotations {sorted(users)}")
+check(all(e["cat"] == "cpu_op" for e in fast["events"] if e["name"] not in users), "every other op a cpu_op")
+check(any(e["cat"] == "cpu_op" and not e["name"].startswith("aten::") for e in fast["events"]),
+      "non-aten ops in the profile (autograd nodes), exported as cpu_op")
 r = subprocess.run([ets, "inspect", os.path.join(work, "fast.json.gz")], capture_output=True, text=True)
 check(r.returncode == 0 and "3 iteration(s)" in r.stdout, f"ets inspect: rc {r.returncode} {r.stdout[:300]} {r.stderr}")
 
