@@ -259,7 +259,7 @@ def _events(prof, pool_calls):
         seq = getattr(ex, "sequence_number", -1)
         if seq is not None and seq >= 0:
             args["Sequence number"] = int(seq)
-            args["Fwd thread id"] = int((ex.forward_tid if has_fwd_tid else 0) or 0)
+            args["Fwd thread id"] = int((getattr(ex, "forward_tid", 0) if has_fwd_tid else 0) or 0)
         f = flops_get(corr)
         if f:
             args["flops"] = int(f)
