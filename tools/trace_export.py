@@ -179,8 +179,11 @@ def _fill_pool_args(steps: dict, calls: list) -> dict:
 
 def _concrete(ivalues, dtypes):
     # Kineto's "Concrete Inputs": "" for tensors, the scalar / int-list value otherwise (what hyper-parameters need).
+    # Tensors and int lists come back as None, so most ops have no concrete input: checked once, in C.
+    if not ivalues or ivalues.count(None) == len(ivalues):
+        return []
     out = []
-    for i, v in enumerate(ivalues or []):
+    for i, v in enumerate(ivalues):
         dt = dtypes[i] if i < len(dtypes) else ""
         if v is None or dt not in _SCALARISH:
             out.append("")
@@ -223,7 +226,6 @@ def _events(prof, pool_calls):
     # builds a fresh Python object, so each is read once. An op's extra fields are a TorchOp's exactly when its
     # tag is TorchOp: the class check replaces the (dearer) tag read where the class is exposed.
     op_fields = getattr(P, "_ExtraFields_TorchOp", None)
-    has_fwd_tid = op_fields is None or hasattr(op_fields, "forward_tid")
     pid = os.getpid()
     events = []
     append = events.append
@@ -248,18 +250,15 @@ def _events(prof, pool_calls):
                 args["Input Dims"] = shapes
                 args["Input type"] = dtypes
             try:
-                ivalues = inputs.ivalues
-                # tensors and int lists come back as None; a list of Nones has no concrete input to write
-                if ivalues and ivalues.count(None) != len(ivalues):
-                    conc = _concrete(ivalues, dtypes)
-                    if any(conc):
-                        args["Concrete Inputs"] = conc
+                conc = _concrete(inputs.ivalues, dtypes)
+                if any(conc):
+                    args["Concrete Inputs"] = conc
             except Exception:
                 pass
         seq = getattr(ex, "sequence_number", -1)
         if seq is not None and seq >= 0:
             args["Sequence number"] = int(seq)
-            args["Fwd thread id"] = int((getattr(ex, "forward_tid", 0) if has_fwd_tid else 0) or 0)
+            args["Fwd thread id"] = int(getattr(ex, "forward_tid", 0) or 0)
         f = flops_get(corr)
         if f:
             args["flops"] = int(f)
