@@ -202,16 +202,31 @@ def _concrete(ivalues, dtypes):
     return out
 
 
-def events_from_profile(prof, pool_calls: list | None = None) -> list:
+# Tensor dtypes as torch writes them in "Input type": an op with one of them has inputs for the importer for sure.
+_TENSOR_DTYPES = frozenset(("float", "double", "c10::Half", "c10::BFloat16", "long int", "int", "short int",
+                            "signed char", "unsigned char", "bool"))
+NESTED_MODES = ("needed", "all")
+
+
+def events_from_profile(prof, pool_calls: list | None = None, nested: str = "needed") -> list:
     """Returns the Kineto-style event list (dicts) of a stopped torch.profiler.profile. With `pool_calls` (the list
     record_pool_args() filled during an unprofiled step) each profiled step's pooling ops get their kernel, stride,
-    padding and dilation as "Concrete Inputs", where the op sequence matches."""
-    return _events(prof, pool_calls)[0]
+    padding and dilation as "Concrete Inputs", where the op sequence matches.
+
+    `nested`: "all" exports every op. "needed" (the default) exports every op outside the outermost ops (the ops ETS
+    predicts: what its importer calls top ops), every outermost op, and of the ops nested in one only those the
+    importer reads: each that carries FLOPs (summed into the outermost op), and, where the outermost op has none,
+    the first that carries a sequence number and the ones up to the first with tensor inputs. ETS imports the same
+    canonical trace from both (tests/cli/trace_export_test.py; docs/dataset.md); "needed" is several times faster to
+    export and smaller, but it is not a complete profile for other tools."""
+    return _events(prof, pool_calls, nested)[0]
 
 
-def _events(prof, pool_calls):
+def _events(prof, pool_calls, nested="needed"):
     from torch._C import _profiler as P  # torch >= 1.13
 
+    if nested not in NESTED_MODES:
+        raise ValueError(f"nested must be one of {NESTED_MODES}, not {nested!r}")
     results = prof.profiler.kineto_results
     flops = {}
     try:  # the Kineto results carry the FLOPs that FunctionEvent.flops would copy (same correlation ids)
@@ -226,22 +241,47 @@ def _events(prof, pool_calls):
     # builds a fresh Python object, so each is read once. An op's extra fields are a TorchOp's exactly when its
     # tag is TorchOp: the class check replaces the (dearer) tag read where the class is exposed.
     op_fields = getattr(P, "_ExtraFields_TorchOp", None)
+
+    def is_op(e, ex):
+        return ex.__class__ is op_fields if op_fields is not None else e.tag == torch_op
+
+    prune = nested == "needed"
     pid = os.getpid()
     events = []
     append = events.append
     flops_get = flops.get
     steps = {}  # ProfilerStep#N -> [(outermost pooling event, [pooling events nested in it])] in call order
-    # (node, its ProfilerStep# name or None, the outermost pooling entry it is nested in or None)
-    stack = [(e, None, None) for e in reversed(results.experimental_event_tree())]
+    # (node, its ProfilerStep# name or None, the outermost pooling entry it is nested in or None, and inside an
+    # outermost op the list [still lacks tensor inputs, still lacks a sequence number] shared by its subtree, else
+    # None). The stack pops in pre-order, the (thread, start) order in which the importer looks for them.
+    stack = [(e, None, None, None) for e in reversed(results.experimental_event_tree())]
     pop, extend = stack.pop, stack.extend
     while stack:
-        e, step, pool = pop()
+        e, step, pool, lack = pop()
+        if prune and lack is not None:
+            # Inside an outermost op, most ops carry nothing the importer reads: skip them after two reads.
+            keep = bool(flops_get(e.correlation_id))
+            if not keep and (lack[0] or lack[1]):
+                ex = e.extra_fields
+                if is_op(e, ex):
+                    if lack[1]:
+                        seq = getattr(ex, "sequence_number", -1)
+                        keep = seq is not None and seq >= 0
+                    if not keep and lack[0]:
+                        inputs = getattr(ex, "inputs", None)
+                        keep = inputs is not None and bool(inputs.dtypes or inputs.shapes)
+            if not keep:
+                children = e.children
+                if children:
+                    extend((c, step, pool, lack) for c in reversed(children))
+                continue
         ex = e.extra_fields
-        if (ex.__class__ is not op_fields) if op_fields is not None else (e.tag != torch_op):
-            extend((c, step, pool) for c in reversed(e.children))
+        if not is_op(e, ex):
+            extend((c, step, pool, lack) for c in reversed(e.children))
             continue
         corr = e.correlation_id
         args = {"External id": int(corr)}
+        dtypes = ()
         inputs = getattr(ex, "inputs", None)
         if inputs is not None:
             shapes = inputs.shapes or []  # fresh lists of lists on each access: no copy needed
@@ -256,7 +296,8 @@ def _events(prof, pool_calls):
             except Exception:
                 pass
         seq = getattr(ex, "sequence_number", -1)
-        if seq is not None and seq >= 0:
+        has_seq = seq is not None and seq >= 0
+        if has_seq:
             args["Sequence number"] = int(seq)
             args["Fwd thread id"] = int(getattr(ex, "forward_tid", 0) or 0)
         f = flops_get(corr)
@@ -276,6 +317,16 @@ def _events(prof, pool_calls):
             "args": args,
         }
         append(ev)
+        tensors = any(dt in _TENSOR_DTYPES for dt in dtypes)
+        if lack is None:
+            # the importer's outermost ops: not a scope, a "::" in the name, not a step (src/import/gpu_assembly.cpp)
+            if not user and "::" in name and not name.startswith("ProfilerStep#"):
+                lack = [not tensors, not has_seq]
+        else:
+            if tensors:
+                lack[0] = False
+            if has_seq:
+                lack[1] = False
         if name.startswith("ProfilerStep#"):
             step = name
         if pool_calls is not None and name in _POOL_OPS and step is not None:
@@ -286,7 +337,7 @@ def _events(prof, pool_calls):
                 pool[1].append(ev)
         children = e.children
         if children:
-            extend((c, step, pool) for c in reversed(children))
+            extend((c, step, pool, lack) for c in reversed(children))
     # Epoch-µs floats (~1.8e15) cannot hold ns: rounding put children 0.25 µs outside their parents and broke
     # nesting. Timestamps are therefore µs since a whole second before the first event (exact to the ns).
     base_ns = min((ev["ts"] for ev in events), default=0) // 1_000_000_000 * 1_000_000_000
@@ -297,12 +348,14 @@ def _events(prof, pool_calls):
     return events, summary
 
 
-def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: list | None = None) -> str:
+def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: list | None = None,
+                       nested: str = "needed") -> str:
     """Writes the profile as Kineto-style Chrome JSON to `path` (gzip when it ends in .gz); returns path.
-    `pool_calls`: as for events_from_profile; how many steps it filled is recorded under "ets"/"pool_args"."""
+    `pool_calls`, `nested`: as for events_from_profile; how many steps the pool calls filled is recorded under
+    "ets"/"pool_args", and `nested` under "ets"/"nested"."""
     import torch
 
-    events, pool_summary = _events(prof, pool_calls)
+    events, pool_summary = _events(prof, pool_calls, nested)
     doc = {
         "schemaVersion": 1,
         "deviceProperties": [],
@@ -314,6 +367,7 @@ def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: l
             "framework_version": torch.__version__,
             "device": platform.processor() or platform.machine(),
             "threads": torch.get_num_threads(),
+            "nested": nested,
         },
     }
     if pool_summary is not None:

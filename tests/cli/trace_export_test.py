@@ -2,9 +2,12 @@
 # tools/trace_export.py against the installed torch: a profile stopped inside skip_function_events() exports the
 # same events (names, categories, shapes, FLOPs) as one stopped normally, torch's FunctionEvent list is really
 # skipped there and restored after, and the exported JSON imports through `ets inspect`. The collector relies on
-# all of it; a torch upgrade that broke the patch would otherwise lose FLOPs silently.
+# all of it; a torch upgrade that broke the patch would otherwise lose FLOPs silently. The default export
+# (nested="needed") leaves out nested ops the importer does not read: from the same profile it must give the same
+# canonical trace (`ets convert`) as the complete export (nested="all").
 # Usage: trace_export_test.py ETS WORK_DIR   (exit 77 = skipped: no torch)
 import contextlib
+import gzip
 import json
 import os
 import subprocess
@@ -40,8 +43,14 @@ def profile(skip: bool, path: str):
 
     def ready(prof):
         got["events"] = trace_export.events_from_profile(prof)
+        got["all"] = trace_export.events_from_profile(prof, nested="all")
         got["function_events"] = len(prof.profiler.function_events)
-        trace_export.export_kineto_json(prof, path, {"model": "tiny_cnn", "batch_size": 4, "optimizer": "sgd"})
+        meta = {"model": "tiny_cnn", "batch_size": 4, "optimizer": "sgd"}
+        trace_export.export_kineto_json(prof, path, meta)
+        # the complete export of the same profile, in a folder of its own under the same file name
+        os.makedirs(os.path.join(os.path.dirname(path), "all"), exist_ok=True)
+        trace_export.export_kineto_json(prof, os.path.join(os.path.dirname(path), "all", os.path.basename(path)),
+                                        meta, nested="all")
 
     ctx = trace_export.skip_function_events() if skip else contextlib.nullcontext()
     with ctx, torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
@@ -86,6 +95,109 @@ r = subprocess.run([ets, "inspect", os.path.join(work, "fast.json.gz")], capture
 check(r.returncode == 0 and "3 iteration(s)" in r.stdout, f"ets inspect: rc {r.returncode} {r.stdout[:300]} {r.stderr}")
 
 
+# nested="needed" against nested="all" on the same profile. The needed events are a subset of all of them, fewer,
+# and give the same canonical trace: every op's inputs, hyper-parameters, FLOPs (summed over nested ops), sequence
+# number, time and gap.
+def key(e):
+    return json.dumps(e, sort_keys=True)
+
+
+all_keys = {key(e) for e in fast["all"]}
+check(shape(plain["all"]) == shape(fast["all"]), "complete exports: same events with and without the skip")
+check(len(fast["events"]) < len(fast["all"]) and all(key(e) in all_keys for e in fast["events"]),
+      f"needed events ({len(fast['events'])}) a strict subset of all ({len(fast['all'])})")
+
+
+def canonical(trace):
+    out = os.path.join(os.path.dirname(trace), "canonical.etst")
+    r = subprocess.run([ets, "convert", trace, "-o", out, "--quiet"], capture_output=True, text=True)
+    check(r.returncode == 0, f"ets convert {trace}: rc {r.returncode} {r.stderr[-300:]}")
+    if r.returncode != 0:
+        return None
+    lines = []
+    with open(out) as fh:
+        for line in fh:
+            rec = json.loads(line)
+            (rec.get("trace") or {}).pop("source_path", None)  # the two files lie in different folders
+            lines.append(rec)
+    return lines
+
+
+needed_c = canonical(os.path.join(work, "fast.json.gz"))
+all_c = canonical(os.path.join(work, "all", "fast.json.gz"))
+ops = [r for r in needed_c or [] if "n" in r]
+check(needed_c is not None and needed_c == all_c and len(ops) > 0, "same canonical trace from needed and all")
+check(any((r.get("f") or 0) > 0 and r["p"] == 1 for r in ops) and
+      any(r.get("q") is not None and r["q"] >= 0 and r["p"] == 1 for r in ops),
+      "backward ops with FLOPs and sequence numbers, which only their nested ops carry")
+for sub in ("", "all"):
+    with gzip.open(os.path.join(work, sub, "fast.json.gz"), "rt") as fh:
+        check(json.load(fh)["ets"].get("nested") == (sub or "needed"), f"ets.nested recorded ({sub or 'needed'})")
+
+# The sequence-number rule on its own: in the models above every outermost op that lacks a sequence number also
+# lacks tensor inputs, so the op kept for its inputs brings the number too. A synthetic profile tree (fake nodes
+# read through the same attributes) has an op with tensor inputs and no number whose nested op carries one.
+from torch._C import _profiler as P  # noqa: E402
+
+
+class Node:
+    def __init__(self, name, ts, dur, ex, children=(), corr=0):
+        self.name, self.start_time_ns, self.duration_time_ns, self.extra_fields = name, ts, dur, ex
+        self.children, self.correlation_id, self.start_tid = list(children), corr, 1
+
+
+class Inputs:
+    def __init__(self, shapes, dtypes):
+        self.shapes, self.dtypes, self.ivalues = shapes, dtypes, [None] * len(shapes)
+
+
+class Fields:  # stands in for torch's _ExtraFields_TorchOp
+    def __init__(self, seq=-1, inputs=None, user=False):
+        self.sequence_number, self.forward_tid = seq, 1
+        self.inputs = inputs or Inputs([], [])
+        self.scope = P.RecordScope.USER_SCOPE if user else P.RecordScope.FUNCTION
+
+
+class FakeProfile:
+    def __init__(self, roots):
+        results = type("R", (), {"events": lambda self: [], "experimental_event_tree": lambda self: roots})()
+        self.profiler = type("Prof", (), {"kineto_results": results})()
+
+
+us = 1000
+tree = [Node("ProfilerStep#1", 0, 100 * us, Fields(user=True), [
+    Node("aten::custom_op", 10 * us, 50 * us, Fields(inputs=Inputs([[2, 3]], ["float"])), [
+        Node("aten::helper", 12 * us, 5 * us, Fields(seq=41), corr=3),
+        Node("aten::helper", 20 * us, 5 * us, Fields(seq=42), corr=4)], corr=2),
+    Node("aten::relu", 70 * us, 10 * us, Fields(seq=43, inputs=Inputs([[2, 3]], ["float"])), corr=5)], corr=1)]
+saved = getattr(P, "_ExtraFields_TorchOp", None)
+P._ExtraFields_TorchOp = Fields
+try:
+    fake = {m: trace_export.events_from_profile(FakeProfile(tree), nested=m) for m in ("all", "needed")}
+finally:
+    if saved is None:
+        del P._ExtraFields_TorchOp
+    else:
+        P._ExtraFields_TorchOp = saved
+check([e["name"] for e in fake["needed"]] == ["ProfilerStep#1", "aten::custom_op", "aten::helper", "aten::relu"] and
+      fake["needed"][2]["args"].get("Sequence number") == 41, f"synthetic tree, needed: {fake['needed']}")
+seqs = []
+for m in ("all", "needed"):
+    os.makedirs(os.path.join(work, "synthetic", m), exist_ok=True)
+    path = os.path.join(work, "synthetic", m, "t.json")
+    with open(path, "w") as fh:
+        json.dump({"traceEvents": fake[m]}, fh)
+    c = canonical(path)
+    seqs.append([(r["n"], r.get("q")) for r in c or [] if "n" in r])
+check(seqs[0] == seqs[1] == [("custom_op", 41), ("relu", 43)], f"synthetic tree: sequence numbers {seqs}")
+
+try:
+    trace_export.events_from_profile(None, nested="some")
+    check(False, "an unknown nested mode is refused")
+except ValueError:
+    pass
+
+
 # Pooling arguments. torch 1.13's profiler keeps no int lists, so a pool's kernel and stride are lost unless
 # record_pool_args() notes them during an unprofiled step and the export fills them in ("Concrete Inputs", where a
 # real Kineto build puts them). Module and functional calls, a default stride, ceil mode and padding.
@@ -126,10 +238,11 @@ check([(c["kind"], c["kernel"], c["stride"], c["padding"]) for c in calls] ==
       f"recorded pooling calls: {calls}")
 
 
-def pool_profile(path, pool_calls):
+def pool_profile(path, pool_calls, nested="all"):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
                                 on_trace_ready=lambda p: trace_export.export_kineto_json(p, path, {},
-                                                                                        pool_calls=pool_calls),
+                                                                                        pool_calls=pool_calls,
+                                                                                        nested=nested),
                                 schedule=torch.profiler.schedule(wait=0, warmup=1, active=3)) as prof:
         for _ in range(4):
             pool_step()
@@ -159,6 +272,14 @@ check(all(e["args"]["Concrete Inputs"][5] == "True" for e in doc["traceEvents"] 
 hyper = forward_pools(ets, os.path.join(work, "pools.json"), os.path.join(work, "pools.etst"))
 check(hyper == [("max_pool2d", 3, 2, 0), ("max_pool2d", 2, 2, 0), ("avg_pool2d", 2, 1, 1)] * 3,
       f"imported pool hyper-parameters {hyper}")
+# The default export drops the nested max_pool2d_with_indices (its max_pool2d has inputs and a sequence number)
+# and imports the same pooling arguments.
+doc = pool_profile(os.path.join(work, "pools-needed.json"), calls, nested="needed")
+check(doc["ets"].get("pool_args") == {"calls": 3, "steps": 3, "filled_steps": 3} and
+      not any(e["name"] == "aten::max_pool2d_with_indices" for e in doc["traceEvents"]),
+      f"needed: pool_args {doc['ets'].get('pool_args')}, no nested pooling op")
+check(forward_pools(ets, os.path.join(work, "pools-needed.json"), os.path.join(work, "pools-needed.etst")) == hyper,
+      "needed: the same imported pool hyper-parameters")
 
 # A step whose pools do not match the recorded calls (here: another input shape) is left as the profiler wrote it.
 wrong = [dict(c, dims=[1] + c["dims"][1:]) for c in calls]

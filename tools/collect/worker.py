@@ -139,7 +139,7 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
             os.remove(plain)
         else:
             from trace_export import export_kineto_json
-            export_kineto_json(prof, tmp, extra, pool_calls=pool_calls)
+            export_kineto_json(prof, tmp, extra, pool_calls=pool_calls, nested=args.export_nested)
         exported.append(tmp)
 
     # A cyclic-GC pass lands on a random op of a random iteration; it is noise, not a property of the model.
@@ -186,6 +186,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=6)
     ap.add_argument("--max-iter-s", type=float, default=2.0)
+    ap.add_argument("--export-nested", default="needed", choices=["needed", "all"],
+                    help="ops nested in the outermost ops that the CPU export writes (tools/trace_export.py)")
     ap.add_argument("--env-out", default="", help="write the environment record (JSON) here")
     ap.add_argument("--isolated", action="store_true",
                     help="recorded in each status: the collector runs this process for one config only (--isolate)")
