@@ -253,7 +253,9 @@ def _events(prof, pool_calls, nested="needed"):
     steps = {}  # ProfilerStep#N -> [(outermost pooling event, [pooling events nested in it])] in call order
     # (node, its ProfilerStep# name or None, the outermost pooling entry it is nested in or None, and inside an
     # outermost op the list [still lacks tensor inputs, still lacks a sequence number] shared by its subtree, else
-    # None). The stack pops in pre-order, the (thread, start) order in which the importer looks for them.
+    # None). The stack pops in pre-order, the (thread, start) order in which the importer looks for them. The
+    # importer nests by time, this walk by the tree: they agree because torch ends a child inside its parent's span
+    # (none of 578k nested ops of 7 large configurations ended after its outermost op).
     stack = [(e, None, None, None) for e in reversed(results.experimental_event_tree())]
     pop, extend = stack.pop, stack.extend
     while stack:
