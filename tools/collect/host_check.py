@@ -211,8 +211,16 @@ def main(argv=None) -> int:
         probe_args = ["--child", "probes", "--probes", str(args.probes), "--probe-gap", str(args.probe_gap)]
         pass_args = ["--child", "pass", "--ids", ",".join(ids), "--iters", str(args.iters),
                      "--max-iter-s", str(args.max_iter_s)]
+        def say(what):  # the check is silent for a minute and more otherwise
+            print(f"host_check: {what} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+
+        say(f"speed probes, {args.probes} runs")
         probes = [_run_child(probe_args)]
-        passes = [_run_child(pass_args + ["--seed", str(args.seed * 2 + i)]) for i in range(2)]
+        passes = []
+        for i in range(2):
+            say(f"pass {i + 1} over {len(ids)} configurations")
+            passes.append(_run_child(pass_args + ["--seed", str(args.seed * 2 + i)]))
+        say("speed probes again")
         probes.append(_run_child(probe_args))
     except (RuntimeError, ValueError, OSError) as e:
         print(f"host_check: {e}", file=sys.stderr)
