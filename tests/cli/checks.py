@@ -56,3 +56,20 @@ def forward_pools(ets, trace, etst):
         ops = [json.loads(line) for line in fh if line.startswith('{"n":')]
     return [(o["n"], o["h"].get("kernel_h"), o["h"].get("stride_h"), o["h"].get("pad_h")) for o in ops
             if o["n"] in ("max_pool2d", "avg_pool2d") and o["p"] == 0]
+
+
+def smallest_traces(src, dst, per_split):
+    """A dataset folder dst with the per_split[split] smallest traces (by file size, then name) of each split of the
+    dataset folder src, and its environment.json. For tests of tools whose bookkeeping, not the training, is under
+    test: the whole pilot set costs minutes under the sanitizers. Returns dst."""
+    import os
+    import shutil
+    shutil.rmtree(dst, ignore_errors=True)
+    for split, n in per_split.items():
+        d = os.path.join(src, "traces", split)
+        names = sorted(os.listdir(d), key=lambda f: (os.path.getsize(os.path.join(d, f)), f))[:n]
+        os.makedirs(os.path.join(dst, "traces", split))
+        for f in names:
+            shutil.copy(os.path.join(d, f), os.path.join(dst, "traces", split, f))
+    shutil.copy(os.path.join(src, "environment.json"), dst)
+    return dst

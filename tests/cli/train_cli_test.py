@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-# `ets train` output contract on the committed pilot dataset with a tiny network: the --json summary (epochs,
-# steps, history, wall time, kernels), the reported val MRE equals what `ets eval` computes for the written model
-# (with and without the weight average, and for a GRU), a time budget ends the run early but still writes a usable
-# model, and bad budgets, decays or cells are refused; ETS_TRAIN_ISA caps the kernels; the JSON escapes the output
-# path, divergence is ets.train.12, and eval of a split without labels is refused.
+# `ets train` output contract on the committed pilot dataset's smallest traces with a tiny network: the --json
+# summary (epochs, steps, history, wall time, kernels), the reported val MRE equals what `ets eval` computes for the
+# written model (with and without the weight average, and for a GRU), a time budget ends the run early but still
+# writes a usable model, and bad budgets, decays or cells are refused; ETS_TRAIN_ISA caps the kernels; the JSON
+# escapes the output path, divergence is ets.train.12, and eval of a split without labels is refused.
 # Values are checked against each other, never hard-coded.
 # Usage: train_cli_test.py ETS DATA_DIR WORK_DIR
 import json
@@ -12,10 +12,12 @@ import os
 import subprocess
 import sys
 
-from checks import check, failures, finish  # tests/cli/checks.py, beside this script
+from checks import check, failures, finish, smallest_traces  # tests/cli/checks.py, beside this script
 
-ets, data, work = sys.argv[1:4]
+ets, pilot, work = sys.argv[1:4]
 os.makedirs(work, exist_ok=True)
+# the smallest traces of the pilot set: every run below reads them again, and the whole set took minutes under ASan
+data = smallest_traces(pilot, os.path.join(work, "data"), {"train": 16, "val": 11})
 
 
 TINY = ["--hidden", "8", "--layers", "1", "--batch", "64", "--max-windows", "256", "--threads", "1", "--quiet", "--json"]
