@@ -59,15 +59,15 @@ def forward_pools(ets, trace, etst):
 
 
 def smallest_traces(src, dst, per_split):
-    """A dataset folder dst with the per_split[split] smallest traces (by file size, then name) of each split of the
-    dataset folder src, and its environment.json. For tests of tools whose bookkeeping, not the training, is under
-    test: the whole pilot set costs minutes under the sanitizers. Returns dst."""
+    """A dataset folder dst with the per_split[split] smallest traces (by file size, then name; None: all of them) of
+    each split of the dataset folder src, and its environment.json. For tests of tools whose bookkeeping, not the
+    training, is under test: the whole pilot set costs minutes under the sanitizers. Returns dst."""
     import os
     import shutil
     shutil.rmtree(dst, ignore_errors=True)
     for split, n in per_split.items():
         d = os.path.join(src, "traces", split)
-        names = sorted(os.listdir(d), key=lambda f: (os.path.getsize(os.path.join(d, f)), f))[:n]
+        names = sorted(os.listdir(d), key=lambda f: (os.path.getsize(os.path.join(d, f)), f))[:n]  # [:None]: all
         os.makedirs(os.path.join(dst, "traces", split))
         for f in names:
             shutil.copy(os.path.join(d, f), os.path.join(dst, "traces", split, f))
