@@ -57,6 +57,15 @@ check(not v["steady"] and any("no gemm_ms figures" in r for r in v["reasons"]), 
 check(H.quantile([5, 1, 3], 0.5) == 3 and H.quantile([5, 1, 3], 0.0) == 1 and H.quantile([5, 1, 3], 1.0) == 5,
       "nearest-rank quantiles")
 
+stat0 = "cpu  100 0 50 800 10 0 5 0 0 0\ncpu0 50 0 25 400 5 0 2 0 0 0\nintr 1\n"
+stat1 = "cpu  160 0 60 900 10 0 5 40 0 0\ncpu0 80 0 30 450 5 0 2 20 0 0\n"
+c0, c1 = H.cpu_counters(stat0), H.cpu_counters(stat1)
+check(c0[:8] == [100, 0, 50, 800, 10, 0, 5, 0] and c1[7] == 40, f"aggregate cpu line parsed: {c0} {c1}")
+check(abs(H.steal_share(c0, c1) - 40 / (60 + 10 + 100 + 40)) < 1e-12, f"steal share of the ticks between: {H.steal_share(c0, c1)}")
+check(H.steal_share(c0, c0) is None and H.steal_share([], c1) is None and H.steal_share(c0[:7], c1) is None and
+      H.cpu_counters("intr 1\n") == [] and H.cpu_counters("cpu  1 x\n") == [],
+      "no ticks, no reading, no steal column or a garbled line: no figure")
+
 for bad in (["--probes", "2"], ["--ref", "3.3"], ["--ref", "0,1"], ["--configs", os.path.join(work, "missing.txt")]):
     r = subprocess.run([sys.executable, TOOL, *bad], capture_output=True, text=True)
     check(r.returncode == 2 and "error" in r.stderr, f"{bad}: rc {r.returncode} {r.stderr[-200:]}")
@@ -83,6 +92,7 @@ if torch is not None:
                            {c: p[1] for c, p in got["per_config"].items()}])
         check(again["passes"] == got["passes"], f"agreement recomputed {again['passes']} vs {got['passes']}")
         check(got["steady"] == (r.returncode == 0) and ("STEADY" in r.stdout) and
-              got["environment"].startswith("cpu-") and set(got["ref_ratio"]) == {"gemm_ms", "small_ops_ms"},
+              got["environment"].startswith("cpu-") and set(got["ref_ratio"]) == {"gemm_ms", "small_ops_ms"} and
+              (got["steal"] is None or (0.0 <= got["steal"] <= 1.0 and "hypervisor steal:" in r.stdout)),
               f"verdict, exit code and report agree: {r.stdout[-400:]}")
 finish("host_check: verdicts on synthetic figures" + ("" if torch is None else ", and one real check"))

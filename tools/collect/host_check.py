@@ -17,7 +17,8 @@ The host is "steady" (exit 0) when, in both probe runs, each probe's spread (p90
 the two runs' medians agree within --max-drift, and the two passes agree per configuration (max / min - 1) within
 --max-disagree at the median and --max-disagree-p90 at p90; otherwise "unsteady" (exit 1), with the reasons.
 Exit 2: the check could not run (no torch, no configuration timed twice). --ref prints the probe medians as ratios
-to a reference host's (the quiet Xeon of 2026-12-01: 3.34,3.54).
+to a reference host's (the quiet Xeon of 2026-12-01: 3.34,3.54). It also reports the hypervisor's steal share
+over the check (from /proc/stat; a figure, not a limit): a host can be unsteady with little steal.
 """
 from __future__ import annotations
 
@@ -92,6 +93,39 @@ def verdict(probes: list, passes: list, limits: dict | None = None) -> dict:
         reasons.append("no configuration was timed in both passes")
     return {"steady": not reasons, "reasons": reasons, "limits": lim, "probes": runs, "probe_drift": drift,
             "passes": agree, "per_config": {c: [passes[0][c], passes[1][c]] for c in common}}
+
+
+def cpu_counters(text: str) -> list:
+    """The aggregate "cpu" line of /proc/stat as a list of tick counts (user nice system idle iowait irq softirq
+    steal ...); [] when the text has none."""
+    for ln in text.splitlines():
+        f = ln.split()
+        if f and f[0] == "cpu":
+            try:
+                return [int(x) for x in f[1:]]
+            except ValueError:
+                return []
+    return []
+
+
+def steal_share(before: list, after: list):
+    """The share of all CPU ticks between two cpu_counters() readings that the hypervisor stole (the VM's vCPUs were
+    runnable but the host ran something else); None when either reading lacks a steal column or no tick passed.
+    It tells the two kinds of unsteadiness apart: time taken away (steal) and the CPU running slower while it runs
+    (neighbours' cache and memory traffic, clock changes), which steal does not show (docs/results.md)."""
+    if len(before) < 8 or len(after) < 8:
+        return None
+    d = [a - b for a, b in zip(after[:8], before[:8])]
+    total = sum(d)
+    return d[7] / total if total > 0 else None
+
+
+def _read_cpu_counters() -> list:
+    try:
+        with open("/proc/stat") as fh:
+            return cpu_counters(fh.read())
+    except OSError:
+        return []
 
 
 # ---- child processes (torch imported only here, after the environment is fixed) ----
@@ -208,6 +242,7 @@ def main(argv=None) -> int:
             print("host_check: torch is not installed (run it with Debian's /usr/bin/python3)", file=sys.stderr)
             return 2
         t0 = time.time()
+        counters0 = _read_cpu_counters()
         probe_args = ["--child", "probes", "--probes", str(args.probes), "--probe-gap", str(args.probe_gap)]
         pass_args = ["--child", "pass", "--ids", ",".join(ids), "--iters", str(args.iters),
                      "--max-iter-s", str(args.max_iter_s)]
@@ -222,12 +257,14 @@ def main(argv=None) -> int:
             passes.append(_run_child(pass_args + ["--seed", str(args.seed * 2 + i)]))
         say("speed probes again")
         probes.append(_run_child(probe_args))
+        counters1 = _read_cpu_counters()
     except (RuntimeError, ValueError, OSError) as e:
         print(f"host_check: {e}", file=sys.stderr)
         return 2
     v = verdict(probes, passes, {k: getattr(args, k) for k in LIMITS})
     v["environment"] = _environment()
     v["seconds"] = round(time.time() - t0, 1)
+    v["steal"] = steal_share(counters0, counters1)
     if ref:
         v["ref"] = dict(zip(E.SPEED_PROBES, ref))
         v["ref_ratio"] = {k: run[k]["median"] / r for k, r in zip(E.SPEED_PROBES, ref) for run in v["probes"][:1]
@@ -261,6 +298,8 @@ def _print(v: dict) -> None:
     if a:
         print(f"two passes over {a['configs']} configurations disagree by {a['median']:.1%} at the median, "
               f"{a['p90']:.1%} at p90, {a['max']:.1%} at most ({a['worst']})")
+    if v.get("steal") is not None:
+        print(f"hypervisor steal: {v['steal']:.1%} of all CPU time during the check")
     print(f"{v.get('environment') or 'this host'}: {'STEADY' if v['steady'] else 'UNSTEADY'} "
           f"({v.get('seconds', 0):.0f} s)" + ("" if v["steady"] else ": " + "; ".join(v["reasons"])))
 
