@@ -61,7 +61,8 @@ stat0 = "cpu  100 0 50 800 10 0 5 0 0 0\ncpu0 50 0 25 400 5 0 2 0 0 0\nintr 1\n"
 stat1 = "cpu  160 0 60 900 10 0 5 40 0 0\ncpu0 80 0 30 450 5 0 2 20 0 0\n"
 c0, c1 = H.cpu_counters(stat0), H.cpu_counters(stat1)
 check(c0[:8] == [100, 0, 50, 800, 10, 0, 5, 0] and c1[7] == 40, f"aggregate cpu line parsed: {c0} {c1}")
-check(abs(H.steal_share(c0, c1) - 40 / (60 + 10 + 100 + 40)) < 1e-12, f"steal share of the ticks between: {H.steal_share(c0, c1)}")
+check(abs(H.steal_share(c0, c1) - 40 / (60 + 10 + 100 + 40)) < 1e-12,
+      f"steal share of the ticks between: {H.steal_share(c0, c1)}")
 check(H.steal_share(c0, c0) is None and H.steal_share([], c1) is None and H.steal_share(c0[:7], c1) is None and
       H.cpu_counters("intr 1\n") == [] and H.cpu_counters("cpu  1 x\n") == [],
       "no ticks, no reading, no steal column or a garbled line: no figure")
