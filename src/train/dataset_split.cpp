@@ -10,6 +10,7 @@
 
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
+#include "train/parallel.hpp"
 
 namespace ets {
 
@@ -49,21 +50,17 @@ DatasetSplit DatasetSplit::load(const std::string& dir, const std::string& split
   std::vector<std::vector<ExecutionTrace>> per_file(out.files.size());
   std::vector<std::exception_ptr> errors(out.files.size());
   std::atomic<std::size_t> next{0};
-  auto work = [&] {
+  train::run_on_threads(t, [&](int) {
     for (std::size_t i; (i = next.fetch_add(1)) < out.files.size();) {
       try {
         per_file[i] = Tracer::load(out.files[i]);
         for (auto& tr : per_file[i])
           if (tr.meta.source_path.empty()) tr.meta.source_path = out.files[i];
       } catch (...) {
-        errors[i] = std::current_exception();
+        errors[i] = std::current_exception();  // per file, so the first failing file in list order is reported
       }
     }
-  };
-  std::vector<std::thread> pool;
-  for (int k = 1; k < t; ++k) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
+  });
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
   for (auto& v : per_file)

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <exception>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -20,6 +19,7 @@
 #include "ets/bilstm_predictor.hpp"
 #include "ets/error.hpp"
 #include "ets/feature_spec.hpp"
+#include "train/parallel.hpp"
 
 namespace ets {
 
@@ -79,29 +79,18 @@ std::vector<Prediction> Evaluator::predict(const LstmWeights& weights, const Win
   std::vector<Prediction> out(traces.size());
   const int t = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
                                           static_cast<int>(traces.size())));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(t));
-  auto work = [&](int s) {
-    try {
-      // contiguous chunks of ~64 traces: one batched forward each, bounded memory
-      for (std::size_t b = static_cast<std::size_t>(s) * 64; b < traces.size(); b += static_cast<std::size_t>(t) * 64) {
-        const std::size_t e = std::min(traces.size(), b + 64);
-        std::vector<const ExecutionTrace*> ptrs;
-        for (std::size_t i = b; i < e; ++i) ptrs.push_back(&traces[i]);
-        const WindowBatch batch = encoder.encode(ptrs);
-        const std::vector<float> y = predictor.predict(batch);
-        auto preds = aggregator.aggregate_all(batch, y, static_cast<int>(ptrs.size()));
-        for (std::size_t i = b; i < e; ++i) out[i] = std::move(preds[i - b]);
-      }
-    } catch (...) {
-      errors[static_cast<std::size_t>(s)] = std::current_exception();
+  train::run_on_threads(t, [&](int s) {
+    // contiguous chunks of ~64 traces: one batched forward each, bounded memory
+    for (std::size_t b = static_cast<std::size_t>(s) * 64; b < traces.size(); b += static_cast<std::size_t>(t) * 64) {
+      const std::size_t e = std::min(traces.size(), b + 64);
+      std::vector<const ExecutionTrace*> ptrs;
+      for (std::size_t i = b; i < e; ++i) ptrs.push_back(&traces[i]);
+      const WindowBatch batch = encoder.encode(ptrs);
+      const std::vector<float> y = predictor.predict(batch);
+      auto preds = aggregator.aggregate_all(batch, y, static_cast<int>(ptrs.size()));
+      for (std::size_t i = b; i < e; ++i) out[i] = std::move(preds[i - b]);
     }
-  };
-  std::vector<std::thread> pool;
-  for (int s = 1; s < t; ++s) pool.emplace_back(work, s);
-  work(0);
-  for (auto& th : pool) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  });
   return out;
 }
 

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cerrno>
 #include <cstring>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -25,6 +24,7 @@
 #include "train/aligned_buffer.hpp"
 #include "train/grad_engine.hpp"
 #include "train/param_layout.hpp"
+#include "train/parallel.hpp"
 #include "train/rng.hpp"
 
 namespace ets {
@@ -122,26 +122,16 @@ void check_batch(const WindowBatch& b, const LstmConfig& c, bool labelled, const
               b.y.size(), b.mask.size(), b.positions());
 }
 
-/// Runs fn(shard, begin, end) for contiguous shards of [0, n) on up to `threads` threads; rethrows the first error.
+/// Runs fn(shard, begin, end) for contiguous shards of [0, n) on up to `threads` threads (run_on_threads: a shard
+/// without a thread runs on the caller, the same shards either way); rethrows the first error.
 template <typename Fn>
 void run_shards(int threads, int n, Fn&& fn) {
   const int t = std::max(1, std::min(threads, n));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(t));
-  auto body = [&](int s) {
-    try {
-      const int b = static_cast<int>(static_cast<std::int64_t>(n) * s / t);
-      const int e = static_cast<int>(static_cast<std::int64_t>(n) * (s + 1) / t);
-      fn(s, b, e);
-    } catch (...) {
-      errors[static_cast<std::size_t>(s)] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> workers;
-  for (int s = 1; s < t; ++s) workers.emplace_back(body, s);
-  body(0);
-  for (auto& w : workers) w.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  train::run_on_threads(t, [&](int s) {
+    const int b = static_cast<int>(static_cast<std::int64_t>(n) * s / t);
+    const int e = static_cast<int>(static_cast<std::int64_t>(n) * (s + 1) / t);
+    fn(s, b, e);
+  });
 }
 
 /// Calls fn(first, n) for consecutive chunks of at most `chunk` windows of [begin, end), with idx holding their
