@@ -294,7 +294,7 @@ const Register eval_cmd{Command{
           {"--json", "print one JSON object instead of the tables"},
           {"--train-split S", "split the baselines train on; must differ from --split (default train)"},
           {"--val-split S", "split the baselines are tuned on; must differ from --split (default val)"},
-          {"--threads T", "threads for loading and predicting (default 0: hardware concurrency)"},
+          {"--threads T", "threads for loading and predicting (default 0: the CPUs this process may use)"},
           {"--aggregate mean|nearest",
            "per op: average the overlapping windows, or take the nearest-centre one (default mean)"},
           {"--predictions OUT.csv", "also write one row per trace: measured and each method's predicted time"},

@@ -261,7 +261,7 @@ const Register train_cmd{Command{
           {"--width W", "ops per window, 1 to 4096 (default 12)"},
           {"--stride S", "ops between the starts of consecutive windows, 1 to W (default 4, or W when W < 4)"},
           {"--seed N", "seed of the initial weights and the shuffling (default 42)"},
-          {"--threads T", "threads for loading, training and validation (default 0: hardware concurrency)"},
+          {"--threads T", "threads for loading, training and validation (default 0: the CPUs this process may use)"},
           {"--patience P", "stop after P validations without improvement (default 6; 0: never)"},
           {"--max-minutes M", "wall-clock budget of the whole command, in minutes (default 15; 0: none)"},
           {"--max-windows N", "train each epoch on N of the shuffled windows (default 0: all)"},

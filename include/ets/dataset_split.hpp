@@ -18,8 +18,8 @@ struct DatasetSplit {
   /// Trace files of a split: DIR/traces/<split>/ when it exists, else DIR/<split>/ (*.etst, *.etst.gz).
   /// ets.eval.1 when neither directory exists.
   static std::vector<std::string> list(const std::string& dir, const std::string& split);
-  /// Loads list(dir, split) with Tracer::load on `threads` threads (0 = hardware concurrency). A file that fails to
-  /// load throws its own ets::Error naming the file.
+  /// Loads list(dir, split) with Tracer::load on `threads` threads (0 = the CPUs this process may use). A file that
+  /// fails to load throws its own ets::Error naming the file.
   static DatasetSplit load(const std::string& dir, const std::string& split, int threads = 0);
 };
 

@@ -37,7 +37,7 @@ class ModelTrainer {
     Trainer::Options train;
     std::string hardware_env;  ///< "" = the most common meta.environment of the training traces
     std::map<std::string, std::string> provenance;  ///< merged into the model's provenance (dataset, commit, ...)
-    int threads = 0;           ///< for validation predictions (0 = hardware concurrency)
+    int threads = 0;           ///< for validation predictions (0 = the CPUs this process may use)
     /// > 0: wall-clock budget of train() from its call: feature fitting and windowing come out of it, and what is
     /// left (or train.max_seconds if smaller) bounds the training, final validation included.
     double max_seconds = 0;

@@ -47,7 +47,8 @@ class Trainer {
     bool decoupled_weight_decay = true;
     double clip_norm = 1.0;         ///< global gradient-norm bound; 0 disables
     std::uint64_t seed = 42;        ///< initialisation (init()) and shuffling
-    int threads = 0;                ///< 0 = hardware concurrency; results are deterministic for a given count
+    int threads = 0;                ///< 0 = the CPUs this process may use (affinity mask, cgroup CPU quota); results are
+                                    ///< deterministic for a given count
     int patience = 6;               ///< stop after this many evaluations without improvement; 0 = never
     double min_delta = 0.0;         ///< improvement below this does not reset patience
     int eval_every_epochs = 1;

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <exception>
 #include <filesystem>
-#include <thread>
 
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
@@ -45,8 +44,7 @@ DatasetSplit DatasetSplit::load(const std::string& dir, const std::string& split
   DatasetSplit out;
   out.name = split;
   out.files = list(dir, split);
-  const int t = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
-                                          static_cast<int>(out.files.size())));
+  const int t = std::max(1, std::min<int>(train::resolve_threads(threads), static_cast<int>(out.files.size())));
   std::vector<std::vector<ExecutionTrace>> per_file(out.files.size());
   std::vector<std::exception_ptr> errors(out.files.size());
   std::atomic<std::size_t> next{0};

@@ -9,7 +9,6 @@
 #include <limits>
 #include <map>
 #include <string_view>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -77,8 +76,7 @@ std::vector<Prediction> Evaluator::predict(const LstmWeights& weights, const Win
   const BiLstmPredictor predictor(weights, Backend::Cpu);
   const Aggregator aggregator(encoder.spec(), aggregation);
   std::vector<Prediction> out(traces.size());
-  const int t = std::max(1, std::min<int>(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()),
-                                          static_cast<int>(traces.size())));
+  const int t = std::max(1, std::min<int>(train::resolve_threads(threads), static_cast<int>(traces.size())));
   train::run_on_threads(t, [&](int s) {
     // contiguous chunks of ~64 traces: one batched forward each, bounded memory
     for (std::size_t b = static_cast<std::size_t>(s) * 64; b < traces.size(); b += static_cast<std::size_t>(t) * 64) {

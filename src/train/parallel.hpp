@@ -1,13 +1,29 @@
-// Fan-out of independent shards over threads for the trainer, the evaluator and the dataset loader.
-// A shard whose thread cannot be started runs on the calling thread: a thread limit slows a call, never aborts it.
+// Fan-out of independent shards over threads for the trainer, the evaluator and the dataset loader, and the
+// default thread count. A shard whose thread cannot be started runs on the calling thread: a limit slows a call.
 #pragma once
 
 #include <exception>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 namespace ets::train {
+
+/// The CPUs this process may use: the count of its affinity mask (taskset, Slurm's cpusets), capped by the CPU
+/// quota of its cgroup and the cgroups above it (Kubernetes CPU limits; cgroup v2 cpu.max or v1 cfs_quota_us),
+/// rounded up; std::thread::hardware_concurrency() where neither can be read; at least 1.
+int available_cores();
+
+/// `threads` when positive, else available_cores(): what "threads = 0" means throughout the library.
+int resolve_threads(int threads);
+
+/// The cgroup CPU limit, in whole CPUs rounded up, of the process whose /proc/self/cgroup text is `proc_cgroup`,
+/// with the cgroup file systems mounted under `sys_root` (normally "/sys/fs/cgroup"): the smallest quota along its
+/// cgroup path, checked from the process's cgroup up to the root (and at the root alone when that path is not
+/// visible, as inside a container). 0: no limit found.
+int cgroup_cpu_limit(const std::string& sys_root, std::string_view proc_cgroup);
 
 /// Starts one std::thread running f (run_on_threads' default starter).
 struct StartThread {

@@ -13,7 +13,6 @@
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <thread>
 
 #include <Eigen/Core>
 
@@ -189,7 +188,7 @@ struct Trainer::Impl {
   int threads = 1;
 
   Impl(const LstmWeights& w, Options o) : opt(std::move(o)), layout(w.config), params(train::flatten(w, layout)) {
-    threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads = train::resolve_threads(opt.threads);
     // Negated comparisons so that a NaN fails them too. A step_gamma ≤ 0 turned the Step schedule into gradient
     // ascent, a min_lr_ratio > 1 made the cosine rise above the peak.
     ETS_CHECK(opt.batch > 0 && opt.epochs >= 0 && opt.lr > 0 && std::isfinite(opt.lr) && opt.eval_every_epochs > 0 &&

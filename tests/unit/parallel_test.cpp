@@ -1,15 +1,22 @@
 // ets-test-labels: unit;concurrency
 // run_on_threads: every shard runs once, a thread that cannot be started leaves its shard to the caller, and
-// errors are rethrown only after every thread is joined.
+// errors are rethrown only after every thread is joined; the default thread count follows affinity and cgroup quota.
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include "train/parallel.hpp"
 
@@ -89,3 +96,88 @@ TEST_CASE("run_on_threads joins every thread before rethrowing the lowest shard'
   }
   CHECK(finished == 2);  // shards 0 and 2 both completed before the call returned
 }
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fake cgroup mount: files written under a fresh temporary root.
+struct FakeCgroups {
+  fs::path root = fs::temp_directory_path() / ("ets_cgroup_" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) +
+                                               "_" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+  FakeCgroups() { fs::create_directories(root); }
+  ~FakeCgroups() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  void write(const std::string& rel, const std::string& text) const {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  }
+  int limit(const std::string& proc_cgroup) const { return ets::train::cgroup_cpu_limit(root.string(), proc_cgroup); }
+};
+
+}  // namespace
+
+TEST_CASE("cgroup v2: the smallest cpu.max quota on the path, rounded up") {
+  FakeCgroups cg;
+  cg.write("cgroup.controllers", "cpu memory\n");
+  cg.write("cpu.max", "max 100000\n");
+  CHECK(cg.limit("0::/\n") == 0);  // unlimited
+  cg.write("kubepods/cpu.max", "400000 100000\n");
+  cg.write("kubepods/pod1/cpu.max", "150000 100000\n");  // 1.5 CPUs: two threads
+  cg.write("kubepods/pod1/ctr/cpu.max", "max 100000\n");
+  CHECK(cg.limit("0::/kubepods/pod1/ctr\n") == 2);
+  cg.write("kubepods/cpu.max", "100000 100000\n");  // a tighter parent wins
+  CHECK(cg.limit("0::/kubepods/pod1/ctr\n") == 1);
+  // a path this mount does not show (a cgroup namespace) or that leaves it: the mount's own limit only
+  cg.write("cpu.max", "300000 100000\n");
+  CHECK(cg.limit("0::/elsewhere/ctr\n") == 3);
+  CHECK(cg.limit("0::/../../kubepods/pod1\n") == 3);
+}
+
+TEST_CASE("cgroup v1: cpu.cfs_quota_us over cpu.cfs_period_us, any cpu mount name") {
+  FakeCgroups cg;
+  cg.write("cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+  cg.write("cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+  const std::string self = "9:name=systemd:/\n4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n0::/\n";
+  CHECK(cg.limit(self) == 0);  // -1: no quota
+  cg.write("cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "250000\n");
+  cg.write("cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000\n");
+  CHECK(cg.limit(self) == 3);
+  CHECK(cg.limit("4:memory:/docker/abc\n") == 0);  // no cpu controller listed: nothing read
+  CHECK(cg.limit("3:cpuacct:/docker/abc\n") == 0);   // "cpuacct" is not "cpu"
+}
+
+TEST_CASE("cgroup limits: unreadable or malformed text is no limit, not an error") {
+  FakeCgroups cg;
+  cg.write("cgroup.controllers", "cpu\n");
+  for (const std::string text : {"", "max", "abc 100000", "100000 0", "-5 100000", "nan 100000", "1e300 1"}) {
+    cg.write("cpu.max", text);
+    CAPTURE(text);
+    CHECK(cg.limit("0::/\n") == (text == "1e300 1" ? 1000000 : 0));
+  }
+  CHECK(cg.limit("") == 0);
+  CHECK(cg.limit("garbage without colons\n::\n0:\n") == 0);
+}
+
+#if defined(__linux__)
+TEST_CASE("available_cores follows the affinity mask; threads = 0 resolves to it") {
+  cpu_set_t saved;
+  REQUIRE(sched_getaffinity(0, sizeof(saved), &saved) == 0);
+  const int before = ets::train::available_cores();
+  CHECK(before >= 1);
+  CHECK(before <= CPU_COUNT(&saved));
+  CHECK(ets::train::resolve_threads(0) == before);
+  CHECK(ets::train::resolve_threads(3) == 3);
+  int first = 0;
+  while (!CPU_ISSET(first, &saved)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
+  const int pinned = ets::train::available_cores();
+  REQUIRE(sched_setaffinity(0, sizeof(saved), &saved) == 0);
+  CHECK(pinned == 1);
+}
+#endif
