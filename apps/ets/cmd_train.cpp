@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -26,12 +27,17 @@
 namespace ets::cli {
 namespace {
 
-// Ctrl-C during training: the first stops it at the next progress report, the best weights so far are written and
-// the command then ends by SIGINT as a shell expects (so `ets train ... && next` stops); the handler is one-shot
-// (SA_RESETHAND), so a second Ctrl-C ends the process at once. A SIGINT the caller ignores stays ignored.
-std::atomic<bool> g_interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
-extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+// Ctrl-C (SIGINT) or SIGTERM (Slurm's scancel and time limit, a Kubernetes pod's termination) during training: the
+// first stops it at the next progress report, the best weights so far are written and the command then ends by that
+// signal as a shell or batch system expects (so `ets train ... && next` stops); each handler is one-shot
+// (SA_RESETHAND), so a second signal ends the process at once. A signal the caller ignores stays ignored.
+std::atomic<int> g_stop_signal{0};  // the first stopping signal received; 0: none
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free flag");
+extern "C" void on_stop_signal(int sig) {
+  int none = 0;
+  g_stop_signal.compare_exchange_strong(none, sig);
+}
+constexpr int kStopSignals[] = {SIGINT, SIGTERM};
 
 // The model is written after the training: a place it cannot be written must be found out before it.
 void check_writable(const std::string& out) {
@@ -146,7 +152,7 @@ int run_train(const Args& a) {
 
   double last_line_s = -1e9;  // not a terminal (a log file): a line per evaluation and at most one a minute between
   t.progress = [&](const Trainer::Progress& p) {
-    if (g_interrupted.load()) return false;  // the trainer stops and returns the best weights so far
+    if (g_stop_signal.load() != 0) return false;  // the trainer stops and returns the best weights so far
     if (quiet) return true;
     // the bar follows the ETA, which a time budget shortens (the planned epochs would take hours)
     const double frac = p.elapsed_s + p.eta_s > 0 ? std::clamp(p.elapsed_s / (p.elapsed_s + p.eta_s), 0.0, 1.0) : 0.0;
@@ -165,31 +171,35 @@ int run_train(const Args& a) {
     std::fflush(stderr);
     return true;
   };
-  g_interrupted.store(false);
-  struct sigaction previous {};
-  sigaction(SIGINT, nullptr, &previous);
-  const bool catch_interrupt = previous.sa_handler != SIG_IGN;
-  if (catch_interrupt) {
+  g_stop_signal.store(0);
+  struct sigaction previous[std::size(kStopSignals)] {};
+  bool caught[std::size(kStopSignals)] {};
+  for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
+    sigaction(kStopSignals[i], nullptr, &previous[i]);
+    caught[i] = previous[i].sa_handler != SIG_IGN;
+    if (!caught[i]) continue;
     struct sigaction act {};
-    act.sa_handler = on_interrupt;
+    act.sa_handler = on_stop_signal;
     sigemptyset(&act.sa_mask);
     act.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &act, nullptr);
+    sigaction(kStopSignals[i], &act, nullptr);
   }
-  struct RestoreSigint {  // the caller's SIGINT handling is back once training returns, or throws
-    const struct sigaction& previous;
-    bool active;
-    ~RestoreSigint() {
-      if (active) sigaction(SIGINT, &previous, nullptr);
+  struct RestoreHandlers {  // the caller's signal handling is back once training returns, or throws
+    const struct sigaction* previous;
+    const bool* caught;
+    ~RestoreHandlers() {
+      for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+        if (caught[i]) sigaction(kStopSignals[i], &previous[i], nullptr);
     }
   };
   const auto r = [&] {
-    const RestoreSigint restore{previous, catch_interrupt};
+    const RestoreHandlers restore{previous, caught};
     return ModelTrainer::train(train.traces, val.traces, o);
   }();
+  const int stop_signal = g_stop_signal.load();
   if (r.training.cancelled)
-    std::fprintf(stderr, "\nets train: interrupted: writing the best weights so far (epoch %d)\n",
-                 r.training.best_epoch + 1);
+    std::fprintf(stderr, "\nets train: interrupted%s: writing the best weights so far (epoch %d)\n",
+                 stop_signal == SIGTERM ? " (SIGTERM)" : "", r.training.best_epoch + 1);
   save_model(r.model, out);
   const auto& tr = r.training;
   const double wall_s = seconds_so_far();
@@ -229,10 +239,10 @@ int run_train(const Args& a) {
                             hms(tr.seconds), hms(wall_s), tr.windows_per_s, tr.kernels)
                     .c_str());
   }
-  if (tr.cancelled && g_interrupted.load()) {  // the model is written: now end as the interrupt asked
+  if (tr.cancelled && stop_signal != 0) {  // the model is written: now end as the signal asked
     std::fflush(stdout);
-    std::signal(SIGINT, SIG_DFL);
-    std::raise(SIGINT);
+    std::signal(stop_signal, SIG_DFL);
+    std::raise(stop_signal);
   }
   return 0;
 }

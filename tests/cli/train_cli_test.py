@@ -180,6 +180,24 @@ try:
     check_val_mre_matches(stopped, j, "the interrupted run's model (its best weights)")
 except ValueError:
     failures.append(f"interrupted run printed no JSON summary: {out[:200]!r}")
+# ---- SIGTERM (a batch system stopping the job) is handled as Ctrl-C is, and the command ends by SIGTERM
+termed = os.path.join(work, "terminated.etsm")
+proc = start_training(termed)
+proc.send_signal(signal.SIGTERM)
+try:
+    out, err = proc.communicate(timeout=120)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    out, err = proc.communicate()
+    failures.append("SIGTERM did not stop ets train within 120 s")
+check(proc.returncode == -signal.SIGTERM and os.path.exists(termed) and "interrupted (SIGTERM)" in err,
+      f"terminated run: rc {proc.returncode}; {err[-300:]}")
+try:
+    j = json.loads(out)
+    check(j["interrupted"], f"terminated run summary: {j}")
+    check_val_mre_matches(termed, j, "the terminated run's model (its best weights)")
+except ValueError:
+    failures.append(f"terminated run printed no JSON summary: {out[:200]!r}")
 ignoring = start_training(os.path.join(work, "ignoring.etsm"), ignore_sigint=True)
 ignoring.send_signal(signal.SIGINT)
 for line in ignoring.stderr:  # it goes on validating: the next epoch's line comes
