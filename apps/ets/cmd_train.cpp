@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <iterator>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <signal.h>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <stdexcept>

@@ -28,6 +28,9 @@ bool read_text(const fs::path& p, std::string& out) {
   return true;
 }
 
+// The tighter of two limits, where 0 means none.
+int tighter(int a, int b) { return a > 0 && b > 0 ? std::min(a, b) : std::max(a, b); }
+
 // CPUs of one quota / period pair (ceil, at least 1); 0 for no limit or text that is not a limit.
 int cpus_of(double quota, double period) {
   if (!(quota > 0) || !(period > 0) || !std::isfinite(quota / period)) return 0;
@@ -77,10 +80,7 @@ int walk_up(const fs::path& mount, const std::string& rel, Limit&& limit) {
   std::error_code ec;
   if (dirs.size() > 1 && !fs::is_directory(dirs.back(), ec)) dirs.resize(1);
   int best = 0;
-  for (const auto& d : dirs) {
-    const int c = limit(d);
-    if (c > 0) best = best > 0 ? std::min(best, c) : c;
-  }
+  for (const auto& d : dirs) best = tighter(best, limit(d));
   return best;
 }
 
@@ -99,9 +99,6 @@ bool has_controller(std::string_view list, std::string_view name) {
 int cgroup_cpu_limit(const std::string& sys_root, std::string_view proc_cgroup) {
   const fs::path root(sys_root);
   int best = 0;
-  auto take = [&best](int c) {
-    if (c > 0) best = best > 0 ? std::min(best, c) : c;
-  };
   std::istringstream lines{std::string(proc_cgroup)};
   for (std::string line; std::getline(lines, line);) {
     // "<id>:<controllers>:<path>"; the path may itself hold ':'
@@ -114,11 +111,11 @@ int cgroup_cpu_limit(const std::string& sys_root, std::string_view proc_cgroup) 
     if (line.compare(0, a, "0") == 0 && controllers.empty()) {
       // cgroup v2: mounted at the root, or at "unified" beside the v1 hierarchies (hybrid)
       const fs::path mount = fs::exists(root / "cgroup.controllers", ec) ? root : root / "unified";
-      take(walk_up(mount, path, v2_limit));
+      best = tighter(best, walk_up(mount, path, v2_limit));
     } else if (has_controller(controllers, "cpu")) {
       for (const char* name : {"cpu", "cpu,cpuacct", "cpuacct,cpu"}) {
         if (fs::is_directory(root / name, ec)) {
-          take(walk_up(root / name, path, v1_limit));
+          best = tighter(best, walk_up(root / name, path, v1_limit));
           break;
         }
       }
@@ -134,10 +131,7 @@ int available_cores() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
   std::string self;
-  if (read_text("/proc/self/cgroup", self)) {
-    const int quota = cgroup_cpu_limit("/sys/fs/cgroup", self);
-    if (quota > 0) cores = cores > 0 ? std::min(cores, quota) : quota;
-  }
+  if (read_text("/proc/self/cgroup", self)) cores = tighter(cores, cgroup_cpu_limit("/sys/fs/cgroup", self));
 #endif
   if (cores <= 0) cores = static_cast<int>(std::thread::hardware_concurrency());
   return std::max(1, cores);
