@@ -101,8 +101,9 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
       const float zt = pred[2 * pos], zg = pred[2 * pos + 1];
       const double vt = std::isfinite(zt) ? spec_.denormalize_label(0, zt) : kUnknown;
       const double vg = std::isfinite(zg) ? spec_.denormalize_label(1, zg) : kUnknown;
-      ETS_CHECK(std::isfinite(vt) && std::isfinite(vg), Errc::invalid_argument, "ets.aggregate.3",
-                "prediction at window {} position {} is not usable ({}, {} normalised)", k, p, zt, zg);
+      ETS_CHECK(std::isfinite(vt) && std::isfinite(vg) && std::isfinite(vt + vg), Errc::invalid_argument,
+                "ets.aggregate.3", "prediction at window {} position {} is not usable ({}, {} normalised)", k, p, zt,
+                zg);
       value[pos] = vt + vg;
       Acc& a = acc[op];
       // Distance from the window centre, doubled to stay integral for even widths.
@@ -160,6 +161,11 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
       if (o.unknown) ++pr.unknown_ops;
     }
     pr.iteration_us = pr.time_us + pr.gap_us;
+    // Each position is finite, yet sums of huge ones can overflow (what an ets::Error says, not an inf returned).
+    ETS_CHECK(std::isfinite(pr.iteration_us) && std::isfinite(pr.forward_us) && std::isfinite(pr.backward_us) &&
+                  std::isfinite(pr.update_us),
+              Errc::invalid_argument, "ets.aggregate.3", "the predictions of trace {} overflow when summed ({} µs)", t,
+              pr.iteration_us);
   }
 
   // Interval: weighted quantiles of each window's relative deviation from its op's mean, applied to the total
@@ -200,6 +206,8 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
     }
     pr.lo_us = std::max(0.0, std::min(pr.iteration_us, pr.iteration_us * (1.0 + qlo)));
     pr.hi_us = std::max(pr.iteration_us, pr.iteration_us * (1.0 + qhi));
+    ETS_CHECK(std::isfinite(pr.hi_us), Errc::invalid_argument, "ets.aggregate.3",
+              "the interval of trace {} overflows ({} µs times {})", t, pr.iteration_us, 1.0 + qhi);
   }
   return result;
 }

@@ -90,6 +90,7 @@ ETS_INLINE void WindowEncoder::encode_span(const ExecutionTrace* const* traces, 
     b.y.resize(positions * 2);
   else
     b.y.clear();
+  b.weight.clear();  // the encoder sets no loss weights; a reused batch must not keep the previous batch's
 
   // Window k > 0 shares its first W − S ops with window k − 1 (always full, since only the last window of a
   // trace can be short): those rows are copied from the previous window, still in cache; only new ops are

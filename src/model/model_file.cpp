@@ -224,6 +224,16 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
     tensors.push_back({"selftest.input", {n, w, static_cast<std::uint64_t>(c.input_size)}, &st.input});
     tensors.push_back({"selftest.output", {n, w, static_cast<std::uint64_t>(c.outputs)}, &st.expected});
   }
+  // What parse_model refuses is refused here, so that a save never reports success for a file that cannot load.
+  ETS_CHECK(meta.size() <= kMaxEntries && tensors.size() <= kMaxEntries, Errc::invalid_argument, "ets.model.10",
+            "model has {} metadata entries and {} tensors; a reader accepts at most {} each (too many provenance keys)",
+            meta.size(), tensors.size(), kMaxEntries);
+  for (const TensorOut& t : tensors) {
+    const auto bad = std::find_if(t.data->begin(), t.data->end(), [](float v) { return !std::isfinite(v); });
+    ETS_CHECK(bad == t.data->end(), Errc::invalid_argument, "ets.model.10",
+              "tensor '{}' holds a non-finite value ({}) at index {}: a diverged training?", t.name, *bad,
+              bad - t.data->begin());
+  }
 
   Writer wr;
   wr.raw(kMagic, 8);

@@ -220,9 +220,11 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
             "model for '{}' predicts {} values per op; ETS needs 2 (time, gap)", m->env, file.weights.config.outputs);
   m->lstm = std::make_unique<BiLstmPredictor>(file.weights, impl_->opt.backend);
   m->aggregator = std::make_unique<Aggregator>(encoder->spec());
-  m->serial = impl_->next_serial++;
 
   std::unique_lock lock(impl_->mu);
+  // Taken under the lock, so serials grow in the order models are registered: observe() keeps the observations of the
+  // newest serial, and one taken before a concurrent registration could otherwise be registered last yet look older.
+  m->serial = impl_->next_serial++;
   m->encoder = encoder;
   for (const auto& other : impl_->models)  // share the encoder so a batch encodes once for both models
     if (other->env != m->env && other->encoder_key == m->encoder_key) {

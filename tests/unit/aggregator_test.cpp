@@ -227,6 +227,25 @@ TEST_CASE("inconsistent batches and predictions are rejected") {
   CHECK(error_id([&] { agg.aggregate(b, nan_pred); }) == "ets.aggregate.3");
   nan_pred[6] = 1e30f;  // denormalises to infinity
   CHECK(error_id([&] { agg.aggregate(b, nan_pred); }) == "ets.aggregate.3");
+  // Finite channels whose sums overflow: time + gap at one position, or the ops' sum over a trace. Either is an
+  // error, never an infinite prediction.
+  const auto z_of = [&](int channel, double us) {
+    const auto& m = spec().label_moments(channel);
+    return static_cast<float>((std::log1p(us) - m.mean) / m.stdev);
+  };
+  auto huge = pred;
+  for (std::size_t i = 0; i < b.positions(); ++i) {
+    huge[2 * i] = z_of(0, 1.5e308);
+    huge[2 * i + 1] = z_of(1, 1.5e308);
+  }
+  REQUIRE(std::isfinite(spec().denormalize_label(0, huge[0])));
+  CHECK(error_id([&] { agg.aggregate(b, huge); }) == "ets.aggregate.3");
+  for (std::size_t i = 0; i < b.positions(); ++i) {
+    huge[2 * i] = z_of(0, 8e307);
+    huge[2 * i + 1] = z_of(1, 8e307);
+  }
+  REQUIRE(std::isfinite(spec().denormalize_label(0, huge[0]) + spec().denormalize_label(1, huge[1])));
+  CHECK(error_id([&] { agg.aggregate(b, huge); }) == "ets.aggregate.3");
   auto shape = b;
   shape.features -= 1;
   CHECK(error_id([&] { agg.aggregate(shape, pred); }) == "ets.aggregate.1");

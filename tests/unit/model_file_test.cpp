@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -344,4 +345,31 @@ TEST_CASE("the self-test is bounded and the label metadata sane, on write and on
   b[at] = 'X';  // "Xog1p": same length, so only the value changes
   fix_crc(b);
   CHECK(error_id(b) == "ets.model.6");
+}
+
+TEST_CASE("serialize_model refuses what parse_model would refuse: a non-finite weight, too many entries") {
+  const auto write_error = [](const ets::ModelFile& m) -> std::string {
+    try {
+      ets::serialize_model(m);
+    } catch (const ets::Error& e) {
+      return e.id();
+    }
+    return "";
+  };
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    ets::ModelFile m = sample_model(7);
+    m.weights.head_b.back() = bad;  // a diverged training
+    CHECK(write_error(m) == "ets.model.10");
+    m = sample_model(7);
+    m.weights.cells.front().w_hh[3] = bad;
+    CHECK(write_error(m) == "ets.model.10");
+  }
+  ets::ModelFile m = sample_model(7);
+  for (int i = 0; i < 65536; ++i) m.provenance["k" + std::to_string(i)] = "v";
+  CHECK(write_error(m) == "ets.model.10");
+  // below the reader's limit, it loads
+  m = sample_model(7);
+  for (int i = 0; i < 1000; ++i) m.provenance["k" + std::to_string(i)] = "v";
+  const auto ok = ets::serialize_model(m);
+  CHECK(ets::parse_model(ok.data(), ok.size()).provenance.size() == m.provenance.size());
 }

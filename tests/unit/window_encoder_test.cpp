@@ -150,6 +150,7 @@ TEST_CASE("encode_into a reused batch overwrites every element") {
   for (auto& v : b.x) v = 42.f;  // anything left over would show
   for (auto& v : b.y) v = 42.f;
   for (auto& m : b.mask) m = 7;
+  b.weight.assign(b.positions(), 3.f);  // a trainer's loss weights of the previous batch
   for (const std::size_t len : {std::size_t{30}, std::size_t{5}, std::size_t{61}}) {
     INFO("length " << len);
     const auto t = ets_test::synthetic_trace(len, static_cast<std::uint32_t>(len));
@@ -161,6 +162,7 @@ TEST_CASE("encode_into a reused batch overwrites every element") {
     CHECK(b.mask == fresh.mask);
     CHECK(b.op_index == fresh.op_index);
     CHECK(b.trace_index == fresh.trace_index);
+    CHECK(b.weight == fresh.weight);
   }
   // Repeated calls on batches no larger than before allocate nothing, labelled or not, one trace or many.
   const auto t1 = ets_test::synthetic_trace(61, 3), t2 = ets_test::synthetic_trace(40, 4);
