@@ -303,8 +303,18 @@ class Reader {
       if (ended) fail("ets.etst.6", Errc::invalid_trace, "content after the end line");
       dom::object obj = parse_object(line);
       if (obj.size() == 0) fail("ets.etst.5", Errc::parse, "expected a \"trace\" or \"end\" line, got {}");
-      const auto [key, value] = *obj.begin();
-      if (obj.size() != 1 && (key == "trace" || key == "end"))
+      // The line's kind is its "trace" or "end" member, wherever it stands: a newer minor version may add members
+      // beside it (skipped), which a file of this reader's version must not have.
+      std::string key(std::string_view((*obj.begin()).key));
+      dom::element value = (*obj.begin()).value;
+      int kinds = 0;
+      for (const auto [k, v] : obj)
+        if (k == "trace" || k == "end") {
+          if (kinds++ > 0) fail("ets.etst.9", Errc::parse, "a line with two \"trace\" / \"end\" members");
+          key = std::string(k);
+          value = v;
+        }
+      if (kinds == 1 && obj.size() != 1 && !lenient_)
         fail("ets.etst.9", Errc::parse, fmt::format("\"{}\" line with extra members", key));
       if (key == "trace") {
         ExecutionTrace t;
@@ -354,7 +364,7 @@ class Reader {
     if (nl == std::string_view::npos) nl = bytes_.size();
     line = bytes_.substr(pos_, nl - pos_);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    pos_ = nl + 1;
+    pos_ = nl < bytes_.size() ? nl + 1 : nl;  // never past the end: the reserve bound below subtracts it
     ++line_no_;
     return true;
   }

@@ -452,6 +452,9 @@ std::vector<ExecutionTrace> read_nsight_sqlite_bytes(std::string_view bytes, con
   auto* buf = static_cast<unsigned char*>(sqlite3_malloc64(bytes.size()));
   if (!buf) ETS_THROW(Errc::internal, "ets.nsight.7", "out of memory copying '{}' ({} bytes)", path, bytes.size());
   std::memcpy(buf, bytes.data(), bytes.size());
+  // An in-memory database cannot be in WAL mode (every query would fail with "unable to open database file"), and
+  // an image of the file carries no -wal content to merge: read it as the rollback-journal database it then is.
+  if (bytes.size() >= 20 && buf[18] == 2 && buf[19] == 2) buf[18] = buf[19] = 1;
   // FREEONCLOSE hands buf to SQLite even when deserialize fails.
   if (sqlite3_deserialize(db.get(), "main", buf, static_cast<sqlite3_int64>(bytes.size()),
                           static_cast<sqlite3_int64>(bytes.size()),

@@ -12,6 +12,7 @@
 #include <simdjson.h>
 
 #include "ets/error.hpp"
+#include "ets/log.hpp"
 #include "ets/trace.hpp"
 #include "import/importers.hpp"
 #include "import/op_normalize.hpp"
@@ -234,7 +235,8 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   struct OpRef {
     std::size_t node;
     Phase phase;
-    std::int64_t step;  // ProfilerStep#N enclosing it, -1 if none
+    std::int64_t step;       // ProfilerStep#N enclosing it, -1 if none
+    std::int64_t step_node;  // that ProfilerStep# node's id: two steps of one N (a restarted counter) stay apart
   };
   std::vector<OpRef> ops;
   std::vector<std::pair<std::int64_t, std::int64_t>> steps;  // (node id, N) of ProfilerStep#N nodes
@@ -244,7 +246,7 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   }
   std::sort(steps.begin(), steps.end());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    std::int64_t step = -1;
+    std::int64_t step = -1, step_node = -1;
     if (!is_operator(nodes[i].name)) continue;
     bool nested = false;
     Phase phase = Phase::Forward;
@@ -256,7 +258,7 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
       if (is_operator(a.name)) nested = true;
       if (starts_with(a.name, "autograd::engine::evaluate_function")) phase = Phase::Backward;
       if (starts_with(a.name, "Optimizer.")) phase = Phase::Update;
-      profiler_step(a.name, step);
+      if (step_node < 0 && profiler_step(a.name, step)) step_node = a.id;
       if (a.parent == p) break;
       p = a.parent;
     }
@@ -265,22 +267,37 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
     // across threads, so they belong to the last step that started before them.
     if (step < 0 && !steps.empty()) {
       const auto it = std::upper_bound(steps.begin(), steps.end(), std::make_pair(nodes[i].id, std::int64_t{-1}));
-      if (it != steps.begin()) step = std::prev(it)->second;
+      if (it != steps.begin()) {
+        step = std::prev(it)->second;
+        step_node = std::prev(it)->first;
+      }
     }
-    ops.push_back({i, phase, step});
+    ops.push_back({i, phase, step, step_node});
   }
   // With ProfilerStep# nodes, each step is an iteration and ops before the first step (setup) are left out.
   if (!steps.empty())
     ops.erase(std::remove_if(ops.begin(), ops.end(), [](const OpRef& o) { return o.step < 0; }), ops.end());
   if (ops.empty())
     ETS_THROW(Errc::invalid_trace, "ets.et.5", "'{}': the Execution Trace holds no operator nodes", path);
+  // Steps in the order they started (node ids), ops in order within each.
   std::sort(ops.begin(), ops.end(), [&](const OpRef& a, const OpRef& b) {
-    return a.step != b.step ? a.step < b.step : nodes[a.node].id < nodes[b.node].id;
+    return a.step_node != b.step_node ? a.step_node < b.step_node : nodes[a.node].id < nodes[b.node].id;
   });
+  {
+    std::vector<std::int64_t> numbers;
+    for (const auto& s : steps) numbers.push_back(s.second);
+    std::sort(numbers.begin(), numbers.end());
+    const auto dup = std::adjacent_find(numbers.begin(), numbers.end());
+    if (dup != numbers.end())
+      log(LogLevel::warn, "[ets.et.6] '{}': step #{} appears more than once; each is kept as an iteration", path,
+          *dup);
+  }
 
   std::vector<ExecutionTrace> out;
+  std::int64_t current_step_node = 0;
   for (const OpRef& o : ops) {
-    if (out.empty() || out.back().iteration != std::max<std::int64_t>(o.step, 0)) {
+    if (out.empty() || current_step_node != o.step_node) {
+      current_step_node = o.step_node;
       ExecutionTrace t;
       t.meta.source_format = "pytorch-et";
       t.meta.source_path = path;

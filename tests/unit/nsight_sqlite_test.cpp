@@ -305,4 +305,11 @@ TEST_CASE("Nsight reader: a WAL-mode export is read without creating files besid
   CHECK(traces.front().ops.size() == before.front().ops.size());
   CHECK_FALSE(fs::exists(path + "-wal"));
   CHECK_FALSE(fs::exists(path + "-shm"));
+  // the same bytes read from memory (how a .sqlite.gz export is read) give the same iterations
+  const std::string image = slurp(path);
+  REQUIRE(image[18] == 2);
+  const auto mem = ets::import::read_nsight_sqlite_bytes(image, path, {});
+  REQUIRE(mem.size() == before.size());
+  CHECK(mem.front().ops.size() == before.front().ops.size());
+  CHECK(mem.front().measured_us == before.front().measured_us);
 }

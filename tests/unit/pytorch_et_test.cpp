@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ets/error.hpp"
+#include "ets/log.hpp"
 #include "ets/trace.hpp"
 #include "import/importers.hpp"
 #include "test_support.hpp"
@@ -224,4 +225,39 @@ TEST_CASE("malformed Execution Traces raise documented ids") {
     } catch (const ets::Error&) {
     }
   }
+}
+
+TEST_CASE("ET: two ProfilerStep nodes of one number stay two iterations, with warning ets.et.6") {
+  // A step counter restarted within one trace: ProfilerStep#3 twice, one op in each, plus a backward op of the
+  // second step on the autograd thread (outside the step's subtree, placed by its id).
+  const std::string et = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "[pytorch|profiler|execution_trace|thread]", "id": 1, "parent": 0, "seq_id": -1},
+    {"name": "ProfilerStep#3", "id": 2, "parent": 1, "seq_id": -1},
+    {"name": "aten::relu", "id": 3, "parent": 2, "seq_id": 1},
+    {"name": "ProfilerStep#3", "id": 4, "parent": 1, "seq_id": -1},
+    {"name": "aten::sigmoid", "id": 5, "parent": 4, "seq_id": 2},
+    {"name": "[pytorch|profiler|execution_trace|thread]", "id": 6, "parent": 0, "seq_id": -1},
+    {"name": "autograd::engine::evaluate_function: SigmoidBackward0", "id": 7, "parent": 6, "seq_id": -1},
+    {"name": "aten::sigmoid_backward", "id": 8, "parent": 7, "seq_id": 2}]})J";
+  std::vector<std::string> warnings;
+  ets::set_log_sink([&](ets::LogLevel, std::string_view m) { warnings.emplace_back(m); }, ets::LogLevel::warn);
+  std::vector<ets::ExecutionTrace> t;
+  try {
+    t = read_et(et, "dup.json");
+  } catch (...) {
+    ets::set_log_sink({});
+    throw;
+  }
+  ets::set_log_sink({});
+  REQUIRE(t.size() == 2);
+  CHECK(t[0].iteration == 3);
+  CHECK(t[1].iteration == 3);
+  REQUIRE(t[0].ops.size() == 1);
+  CHECK(t[0].ops[0].raw_name == "aten::relu");
+  REQUIRE(t[1].ops.size() == 2);
+  CHECK(t[1].ops[0].raw_name == "aten::sigmoid");
+  CHECK(t[1].ops[1].raw_name == "aten::sigmoid_backward");
+  CHECK(t[1].ops[1].phase == ets::Phase::Backward);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("[ets.et.6]") != std::string::npos);
 }

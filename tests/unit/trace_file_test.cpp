@@ -340,6 +340,15 @@ TEST_CASE("ets-trace header and versions") {
   CHECK(read13[0] == small_trace());
   // ... but version 1.0 files must not carry unknown members
   CHECK(error_id(replace_first(good, "\"n\":", "\"future\":1,\"n\":")) == "ets.etst.9");
+  // ... beside the "trace" and "end" members of their lines too, before or after them (docs/trace-format.md)
+  std::string lines13 = replace_first(good, "[1,0]", "[1,3]");
+  lines13 = replace_first(lines13, "{\"trace\":", "{\"checksum\":\"abc\",\"trace\":");
+  lines13 = replace_first(lines13, "{\"end\":{\"traces\":1}}", "{\"end\":{\"traces\":1},\"signed\":[1]}");
+  const auto read_lines13 = parse(lines13);
+  REQUIRE(read_lines13.size() == 1);
+  CHECK(read_lines13[0] == small_trace());
+  CHECK(error_id(replace_first(lines13, "[1,3]", "[1,0]")) == "ets.etst.9");
+  CHECK(error_id(replace_first(good, "{\"trace\":", "{\"trace\":{},\"trace\":")) == "ets.etst.9");
 
   // the header obeys the rules of every line: a 1.0 header has no unknown members and none twice
   CHECK(error_id(replace_first(good, "\"version\":[1,0]", "\"version\":[1,0],\"extra\":1")) == "ets.etst.9");
@@ -384,6 +393,10 @@ TEST_CASE("ets-trace strict validation on read") {
   CHECK(error_id(replace_first(good, "\"ops\":3", "\"ops\":2")) == "ets.etst.6");
   CHECK(error_id(replace_first(good, "\"ops\":3", "\"ops\":4")) == "ets.etst.6");
   CHECK(error_id(replace_first(good, "\"ops\":3", "\"ops\":99999999999")) == "ets.etst.6");
+  // ... also when the file's last line has no newline (the reserve bound once wrapped there: std::bad_alloc)
+  std::string no_newline = replace_first(good, "\"ops\":3", "\"ops\":1000000000000000");
+  no_newline = no_newline.substr(0, no_newline.find('\n', no_newline.find("{\"trace\"")));
+  CHECK(error_id(no_newline) == "ets.etst.6");
   CHECK(error_id(replace_first(good, "{\"end\":{\"traces\":1}}", "{\"end\":{\"traces\":2}}")) == "ets.etst.6");
   // missing and mistyped members
   CHECK(error_id(replace_first(good, "\"t\":10,", "")) == "ets.etst.5");
