@@ -16,9 +16,10 @@ struct Args {
   std::vector<std::string> positional;
   std::map<std::string, std::string> values;  ///< "--model" -> "m.etsm"
   std::vector<std::string> flags;              ///< "--json"
+  std::map<std::string, std::vector<std::string>> all;  ///< every value, in order (Spec::repeatable options)
 
   bool flag(const std::string& name) const;
-  /// Value of an option, or fallback if absent.
+  /// Value of an option (the last one of a repeatable option), or fallback if absent.
   std::string value(const std::string& name, const std::string& fallback = "") const;
   bool has(const std::string& name) const { return values.count(name) != 0; }
 };
@@ -38,6 +39,9 @@ struct Spec {
   /// The "options:" block of --help, in this order. Every name in flags and value_options needs a line here
   /// (--help lists one without as "(undocumented)"; tests/cli/cli_help_test.py fails on that).
   std::vector<OptionHelp> options;
+  /// Value options that may be given more than once (Args::all keeps every value); any other one given twice, or
+  /// with an alias of the same line of `options` ("-o, --out"), is a usage error.
+  std::vector<std::string> repeatable = {};
 };
 
 using Handler = std::function<int(const Args&)>;
@@ -59,9 +63,10 @@ const std::map<std::string, Command>& commands();
 /// Parses argv for a spec; throws std::invalid_argument with a one-line message on unknown input.
 Args parse(const Spec& spec, const std::vector<std::string>& argv);
 
-/// A numeric option's value, or fallback when absent. The whole value must be a finite number (number_option)
-/// or a whole number within [lo, hi] (integer_option; "1e5" is accepted, "1.5", "2x" and "nan" are not);
-/// otherwise std::invalid_argument naming the option (a usage error, exit code 2).
+/// A numeric option's value, or fallback when absent. The whole value must be a finite decimal number
+/// (number_option) or a whole number within [lo, hi] (integer_option: digits are read exactly over the 64-bit range,
+/// "1e5" also up to 2^53; "1.5", "2x", "0x10", " 1" and "nan" are not numbers); otherwise std::invalid_argument
+/// naming the option (a usage error, exit code 2).
 double number_option(const Args& args, const std::string& name, double fallback);
 long long integer_option(const Args& args, const std::string& name, long long fallback, long long lo, long long hi);
 
@@ -75,9 +80,13 @@ OptionHelp keep_incomplete_help();
 /// there through a temporary beside it keeps the user's link. Throws ets.cli.1 for a link loop or an unreadable link.
 std::string resolve_output(const std::string& path);
 
+/// Whether two paths name one file: the same string, the same existing file (through links, "./", hard links), or,
+/// for a file not there yet, the same place once links, "." and ".." are resolved.
+bool same_file(const std::string& a, const std::string& b);
+
 /// Whether `path` can be written, found out before a long computation whose result goes there: "" when it can, else
-/// the reason. `streams`: a pipe or device counts as written in place (checked for write access) and a symlink is
-/// followed (resolve_output); otherwise only a regular file (or none yet) is, in the folder of `path` as given. The
+/// the reason. A symlink is followed (resolve_output): the writers replace its target. `streams`: a pipe or device
+/// counts as written in place (checked for write access); otherwise only a regular file (or none yet) does. The target's
 /// folder must take a new file, tested with a probe file of its own name, so no file of the user's is touched.
 std::string unwritable_reason(const std::string& path, bool streams);
 

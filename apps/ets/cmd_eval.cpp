@@ -85,7 +85,7 @@ int run_eval(const Args& a) {
   if (agg == "nearest") aggregation.overlap_average = false;
   else if (agg != "mean") throw std::invalid_argument("--aggregate takes mean or nearest, not '" + agg + "'");
   // The predictions file comes after minutes of baseline fitting: an unwritable one is refused first.
-  if (a.has("--predictions") && a.has("--op-types") && a.value("--predictions") == a.value("--op-types"))
+  if (a.has("--predictions") && a.has("--op-types") && same_file(a.value("--predictions"), a.value("--op-types")))
     throw std::invalid_argument("--predictions and --op-types name the same file '" + a.value("--op-types") +
                                 "': one would overwrite the other");
   for (const char* out : {"--predictions", "--op-types"}) {

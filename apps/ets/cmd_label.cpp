@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "ets/error.hpp"
 #include "ets/labeler.hpp"
 #include "ets/trace_file.hpp"
 #include "ets/tracer.hpp"
@@ -29,8 +30,10 @@ int run_label(const Args& a) {
   // One file twice would pass for two passes that agree perfectly.
   for (std::size_t i = 0; i < a.positional.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
-      if (a.positional[i] == a.positional[j])
-        throw std::invalid_argument("pass '" + a.positional[i] + "' is given twice");
+      if (same_file(a.positional[i], a.positional[j]))
+        throw std::invalid_argument(a.positional[i] == a.positional[j]
+                                        ? "pass '" + a.positional[i] + "' is given twice"
+                                        : "passes '" + a.positional[j] + "' and '" + a.positional[i] + "' are one file");
   const std::string per_op = a.value("--per-op", "bracket");
   if (per_op == "pass-median")
     opt.op_statistic = Labeler::OpStatistic::PassMedian;
@@ -39,6 +42,8 @@ int run_label(const Args& a) {
   else if (per_op != "bracket")
     throw std::invalid_argument("--per-op takes 'bracket', 'pooled' or 'pass-median', got '" + per_op + "'");
   const Labeler labeler(opt);
+  const std::string why = unwritable_reason(out, true);  // before the passes are read and labelled
+  ETS_CHECK(why.empty(), Errc::io, "ets.etst.1", "cannot write '{}': {}", out, why);
 
   std::vector<std::vector<ExecutionTrace>> passes;
   passes.reserve(a.positional.size());

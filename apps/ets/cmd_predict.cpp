@@ -31,11 +31,14 @@ std::string gavel_job_type(const ExecutionTrace& t, const std::string& path) {
   return name;
 }
 
-// Gavel's job type key, "('<name>', <scale factor>)", as its parse_job_type_tuple reads it back (a Python literal).
-std::string gavel_key(const std::string& name) {
-  std::string quoted;
-  for (char c : name) quoted += c == '\'' || c == '\\' ? std::string(1, '\\') + c : std::string(1, c);
-  return fmt::format("('{}', 1)", quoted);
+// Gavel's job type key, "('<name>', <scale factor>)". Gavel reads it back with a regular expression, not as a Python
+// literal (parse_job_type_tuple: \('(.*)', (\d+)\)), whose greedy group takes the name verbatim up to the last "', ":
+// so the name goes in unescaped, quotes and backslashes included; only a line break, which '.' does not match, becomes
+// a space.
+std::string gavel_key(std::string name) {
+  for (char& c : name)
+    if (c == '\n' || c == '\r') c = ' ';
+  return fmt::format("('{}', 1)", name);
 }
 
 // --backend: auto (the GPU when this ets was built with CUDA and a device works, else the CPU), cpu or cuda.
@@ -59,7 +62,9 @@ struct ModelArg {
 std::vector<ModelArg> model_args(const Args& a) {
   std::vector<ModelArg> out;
   if (a.has("--env") && a.value("--env").empty()) throw std::invalid_argument("--env needs an environment name");
-  const std::string spec = a.value("--model");
+  std::string spec;  // every --model value, for messages
+  if (a.has("--model"))
+    for (const std::string& v : a.all.at("--model")) spec += (spec.empty() ? "" : " --model ") + v;
   if (!a.has("--model")) {
     // An installed ets prefers the model installed beside it over the source tree it was built from, which may
     // have moved on since; an ets in its build tree finds neither installed location and uses the tree's.
@@ -70,27 +75,42 @@ std::vector<ModelArg> model_args(const Args& a) {
     out.push_back({a.value("--env"), path});
     return out;
   }
-  if (spec.empty()) throw std::invalid_argument("--model needs a path");
   // Every item is M or ENV=M with neither part empty: "=M" would silently fall back to the model's own environment.
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = spec.find(',', start);
-    const std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  // A value (or ENV=value) that names an existing file is one model, whatever commas or '=' its path holds.
+  const auto is_file = [](const std::string& p) {
+    std::error_code ec;
+    return std::filesystem::exists(p, ec);
+  };
+  const auto add = [&](const std::string& item) {
     if (item.empty())
       throw std::invalid_argument("--model '" + spec + "' has an empty item: separate [ENV=]M items by single commas");
     ModelArg m;
-    if (const auto eq = item.find('='); eq != std::string::npos) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || is_file(item)) {
+      m.path = item;
+    } else {
       m.env = item.substr(0, eq);
       m.path = item.substr(eq + 1);
       if (m.env.empty())
         throw std::invalid_argument("--model item '" + item + "' has an empty environment name before '='");
       if (m.path.empty()) throw std::invalid_argument("--model item '" + item + "' has no model path after '='");
-    } else {
-      m.path = item;
     }
     out.push_back(std::move(m));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+  };
+  for (const std::string& value : a.all.at("--model")) {
+    if (value.empty()) throw std::invalid_argument("--model needs a path");
+    const auto eq = value.find('=');
+    if (is_file(value) || (eq != std::string::npos && is_file(value.substr(eq + 1)))) {
+      add(value);
+      continue;
+    }
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t comma = value.find(',', start);
+      add(value.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
   }
   if (a.has("--env")) {
     if (out.size() != 1 || !out[0].env.empty())
@@ -223,13 +243,14 @@ const Register predict_cmd{Command{
          {"--model", "--env", "--format", "--backend"},
          1,
          {{"--model [ENV=]M[,...]",
-           "model file(s), ENV= naming each one's environment (default: $ETS_MODEL, else models/default.etsm)"},
+           "model file(s) [ENV=]M, comma-separated or repeated (default: $ETS_MODEL, else the shipped model)"},
           {"--env ENV", "name of the environment of the single model (default: the model's own)"},
           {"--json", "same as --format json"},
           {"--format text|json|gavel|matrix",
            "output: text, JSON lines, Gavel throughputs or job x env CSV (default text)"},
           {"--backend auto|cpu|cuda",
-           "where the network runs: auto (default) = cuDNN when built with CUDA and a GPU works, else CPU"}}},
+           "where the network runs: auto (default) = cuDNN when built with CUDA and a GPU works, else CPU"}},
+         {"--model"}},
     run_predict}};
 
 }  // namespace

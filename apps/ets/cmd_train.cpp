@@ -41,7 +41,7 @@ constexpr int kStopSignals[] = {SIGINT, SIGTERM};
 
 // The model is written after the training: a place it cannot be written must be found out before it.
 void check_writable(const std::string& out) {
-  const std::string why = unwritable_reason(out, false);
+  const std::string why = unwritable_reason(out, true);  // a pipe or device is written in place
   ETS_CHECK(why.empty(), Errc::io, "ets.model.9", "cannot write model file '{}': {}", out, why);
 }
 

@@ -1,6 +1,7 @@
 // Entry point of the `ets` tool: dispatches to registered subcommands, turns every error into one line + exit code.
 // Exit codes: 0 ok, 1 runtime failure (ets::Error), 2 usage error.
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "ets/detail/output_file.hpp"
 #include "ets/detail/temporary_path.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
@@ -53,6 +55,27 @@ static bool contains(const std::vector<std::string>& v, const std::string& s) {
   return false;
 }
 
+// The option names a help spelling mentions: "-o, --output OUT" -> {"-o", "--output"}.
+static std::vector<std::string> spelled_names(const std::string& spelling) {
+  std::vector<std::string> names;
+  std::size_t i = 0;
+  while (i < spelling.size()) {
+    const std::size_t end = std::min(spelling.find_first_of(" ,", i), spelling.size());
+    if (end > i + 1 && spelling[i] == '-') names.push_back(spelling.substr(i, end - i));
+    i = end + 1;
+  }
+  return names;
+}
+
+// The names that spell one option: itself and its aliases in the help ("-o, --output OUT": -o and --output).
+static std::vector<std::string> aliases(const Spec& spec, const std::string& name) {
+  for (const auto& o : spec.options) {
+    std::vector<std::string> names = spelled_names(o.spelling);
+    if (contains(names, name)) return names;
+  }
+  return {name};
+}
+
 Args parse(const Spec& spec, const std::vector<std::string>& argv) {
   Args args;
   bool only_positional = false;
@@ -76,12 +99,18 @@ Args parse(const Spec& spec, const std::vector<std::string>& argv) {
     if (contains(spec.flags, name) && !has_inline) {
       args.flags.push_back(name);
     } else if (contains(spec.value_options, name)) {
-      if (has_inline) {
-        args.values[name] = inline_value;
-      } else {
-        if (i + 1 >= argv.size()) throw std::invalid_argument("option " + name + " needs a value");
-        args.values[name] = argv[++i];
+      if (!has_inline && i + 1 >= argv.size()) throw std::invalid_argument("option " + name + " needs a value");
+      std::string value = has_inline ? inline_value : argv[++i];
+      // A second value would silently win over the first (one --model of two dropped): refused, unless the option
+      // collects its values.
+      if (!contains(spec.repeatable, name)) {
+        for (const auto& alias : aliases(spec, name))
+          if (args.has(alias))
+            throw std::invalid_argument("option " + name + (alias == name ? "" : " (" + alias + ")") +
+                                        " is given twice; give it once");
       }
+      args.all[name].push_back(value);
+      args.values[name] = std::move(value);
     } else {
       throw std::invalid_argument("unknown option '" + a + "'");
     }
@@ -91,8 +120,10 @@ Args parse(const Spec& spec, const std::vector<std::string>& argv) {
   return args;
 }
 
-// The whole string as a finite number, or NaN (not a number, trailing characters, out of double's range).
+// The whole string as a finite decimal number, or NaN: not a number, trailing characters, out of double's range, or
+// what stod would also take but a user would not mean (leading blanks, hexadecimal "0x10", "infinity").
 static double whole_number(const std::string& s) {
+  if (s.empty() || s.find_first_not_of("0123456789+-.eE") != std::string::npos) return NAN;
   try {
     std::size_t used = 0;
     const double v = std::stod(s, &used);
@@ -111,13 +142,22 @@ double number_option(const Args& args, const std::string& name, double fallback)
 
 long long integer_option(const Args& args, const std::string& name, long long fallback, long long lo, long long hi) {
   if (!args.has(name)) return fallback;
-  const double v = whole_number(args.value(name));
-  // ≤ 2^53: every whole double there is exact, so the cast below neither rounds nor overflows.
-  if (!(std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= 9007199254740992.0 &&
-        v >= static_cast<double>(lo) && v <= static_cast<double>(hi)))
-    throw std::invalid_argument(
-        fmt::format("option {} needs a whole number in [{}, {}], got '{}'", name, lo, hi, args.value(name)));
-  return static_cast<long long>(v);
+  const std::string& s = args.value(name);
+  const auto bad = [&] {
+    return std::invalid_argument(fmt::format("option {} needs a whole number in [{}, {}], got '{}'", name, lo, hi, s));
+  };
+  long long v = 0;
+  // Digits are read exactly, over the whole 64-bit range; "1e5" goes through a double, exact up to 2^53 only.
+  const char* first = s.c_str() + (s.size() > 1 && s[0] == '+' && s[1] != '-' ? 1 : 0);
+  const auto [end, ec] = std::from_chars(first, s.c_str() + s.size(), v);
+  if (ec == std::errc::result_out_of_range) throw bad();
+  if (ec != std::errc() || end != s.c_str() + s.size()) {
+    const double d = whole_number(s);
+    if (!(std::isfinite(d) && d == std::floor(d) && std::fabs(d) <= 9007199254740992.0)) throw bad();
+    v = static_cast<long long>(d);
+  }
+  if (v < lo || v > hi) throw bad();
+  return v;
 }
 
 OptionHelp rank_help() {
@@ -193,16 +233,23 @@ bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hard
 }
 
 std::string resolve_output(const std::string& path) {
+  std::string target = path, why;
+  if (!detail::follow_output_links(target, why)) ETS_THROW(Errc::io, "ets.cli.1", "{}", why);
+  return target;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
+  if (a == b) return true;
   std::error_code ec;
-  fs::path p = path;
-  for (int hops = 0; hops < 40; ++hops) {
-    if (!fs::is_symlink(p, ec)) return p.string();
-    const fs::path to = fs::read_symlink(p, ec);
-    if (ec) ETS_THROW(Errc::io, "ets.cli.1", "cannot read the symlink '{}': {}", p.string(), ec.message());
-    p = to.is_absolute() ? to : p.parent_path() / to;
-  }
-  ETS_THROW(Errc::io, "ets.cli.1", "'{}' is a loop of symlinks", path);
+  if (fs::equivalent(a, b, ec) && !ec) return true;  // both exist: hard links, symlinks, "./x"
+  // An output not written yet: the same place once its links, "." and ".." are resolved.
+  std::string ra = a, rb = b, why;
+  if (!detail::follow_output_links(ra, why) || !detail::follow_output_links(rb, why)) return false;
+  const fs::path ca = fs::weakly_canonical(ra, ec);
+  if (ec) return false;
+  const fs::path cb = fs::weakly_canonical(rb, ec);
+  return !ec && ca == cb;
 }
 
 std::string unwritable_reason(const std::string& path, bool streams) {
@@ -212,16 +259,14 @@ std::string unwritable_reason(const std::string& path, bool streams) {
   const fs::file_status st = fs::status(path, ec);  // through symlinks
   if (fs::is_directory(st)) return "it is a directory";
   if (fs::exists(st) && !fs::is_regular_file(st)) {
-    if (!streams) return "it is not a regular file (a model is written beside it and renamed into place)";
+    if (!streams) return "it is not a regular file (a pipe or device)";
     return ::access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);  // a pipe or device (>(...), /dev/stdout)
   }
   std::string target = path;
-  if (streams) {
-    try {
-      target = resolve_output(path);
-    } catch (const Error& e) {
-      return e.message();
-    }
+  try {
+    target = resolve_output(path);  // the library's writers, too, replace a symlink's target, not the link
+  } catch (const Error& e) {
+    return e.message();
   }
   const fs::path t(target);
   const fs::path folder = t.has_parent_path() ? t.parent_path() : fs::path(".");
@@ -248,7 +293,7 @@ void write_output(const std::string& path, const std::string& text) {
   const std::string tmp = detail::temporary_path(target, ".tmp");
   bool ok = false;
   {
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);  // the umask applies, as for any new file
     if (fd >= 0) {
       std::size_t done = 0;
       while (done < text.size()) {
@@ -259,7 +304,10 @@ void write_output(const std::string& path, const std::string& text) {
       ok = ::close(fd) == 0 && done == text.size();
     }
   }
-  if (ok) ok = ::rename(tmp.c_str(), target.c_str()) == 0;
+  if (ok) {
+    detail::keep_permissions(target, tmp);
+    ok = ::rename(tmp.c_str(), target.c_str()) == 0;
+  }
   if (!ok) {
     const int err = errno;
     ::unlink(tmp.c_str());
@@ -281,18 +329,6 @@ static void print_help(std::FILE* to = stdout) {
   std::fprintf(to, "usage: ets <command> [options]\n       ets --version | --help\n\ncommands:\n");
   for (const auto& [name, cmd] : commands()) std::fprintf(to, "  %-10s %s\n", name.c_str(), cmd.summary.c_str());
   std::fprintf(to, "\n'ets <command> --help' shows a command's options.\n");
-}
-
-// The option names a help spelling mentions: "-o, --output OUT" -> {"-o", "--output"}.
-static std::vector<std::string> spelled_names(const std::string& spelling) {
-  std::vector<std::string> names;
-  std::size_t i = 0;
-  while (i < spelling.size()) {
-    const std::size_t end = std::min(spelling.find_first_of(" ,", i), spelling.size());
-    if (end > i + 1 && spelling[i] == '-') names.push_back(spelling.substr(i, end - i));
-    i = end + 1;
-  }
-  return names;
 }
 
 // `ets <command> --help`: the usage line, the summary and one aligned line per option.

@@ -16,11 +16,12 @@
 #include <simdjson.h>
 #include <zlib.h>
 
+#include "ets/detail/output_file.hpp"
+#include "ets/detail/temporary_path.hpp"
 #include "ets/error.hpp"
 #include "ets/trace.hpp"
 #include "ets/trace_file.hpp"
 #include "import/importers.hpp"
-#include "ets/detail/temporary_path.hpp"
 
 namespace ets {
 namespace {
@@ -186,11 +187,13 @@ std::string header_line() {
 
 std::string end_line(std::size_t n) { return fmt::format("{{\"end\":{{\"traces\":{}}}}}\n", n); }
 
-// Output sink for write_trace_file: plain stream or zlib gzip stream on a temporary path.
+// Output sink for write_trace_file: plain stream or zlib gzip stream on a temporary path renamed to target on
+// commit, or on target itself when tmp == target (a pipe or device, written in place).
 class TempSink {
  public:
   // Errors name the destination the caller asked for; the temporary beside it is an implementation detail.
-  TempSink(std::string path, std::string tmp, bool gz) : path_(std::move(path)), tmp_(std::move(tmp)), gz_(gz) {
+  TempSink(std::string path, std::string target, std::string tmp, bool gz)
+      : path_(std::move(path)), target_(std::move(target)), tmp_(std::move(tmp)), gz_(gz) {
     errno = 0;
     if (gz_) {
       gz_file_ = gzopen(tmp_.c_str(), "wb6");
@@ -202,7 +205,7 @@ class TempSink {
   }
   ~TempSink() {
     if (gz_file_) gzclose(gz_file_);
-    if (!committed_) {
+    if (!committed_ && tmp_ != target_) {
       std::error_code ec;
       out_.close();
       std::filesystem::remove(tmp_, ec);
@@ -235,9 +238,12 @@ class TempSink {
       out_.close();
       if (out_.fail()) ETS_THROW(Errc::io, "ets.etst.1", "closing '{}' failed: {}", path_, reason());
     }
-    std::error_code ec;
-    std::filesystem::rename(tmp_, path_, ec);
-    if (ec) ETS_THROW(Errc::io, "ets.etst.1", "cannot rename '{}' to '{}': {}", tmp_, path_, ec.message());
+    if (tmp_ != target_) {
+      detail::keep_permissions(target_, tmp_);
+      std::error_code ec;
+      std::filesystem::rename(tmp_, target_, ec);
+      if (ec) ETS_THROW(Errc::io, "ets.etst.1", "cannot rename '{}' to '{}': {}", tmp_, target_, ec.message());
+    }
     committed_ = true;
   }
 
@@ -245,6 +251,7 @@ class TempSink {
   static std::string reason() { return errno ? std::strerror(errno) : "unknown reason"; }
 
   std::string path_;
+  std::string target_;
   std::string tmp_;
   bool gz_;
   gzFile gz_file_ = nullptr;
@@ -269,7 +276,11 @@ void write_trace_file(const std::string& path, const std::vector<ExecutionTrace>
   std::error_code dir_ec;
   if (std::filesystem::is_directory(path, dir_ec))
     ETS_THROW(Errc::io, "ets.etst.1", "cannot write '{}': it is a directory", path);
-  TempSink sink(path, detail::temporary_path(path, ".part"), ends_with(path, ".gz"));
+  // A symlink keeps pointing at the file (its target is replaced); a pipe or device is written in place.
+  std::string target = path, why;
+  if (!detail::follow_output_links(target, why)) ETS_THROW(Errc::io, "ets.etst.1", "cannot write '{}': {}", path, why);
+  const std::string tmp = detail::is_stream_output(target) ? target : detail::temporary_path(target, ".part");
+  TempSink sink(path, target, tmp, ends_with(path, ".gz"));
   sink.write(header_line());
   std::string chunk;
   for (const auto& t : traces) {

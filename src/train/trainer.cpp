@@ -17,6 +17,7 @@
 #include <Eigen/Core>
 
 #include "ets/detail/fnv1a.hpp"
+#include "ets/detail/output_file.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "train/adam.hpp"
@@ -328,7 +329,15 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   std::int64_t resume_step = 0;  // steps of start_epoch already trained before the checkpoint
 
   const std::string& ck = opt.checkpoint_path;
-  const std::string ck_tmp = ck + ".tmp";  // written in full, then renamed over ck
+  // A symlink keeps pointing at the checkpoint: its target is what the temporary is renamed over.
+  std::string ck_target = ck, ck_why;
+  if (!ck.empty()) {
+    ETS_CHECK(detail::follow_output_links(ck_target, ck_why), Errc::io, "ets.train.11", "cannot write checkpoint {}: {}",
+              ck, ck_why);
+    ETS_CHECK(!detail::is_stream_output(ck_target), Errc::io, "ets.train.11",
+              "checkpoint {} is not a regular file (a pipe or device): it is replaced whole and read back to resume", ck);
+  }
+  const std::string ck_tmp = ck_target + ".tmp";  // written in full, then renamed over ck_target
   if (!ck.empty()) {  // find out now, not after the first epoch's training, that checkpoints cannot be written
     const bool existed = std::filesystem::exists(ck_tmp);
     {
@@ -456,8 +465,9 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       write_pod<std::uint64_t>(o, fingerprint);
       require_written(o, ck);
     }
+    detail::keep_permissions(ck_target, tmp);
     std::error_code ec;
-    std::filesystem::rename(tmp, ck, ec);
+    std::filesystem::rename(tmp, ck_target, ec);
     if (ec) {
       std::error_code ignored;
       std::filesystem::remove(tmp, ignored);  // leave nothing half-done behind

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # `ets <command> --help` documents every option: for each command `ets --help` lists, the help has an aligned
 # "options:" block with a one-line meaning per option; every option of the usage line is described there, and every
-# described option is accepted, as a flag or with a value as its spelling says. No command is ever run: each probe
+# described option is accepted, as a flag or with a value as its spelling says, and a value option given twice is
+# refused unless its meaning says it repeats. No command is ever run: each probe
 # ends with an unknown option, so the parser stops with a usage error before the command starts.
 # Nothing is hard-coded: the commands, the options and their kinds are read from the help itself.
 # Usage: cli_help_test.py ETS
@@ -56,6 +57,7 @@ for cmd in commands:
         continue
     block = [l for l in lines[lines.index("options:") + 1:] if l.strip()]
     described = {}  # name -> (takes a value, spelling)
+    described_meaning = {}  # name -> its meaning
     columns = set()
     for line in block:
         m = re.match(r"^  (-\S.*?)  +(\S.*)$", line)
@@ -73,6 +75,7 @@ for cmd in commands:
         for n in names:
             check(n not in described, f"ets {cmd}: {n} described twice")
             described[n] = (bool(rest), spelling)
+            described_meaning[n] = meaning
     check(len(columns) <= 1, f"ets {cmd} --help: meanings not aligned (columns {sorted(columns)})")
 
     for n in sorted(usage_names - set(described)):
@@ -86,6 +89,16 @@ for cmd in commands:
             if n.startswith("--"):
                 q = run(cmd, f"{n}=x", PROBE)
                 check(stopped_at_probe(q), f"ets {cmd} {n}=x: not accepted (rc {q.returncode}, {q.stderr.strip()!r})")
+            # given twice (or with an alias of its line): a usage error, unless its help says it repeats; a second
+            # value that silently replaced the first would drop what the user asked for
+            for again in NAME.findall(spelling):
+                q = run(cmd, n, "x", again, "y", PROBE)
+                if "repeat" in described_meaning[n]:
+                    check(stopped_at_probe(q), f"ets {cmd} {n} x {again} y: repeatable, yet refused ({q.stderr.strip()!r})")
+                else:
+                    check(q.returncode == 2 and "given twice" in q.stderr,
+                          f"ets {cmd} {n} x {again} y: not refused as given twice (rc {q.returncode}, "
+                          f"{q.stderr.strip()!r})")
         else:
             q = run(cmd, n, PROBE, PROBE)  # a second probe, in case the "flag" swallows the first as its value
             check(stopped_at_probe(q), f"ets {cmd} {n}: not accepted as a flag (rc {q.returncode}, {q.stderr.strip()!r})")

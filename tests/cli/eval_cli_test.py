@@ -150,6 +150,10 @@ p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--prediction
                    capture_output=True, text=True)
 check(p.returncode == 2 and "same file" in p.stderr and not os.path.exists(same),
       f"--predictions and --op-types into one file refused: rc {p.returncode} {p.stderr}")
+p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--predictions", same, "--op-types",
+                    os.path.join(work, ".", "same.csv")], capture_output=True, text=True, cwd=work)
+check(p.returncode == 2 and "same file" in p.stderr and not os.path.exists(same),
+      f"--predictions X and --op-types ./X refused as one file: rc {p.returncode} {p.stderr}")
 
 if rows_mean and rows_near:
     check([r["measured_us"] for r in rows_mean] == [r["measured_us"] for r in rows_near], "same truths, same order")

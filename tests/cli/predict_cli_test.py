@@ -145,6 +145,36 @@ check("--env" in p.stderr, f"--env '': {p.stderr!r}")
 p = run(trace, "--model", f"k80={model_a}", "--json")
 rows = [json.loads(l) for l in p.stdout.splitlines()] if p.returncode == 0 else []
 check(rows and rows[0]["env"] == "k80", f"--model ENV=M names the environment: {p.stdout[:100]!r}")
+# --model repeats: two --model options are the two models of "a=A,b=B", never only the last one
+p = run(trace, "--model", f"a={model_a}", "--model", f"b={model_b}", "--format", "matrix")
+rep = list(csv.reader(io.StringIO(p.stdout))) if p.returncode == 0 else []
+want = list(csv.reader(io.StringIO(run(trace, "--model", two, "--format", "matrix").stdout)))
+check(rep == want and rep and rep[0] == ["job", "a", "b"], f"--model a=A --model b=B: {rep} vs {want}")
+# any other value option given twice is a usage error (one value would silently win)
+p = run(trace, "--model", model_a, "--format", "json", "--format", "text", expect_rc=2)
+check("--format" in p.stderr and "given twice" in p.stderr and p.stdout == "", f"--format twice: {p.stderr!r}")
+# a model path holding '=' or ',' (a run=3 folder) is one model, alone or after ENV=
+import tempfile as _tf0
+with _tf0.TemporaryDirectory() as odd_dir:
+    folder = os.path.join(odd_dir, "run=3,seed=1")
+    os.makedirs(folder)
+    odd_model = os.path.join(folder, "m.etsm")
+    __import__("shutil").copyfile(model_a, odd_model)
+    for value, env_name in ((odd_model, "cpu-test"), (f"k80={odd_model}", "k80")):
+        p = run(trace, "--model", value, "--json")
+        rows = [json.loads(l) for l in p.stdout.splitlines()] if p.returncode == 0 else []
+        check(len(rows) == 1 and rows[0]["env"] == env_name and rows[0]["model"].endswith("run=3,seed=1/m.etsm"),
+              f"--model {value!r}: {p.stdout[:200]!r} {p.stderr!r}")
+    # Gavel parses its keys with a regular expression, not as Python: a quote or backslash in the job's name comes
+    # back verbatim from Gavel's own parse, never with an escaping backslash in it
+    named = os.path.join(odd_dir, "named.etst")
+    odd_name = "o'ne\\net"
+    subprocess.run([ets, "label", trace, "-o", named, "--model", odd_name], check=True, capture_output=True)
+    g = json.loads(run(named, "--model", model_a, "--format", "gavel").stdout or "{}")
+    keys = [k for env_keys in g.values() for k in env_keys]
+    parsed = [re.match(r"\('(.*)', (\d+)\)", k) for k in keys]
+    check(len(keys) == 1 and parsed[0] and parsed[0].group(1).split(" (batch size")[0] == odd_name,
+          f"gavel key of a job named {odd_name!r}: {keys}")
 
 # an installed ets (bin/ beside share/ets/models/) uses its own default model, not the source tree it was built from
 import tempfile as _tf

@@ -3,7 +3,8 @@
 # summary (epochs, steps, history, wall time, kernels), the reported val MRE equals what `ets eval` computes for the
 # written model (with and without the weight average, and for a GRU), a time budget ends the run early but still
 # writes a usable model, and bad budgets, decays or cells are refused; ETS_TRAIN_ISA caps the kernels; the JSON
-# escapes the output path, divergence is ets.train.12, and eval of a split without labels is refused.
+# escapes the output path, divergence is ets.train.12, and eval of a split without labels is refused; --out may be a
+# FIFO (the model streams through) or a symlink (kept; its target replaced with its mode), --checkpoint not a FIFO.
 # Values are checked against each other, never hard-coded.
 # Usage: train_cli_test.py ETS DATA_DIR WORK_DIR
 import json
@@ -130,13 +131,46 @@ p = subprocess.run([ets, "train", "--data", os.path.join(work, "no-such-data"), 
                     "--checkpoint", os.path.join(work, "no", "such", "ck")], capture_output=True, text=True)
 check(p.returncode == 1 and "ets.train.11" in p.stderr, f"--checkpoint into a missing folder: rc {p.returncode}; {p.stderr}")
 
-# ---- a pipe as --out is refused before training (the model is written beside the path and renamed into place)
+# ---- a pipe as --out streams the model through it (renaming a temporary over it would replace the pipe); a pipe as
+# --checkpoint, which is replaced whole and read back to resume, is refused before the data is read
+import threading  # noqa: E402
 fifo = os.path.join(work, "out.fifo")
 if not os.path.exists(fifo):
     os.mkfifo(fifo)
-p = subprocess.run([ets, "train", "--data", os.path.join(work, "no-such-data"), "--out", fifo], capture_output=True,
-                   text=True, timeout=60)
-check(p.returncode == 1 and "not a regular file" in p.stderr, f"--out a FIFO: rc {p.returncode}; {p.stderr}")
+got = []
+reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+reader.start()
+p = subprocess.run([ets, "train", "--data", data, "--out", fifo, *TINY, "--epochs", "1", "--max-minutes", "0"],
+                   capture_output=True, text=True, timeout=300)
+reader.join(60)
+check(p.returncode == 0 and os.path.exists(fifo) and not os.path.isfile(fifo),
+      f"--out a FIFO: rc {p.returncode}, still a FIFO {os.path.exists(fifo) and not os.path.isfile(fifo)}; {p.stderr}")
+if p.returncode == 0 and got:
+    streamed = os.path.join(work, "streamed.etsm")
+    with open(streamed, "wb") as fh:
+        fh.write(got[0])
+    check_val_mre_matches(streamed, json.loads(p.stdout), "the model streamed through a FIFO")
+p = subprocess.run([ets, "train", "--data", os.path.join(work, "no-such-data"), "--out", os.path.join(work, "ck.etsm"),
+                    "--checkpoint", fifo], capture_output=True, text=True, timeout=60)
+check(p.returncode == 1 and "ets.train.11" in p.stderr and "not a regular file" in p.stderr,
+      f"--checkpoint a FIFO: rc {p.returncode}; {p.stderr}")
+
+# ---- a symlink as --out keeps pointing at the model: its target is replaced, with the target's permissions
+target_dir = os.path.join(work, "models-real")
+os.makedirs(target_dir, exist_ok=True)
+target, link = os.path.join(target_dir, "m.etsm"), os.path.join(work, "linked.etsm")
+for f in (target, link):
+    if os.path.lexists(f):
+        os.remove(f)
+open(target, "wb").close()
+os.chmod(target, 0o640)
+os.symlink(os.path.join("models-real", "m.etsm"), link)
+j = run_train(link, "--epochs", "1", "--max-minutes", "0")
+check(os.path.islink(link) and os.path.getsize(target) > 0 and (os.stat(target).st_mode & 0o777) == 0o640,
+      f"--out through a symlink: link kept {os.path.islink(link)}, target {os.path.getsize(target)} bytes, mode "
+      f"{oct(os.stat(target).st_mode & 0o777)}")
+if j:
+    check_val_mre_matches(link, j, "the model written through a symlink")
 
 # ---- without validation (--val-split ""): a warning, and val_mre is null rather than -1
 novalid = os.path.join(work, "noval.etsm")

@@ -373,3 +373,39 @@ TEST_CASE("serialize_model refuses what parse_model would refuse: a non-finite w
   const auto ok = ets::serialize_model(m);
   CHECK(ets::parse_model(ok.data(), ok.size()).provenance.size() == m.provenance.size());
 }
+
+TEST_CASE("save_model replaces a symlink's target, keeps a file's mode and writes a pipe or device in place") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ets_model_save_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "real");
+  const ets::ModelFile m = sample_model(5);
+  const auto bytes = ets::serialize_model(m);
+  // a relative symlink, dangling until the first save: the link stays, its target gets the model
+  fs::create_symlink(fs::path("real") / "m.etsm", dir / "link.etsm");
+  for (int round = 0; round < 2; ++round) {
+    ets::save_model(m, (dir / "link.etsm").string());
+    CHECK(fs::is_symlink(dir / "link.etsm"));
+    CHECK(read_bytes((dir / "real" / "m.etsm").string()) == bytes);
+  }
+  // a private file stays private when rewritten
+  fs::permissions(dir / "real" / "m.etsm", fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  ets::save_model(m, (dir / "link.etsm").string());
+  CHECK(fs::status(dir / "real" / "m.etsm").permissions() == (fs::perms::owner_read | fs::perms::owner_write));
+  // /dev/null is a device: written in place, and no temporary is left beside the link that names it
+  fs::create_symlink("/dev/null", dir / "null.etsm");
+  ets::save_model(m, (dir / "null.etsm").string());
+  CHECK(fs::is_character_file(dir / "null.etsm"));
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 3);  // real/, link, null
+  // a loop of links is an I/O error naming the path
+  fs::create_symlink("b.etsm", dir / "a.etsm");
+  fs::create_symlink("a.etsm", dir / "b.etsm");
+  try {
+    ets::save_model(m, (dir / "a.etsm").string());
+    FAIL("a loop of symlinks must not be written");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.model.9");
+    CHECK(e.message().find("loop") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}

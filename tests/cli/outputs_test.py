@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+# Where `ets convert`, `ets label` and `ets eval` put what they write. Each writes a temporary beside its output and
+# renames it into place, so a symlink as the output must keep pointing where it did (its target is replaced), a pipe
+# or device must be written in place (not replaced by a regular file), and a file rewritten keeps its permissions.
+# An output that cannot be written is refused before any input is read. `ets label` refuses one pass given twice
+# under two spellings (./x, a symlink), and reads --batch-size exactly. Values are checked against each other.
+# Usage: outputs_test.py ETS TRACE WORK_DIR
+import gzip
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+
+from checks import check, finish  # tests/cli/checks.py, beside this script
+
+ets, trace, work = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+os.chdir(work)
+
+
+def run(*args, **kw):
+    return subprocess.run([ets, *args], capture_output=True, timeout=120, **kw)
+
+
+reference = os.path.join(work, "reference.etst")
+p = run("convert", trace, "-o", reference, "--quiet")
+check(p.returncode == 0, f"convert: rc {p.returncode} {p.stderr!r}")
+with open(reference, "rb") as fh:
+    want = fh.read()
+
+# ---- a symlink (a relative one, to a folder of its own) is kept; its target gets the file
+os.makedirs("real")
+os.symlink(os.path.join("real", "t.etst"), "link.etst")  # dangling until written
+p = run("convert", trace, "-o", "link.etst", "--quiet")
+check(p.returncode == 0 and os.path.islink("link.etst") and open("real/t.etst", "rb").read() == want,
+      f"convert through a dangling symlink: rc {p.returncode}, link kept {os.path.islink('link.etst')} {p.stderr!r}")
+p = run("convert", trace, "-o", "link.etst", "--quiet")  # again, now that the target exists
+check(p.returncode == 0 and os.path.islink("link.etst") and open("real/t.etst", "rb").read() == want,
+      f"convert through a symlink to an existing file: rc {p.returncode} {p.stderr!r}")
+os.symlink("loop-b.etst", "loop-a.etst")
+os.symlink("loop-a.etst", "loop-b.etst")
+p = run("convert", trace, "-o", "loop-a.etst", "--quiet")
+check(p.returncode == 1 and b"loop of symlinks" in p.stderr and b"ets.etst.1" in p.stderr,
+      f"convert to a loop of symlinks: rc {p.returncode} {p.stderr!r}")
+
+# ---- a pipe: the file streams through it (gzip-compressed for .gz) and the pipe stays a pipe
+fifo = "pipe.etst.gz"
+os.mkfifo(fifo)
+got = []
+reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+reader.start()
+p = run("convert", trace, "-o", fifo, "--quiet")
+reader.join(60)
+check(p.returncode == 0 and stat.S_ISFIFO(os.stat(fifo).st_mode) and got and gzip.decompress(got[0]) == want,
+      f"convert into a FIFO: rc {p.returncode}, still a FIFO {stat.S_ISFIFO(os.stat(fifo).st_mode)}, "
+      f"{len(got[0]) if got else 0} bytes read {p.stderr!r}")
+# a symlink to a pipe, the way /dev/stdout is one: written through the link, which stays
+os.symlink("/proc/self/fd/1", "stdout.etst")
+p = run("convert", trace, "-o", "stdout.etst", "--quiet")
+check(p.returncode == 0 and p.stdout == want and os.path.islink("stdout.etst"),
+      f"convert to a link to the process's stdout pipe: rc {p.returncode}, {len(p.stdout)} bytes {p.stderr!r}")
+
+# ---- a device is written in place, never replaced by a regular file (as root, `-o /dev/null` would be)
+if hasattr(os, "mknod"):
+    try:
+        os.mknod("null.etst", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        have_dev = True
+    except PermissionError:
+        have_dev = False
+    if have_dev:
+        p = run("label", trace, "-o", "null.etst")
+        check(p.returncode == 0 and stat.S_ISCHR(os.stat("null.etst").st_mode),
+              f"label into a character device: rc {p.returncode}, still a device "
+              f"{stat.S_ISCHR(os.stat('null.etst').st_mode)} {p.stderr!r}")
+
+# ---- a rewritten file keeps its mode: a private file stays private
+for cmd, name in ((["convert", trace, "--quiet", "-o"], "private.etst"), (["label", trace, "-o"], "private-l.etst")):
+    with open(name, "w") as fh:
+        fh.write("old")
+    os.chmod(name, 0o600)
+    p = run(*cmd, name)
+    check(p.returncode == 0 and os.path.getsize(name) > 3 and stat.S_IMODE(os.stat(name).st_mode) == 0o600,
+          f"{cmd[0]} over a 0600 file: rc {p.returncode}, mode {oct(stat.S_IMODE(os.stat(name).st_mode))}")
+
+# ---- an output that cannot be written is refused before any input is read (the input does not exist either)
+for cmd in (["convert", "no-such-input.json"], ["label", "no-such-input.json"]):
+    p = run(*cmd, "-o", os.path.join("no", "such", "folder", "x.etst"))
+    check(p.returncode == 1 and b"ets.etst.1" in p.stderr and b"no-such-input" not in p.stderr,
+          f"{cmd[0]} into a missing folder: rc {p.returncode} {p.stderr!r}")
+
+# ---- one pass under two names would pass for two passes that agree perfectly
+shutil.copyfile(trace, "pass.json.gz")
+os.symlink("pass.json.gz", "pass-link.json.gz")
+for second in ("./pass.json.gz", "pass-link.json.gz", os.path.join(work, "pass.json.gz")):
+    p = run("label", "pass.json.gz", second, "-o", "twice.etst")
+    check(p.returncode == 2 and b"one file" in p.stderr and not os.path.exists("twice.etst"),
+          f"label pass.json.gz {second}: rc {p.returncode} {p.stderr!r}")
+
+# ---- --batch-size is read exactly over the 64-bit range; what only looks like a number is refused
+for value, stored in (("9007199254740993", 9007199254740993), ("9223372036854775807", 9223372036854775807),
+                      ("+3", 3), ("1e5", 100000), ("0x10", None), (" 1", None), ("9223372036854775808", None),
+                      ("-1", None), ("1.5", None)):
+    p = run("label", trace, "-o", "bs.etst", "--batch-size", value, "--json")
+    if stored is None:
+        check(p.returncode == 2 and b"--batch-size" in p.stderr, f"--batch-size {value!r}: rc {p.returncode}")
+        continue
+    got_bs = None
+    if p.returncode == 0:
+        with open("bs.etst") as fh:
+            got_bs = json.loads(fh.read().splitlines()[1])["trace"]["batch_size"]
+    check(got_bs == stored, f"--batch-size {value!r}: stored {got_bs}, wanted {stored} (rc {p.returncode})")
+
+finish("outputs: all checks passed")
