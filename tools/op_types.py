@@ -40,6 +40,15 @@ def summarise(rows: list, top: int) -> dict:
     return out
 
 
+def finite_or_null(v):
+    """v with every non-finite number (a null cell of the CSV, and what it spreads to) as None."""
+    if isinstance(v, dict):
+        return {k: finite_or_null(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [finite_or_null(x) for x in v]
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="Which op types carry each family's error, from `ets eval --op-types`.")
     ap.add_argument("csv")
@@ -64,7 +73,7 @@ def main() -> None:
     except (ValueError, ZeroDivisionError) as e:
         die(f"{a.csv}: unreadable row ({e})")
     if a.json:
-        print(json.dumps(s, sort_keys=True))
+        print(json.dumps(finite_or_null(s), sort_keys=True, allow_nan=False))  # NaN is not JSON: null, as `ets` does
         return
     pct = lambda x: f"{100 * x:+6.1f}%"  # noqa: E731
     for fam, f in sorted(s.items()):

@@ -46,6 +46,31 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// ---------------------------------------------------------------- output files
+// A result file is found writable before the work that fills it (and nothing is left behind by the check), then
+// written whole at the end through a temporary renamed into place: a failed run never leaves half a CSV where a
+// later `run --predictions` would read it, nor destroys the previous one.
+void check_writable(const std::string& path) {
+  std::error_code ec;
+  const bool existed = fs::exists(path, ec);
+  const bool ok = std::ofstream(path, std::ios::app).good();
+  if (!existed) fs::remove(path, ec);
+  ETS_CHECK(ok, ets::Errc::io, "ets.sim.1", "cannot write {}", path);
+}
+
+void write_whole(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".part";
+  std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  std::error_code ec;
+  if (!f.fail()) fs::rename(tmp, path, ec);
+  if (f.fail() || ec) {
+    fs::remove(tmp, ec);
+    ETS_THROW(ets::Errc::io, "ets.sim.1", "writing {} failed", path);
+  }
+}
+
 // ---------------------------------------------------------------- arguments
 struct Args {
   std::map<std::string, std::string> v;
@@ -386,12 +411,11 @@ int run_sim(const Args& a) {
     return jobs;
   };
 
-  // The output file is opened before anything is printed, so a bad --out fails the run at once.
+  // The output file is checked before anything is printed, so a bad --out fails the run at once.
   const std::string out_path = a.get("--out");
-  std::ofstream out;
+  std::ostringstream out;
   if (!out_path.empty()) {
-    out.open(out_path);
-    ETS_CHECK(out.good(), ets::Errc::io, "ets.sim.1", "cannot write {}", out_path);
+    check_writable(out_path);
     out << "policy,predictor,avg_jct_h,p99_jct_h,makespan_h,total_tardiness_h,mean_tardiness_h,deadline_misses,preemptions\n";
   }
   std::printf("%zu Philly jobs (rows %zu..%zu, submitted %.1f h), %d GPUs (offered load %.2f), %zu configurations, "
@@ -442,7 +466,7 @@ int run_sim(const Args& a) {
       std::printf("| %s | %s | %.4f | %.3f | %.2f | %.2f | %.4f | %.1f |\n", policy_name(pol), pr.name.c_str(),
                   m.avg_jct_h, m.p99_jct_h, m.makespan_h, m.total_tardiness_h, m.mean_tardiness_h, misses);
       std::fflush(stdout);
-      if (out)
+      if (!out_path.empty())
         out << policy_name(pol) << ',' << pr.name << ',' << m.avg_jct_h << ',' << m.p99_jct_h << ',' << m.makespan_h << ','
             << m.total_tardiness_h << ',' << m.mean_tardiness_h << ',' << misses << ',' << preempt << '\n';
     }
@@ -468,10 +492,7 @@ int run_sim(const Args& a) {
     std::printf(" %s %.4f", table.predictors[c].c_str(), std::sqrt(std::max(0.0, s2 / k - mean * mean)));
   }
   std::printf("\n");
-  if (out.is_open()) {
-    out.close();
-    ETS_CHECK(!out.fail(), ets::Errc::io, "ets.sim.1", "writing {} failed", out_path);
-  }
+  if (!out_path.empty()) write_whole(out_path, out.str());
   return 0;
 }
 
@@ -487,13 +508,7 @@ std::string stem(const std::string& path) {
 int run_predictions(const Args& a) {
   const std::string data = a.get("--data"), out_path = a.get("--out");
   if (data.empty() || out_path.empty()) throw std::invalid_argument("predictions needs --data DIR and --out FILE");
-  {  // the file comes after minutes of training: find out first that it can be written (and leave nothing behind)
-    std::error_code ec;
-    const bool existed = fs::exists(out_path, ec);
-    const bool ok = std::ofstream(out_path, std::ios::app).good();
-    if (!existed) fs::remove(out_path, ec);
-    ETS_CHECK(ok, ets::Errc::io, "ets.sim.1", "cannot write {}", out_path);
-  }
+  check_writable(out_path);  // the file comes after minutes of training
   if (a.has("--model") && (a.has("--train-seconds") || a.has("--save-model")))
     throw std::invalid_argument("--model loads a model; --train-seconds and --save-model train one: pass one or the other");
   const double train_seconds = option_number(a, "--train-seconds", 300, 1, 1e7, false);
@@ -524,8 +539,7 @@ int run_predictions(const Args& a) {
     std::fprintf(stderr, "cluster_sim: fitting baseline %s ...\n", ets::Baseline::kind_name(kind));
     baselines.push_back(ets::Baseline::fit(kind, spec, train.traces, val.traces));
   }
-  std::ofstream out(out_path);
-  ETS_CHECK(out.good(), ets::Errc::io, "ets.sim.1", "cannot write {}", out_path);
+  std::ostringstream out;
   out << "job_config,oracle_us,ets_us";
   for (const auto& b : baselines) out << ',' << b.name() << "_us";
   out << '\n';
@@ -538,8 +552,7 @@ int run_predictions(const Args& a) {
     for (const auto& b : baselines) out << ',' << b.predict(t);
     out << '\n';
   }
-  out.close();
-  ETS_CHECK(!out.fail(), ets::Errc::io, "ets.sim.1", "writing {} failed", out_path);
+  write_whole(out_path, out.str());
   std::fprintf(stderr, "cluster_sim: wrote %zu configurations to %s\n", files.size(), out_path.c_str());
   return 0;
 }

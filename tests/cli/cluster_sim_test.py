@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # Invariants of examples/cluster_sim on a Philly sample (skips, rc 77, without ../shared/data): a predictor equal to
 # the oracle schedules identically; one that scales every job by the same factor leaves FIFO/SJF/SRTF unchanged
-# (their orders are scale-free); FIFO and EDF-plain never read predictions; bad options are usage errors. Usage: cluster_sim_test.py CLUSTER_SIM PHILLY_CSV WORKDIR
+# (their orders are scale-free); FIFO and EDF-plain never read predictions; bad options are usage errors; with a
+# model and the pilot dataset, `predictions` never leaves a partial CSV.
+# Usage: cluster_sim_test.py CLUSTER_SIM PHILLY_CSV WORKDIR [MODEL PILOT_DATA]
 import csv
 import os
 import random
@@ -73,6 +75,30 @@ for jobs_text, preds, want in (("timestamp,duration,num_gpus\n2017-10-09 07:01:5
     q = subprocess.run([sim, "run", "--jobs", jobs, "--predictions", preds], capture_output=True, text=True)
     if q.returncode != 1 or want not in q.stderr or ":2:" not in q.stderr:
         failures.append(f"malformed row ({jobs_text!r}, {preds}): rc {q.returncode} (want 1, {want}, file:row) {q.stderr[:200]}")
+# `predictions` writes its CSV whole at the end: a trace that fails to load leaves the previous file as it was and
+# no partial one (a later `run --predictions` would read it as complete)
+if len(sys.argv) > 5:
+    from checks import smallest_traces  # noqa: E402
+    model, pilot = sys.argv[4], sys.argv[5]
+    data = smallest_traces(pilot, os.path.join(work, "data"), {"train": 3, "val": 2, "test": 3})
+    with open(os.path.join(data, "traces", "test", "zz-broken.etst.gz"), "wb") as f:
+        f.write(b"\x1f\x8b\x08\x00garbage")
+    kept = os.path.join(work, "kept_pred.csv")
+    with open(kept, "w") as f:
+        f.write("job_config,oracle_us,ets_us\nprevious,1,1\n")
+    q = subprocess.run([sim, "predictions", "--data", data, "--model", model, "--out", kept], capture_output=True,
+                       text=True)
+    leftovers = [f for f in os.listdir(work) if f.startswith("kept_pred.csv.")]
+    previous_kept = open(kept).read() == "job_config,oracle_us,ets_us\nprevious,1,1\n"
+    if q.returncode != 1 or not previous_kept or leftovers:
+        failures.append(f"predictions with a broken test trace: rc {q.returncode} (want 1), previous file kept "
+                        f"{previous_kept}, leftovers {leftovers} {q.stderr[-200:]}")
+    os.remove(os.path.join(data, "traces", "test", "zz-broken.etst.gz"))
+    q = subprocess.run([sim, "predictions", "--data", data, "--model", model, "--out", kept], capture_output=True,
+                       text=True)
+    got = list(csv.DictReader(open(kept))) if q.returncode == 0 else []
+    if len(got) != 3 or any(float(r["ets_us"]) <= 0 for r in got):
+        failures.append(f"predictions of 3 test traces: rc {q.returncode}, rows {got} {q.stderr[-200:]}")
 if float(rows[("SRTF", "oracle")]["avg_jct_h"]) >= float(rows[("FIFO", "oracle")]["avg_jct_h"]):
     failures.append("SRTF with the oracle should beat FIFO on average JCT under load")
 finish("cluster_sim invariants hold")

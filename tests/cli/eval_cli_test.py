@@ -139,6 +139,27 @@ for fam, f in summary.items():
           math.isclose(f["gap_error"], dg, rel_tol=1e-9, abs_tol=1e-12) and len(got) == min(2, len(rs)) and
           all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in zip(got, errs)),
           f"op_types.py {fam}: {f} vs time {dt} gap {dg} top errors {errs[:2]}")
+# a null cell (what `ets eval` writes for a non-finite value) must not come out as NaN, which is not JSON
+if rows_types:
+    nulled = os.path.join(work, "types_null.csv")
+    with open(types_csv) as fh, open(nulled, "w") as out:
+        lines = fh.read().splitlines()
+        head = lines[0].split(",")
+        cells = lines[1].split(",")
+        cells[head.index("predicted_time_us")] = "null"
+        out.write("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    p = subprocess.run([sys.executable, op_tool, nulled, "--json"], capture_output=True, text=True)
+
+    def no_constants(name):
+        raise ValueError(f"{name} in JSON")
+    try:
+        null_summary = json.loads(p.stdout, parse_constant=no_constants)
+    except ValueError as e:
+        null_summary = None
+        check(False, f"op_types.py --json with a null cell: {e}; rc {p.returncode} {p.stderr}")
+    if null_summary is not None:
+        fam = cells[head.index("family")]
+        check(null_summary[fam]["time_error"] is None, f"a null prediction gives a null time error: {null_summary[fam]}")
 p = subprocess.run([sys.executable, op_tool, mean_csv], capture_output=True, text=True)
 check(p.returncode == 2 and "not `ets eval --op-types` output" in p.stderr, f"op_types.py on --predictions: {p.stderr}")
 p = subprocess.run([ets, "eval", "--model", model, "--data", os.path.join(work, "no-such-data"), "--split", "test",
