@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "ets/detail/cpu_lstm.hpp"
+#include "ets/detail/crc32c.hpp"
 #include "ets/detail/output_file.hpp"
 #include "ets/detail/temporary_path.hpp"
 #include "ets/error.hpp"
@@ -41,22 +42,7 @@ bool valid_labels(const ModelFile::LabelNorm& l) {
 enum MetaType : std::uint8_t { kInt = 1, kFloat = 2, kString = 3, kBytes = 4 };
 enum DType : std::uint8_t { kF32 = 1 };
 
-// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78): the checksum iSCSI/ext4 use; small and well known,
-// so the Python exporter can reproduce it bit for bit.
-std::uint32_t crc32c(const std::uint8_t* data, std::size_t n) {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t i = 0; i < 256; ++i) {
-      std::uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1u) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  std::uint32_t crc = 0xFFFFFFFFu;
-  for (std::size_t i = 0; i < n; ++i) crc = table[(crc ^ data[i]) & 0xFFu] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
+using detail::crc32c;
 
 // ---- writing ----
 

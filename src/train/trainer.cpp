@@ -11,11 +11,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 
 #include <Eigen/Core>
 
+#include "ets/detail/crc32c.hpp"
 #include "ets/detail/fnv1a.hpp"
 #include "ets/detail/output_file.hpp"
 #include "ets/error.hpp"
@@ -35,8 +37,11 @@ namespace {
 
 // Version 2 appends the weight average (empty without ema_decay); version 1 files, which lack it, still resume.
 // Version 3 adds the step inside the epoch a run stopped in (a time budget or a cancel cuts epochs short);
-// version 2 the weight average. Older versions are read as stopping at an epoch boundary.
-constexpr char kCkptMagic[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '4'};
+// version 2 the weight average. Older versions are read as stopping at an epoch boundary. Version 4 adds the run
+// fingerprint; version 5 puts the loss weights into it, records a cut epoch's loss so far and its seconds (its
+// history record then stands for the whole epoch, as an unbroken run's), and ends with a CRC-32C of everything before.
+constexpr char kCkptMagic[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '5'};
+constexpr char kCkptMagicV4[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '4'};
 constexpr char kCkptMagicV3[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '3'};
 constexpr char kCkptMagicV2[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '2'};
 constexpr char kCkptMagicV1[8] = {'E', 'T', 'S', 'C', 'K', 'P', 'T', '1'};
@@ -62,24 +67,27 @@ struct Fingerprint {
     pod(static_cast<std::uint64_t>(v.size()));
     for (std::size_t i = 0; i < v.size(); i += stride) pod(v[i]);
   }
-  void batch(const WindowBatch& b) {
+  void batch(const WindowBatch& b, bool loss_weights) {
     pod(b.windows);
     pod(b.width);
     pod(b.features);
     vec(b.x, 61);
     vec(b.y);
     vec(b.mask);
+    // from format 5: other loss weights are another run (none, the default, hashes as format 4 did)
+    if (loss_weights && !b.weight.empty()) vec(b.weight);
   }
 };
 
 // What a resumed run must share with the run that wrote the checkpoint: its data and the options that shape the
 // trajectory. Left out: epochs (a run may be extended), threads, patience / min_delta / eval cadence, the time budget
 // and progress reporting.
-std::uint64_t run_fingerprint(const Trainer::Options& o, const WindowBatch& train, const WindowBatch* val) {
+std::uint64_t run_fingerprint(const Trainer::Options& o, const WindowBatch& train, const WindowBatch* val,
+                              bool loss_weights) {
   Fingerprint f;
-  f.batch(train);
+  f.batch(train, loss_weights);
   f.pod(val != nullptr);
-  if (val) f.batch(*val);
+  if (val) f.batch(*val, loss_weights);
   f.pod(o.run_tag);
   f.pod(o.batch);
   f.pod(o.lr);
@@ -347,16 +355,34 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     std::error_code ignored;
     if (!existed) std::filesystem::remove(ck_tmp, ignored);
   }
-  const std::uint64_t fingerprint = ck.empty() ? 0 : run_fingerprint(opt, train_set, val);
+  const std::uint64_t fingerprint = ck.empty() ? 0 : run_fingerprint(opt, train_set, val, true);
+  double resumed_loss = 0, resumed_weight = 0, resumed_seconds = 0;  // a cut epoch's training before the checkpoint
   if (opt.resume && !ck.empty() && std::filesystem::exists(ck)) {
-    std::ifstream in(ck, std::ios::binary);
-    char magic[8] = {};
-    in.read(magic, 8);
-    const bool v1 = in && std::memcmp(magic, kCkptMagicV1, 8) == 0;
-    const bool v2 = in && std::memcmp(magic, kCkptMagicV2, 8) == 0;
-    const bool v3 = in && std::memcmp(magic, kCkptMagicV3, 8) == 0;
-    ETS_CHECK(in && (v1 || v2 || v3 || std::memcmp(magic, kCkptMagic, 8) == 0), Errc::parse, "ets.train.9",
-              "{} is not an ETS checkpoint", ck);
+    std::string bytes;
+    {
+      std::ifstream file(ck, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+      ETS_CHECK(!file.bad(), Errc::parse, "ets.train.9", "cannot read checkpoint {}", ck);
+    }
+    const bool v1 = bytes.compare(0, 8, kCkptMagicV1, 8) == 0;
+    const bool v2 = bytes.compare(0, 8, kCkptMagicV2, 8) == 0;
+    const bool v3 = bytes.compare(0, 8, kCkptMagicV3, 8) == 0;
+    const bool v4 = bytes.compare(0, 8, kCkptMagicV4, 8) == 0;
+    ETS_CHECK(bytes.size() >= 8 && (v1 || v2 || v3 || v4 || bytes.compare(0, 8, kCkptMagic, 8) == 0), Errc::parse,
+              "ets.train.9", "{} is not an ETS checkpoint", ck);
+    if (!(v1 || v2 || v3 || v4)) {  // format 5 on: a damaged byte anywhere is found before anything is used
+      ETS_CHECK(bytes.size() >= 12, Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
+      std::uint32_t stored = 0;
+      std::memcpy(&stored, bytes.data() + bytes.size() - 4, 4);
+      const std::uint32_t actual =
+          detail::crc32c(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size() - 4);
+      ETS_CHECK(stored == actual, Errc::parse, "ets.train.9",
+                "checkpoint {} is damaged (stored CRC-32C {:08x}, computed {:08x}): delete it to start over", ck,
+                stored, actual);
+      bytes.resize(bytes.size() - 4);
+    }
+    std::istringstream in(std::move(bytes));
+    in.seekg(8);
     const auto cfg_words = std::array<std::int32_t, 5>{read_pod<std::int32_t>(in), read_pod<std::int32_t>(in),
                                                         read_pod<std::int32_t>(in), read_pod<std::int32_t>(in),
                                                         read_pod<std::int32_t>(in)};
@@ -386,6 +412,14 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     adam.m() = read_floats(in, im.layout.size, ck);
     adam.v() = read_floats(in, im.layout.size, ck);
     best = read_floats(in, im.layout.size, ck);
+    // What training writes is finite, and Adam's second moment never negative: anything else is damage (an older
+    // format has no checksum), not a divergence to report as one.
+    const auto finite = [](const std::vector<float>& v) {
+      return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+    };
+    ETS_CHECK(finite(im.params) && finite(adam.m()) && finite(best) &&
+                  std::all_of(adam.v().begin(), adam.v().end(), [](float x) { return std::isfinite(x) && x >= 0; }),
+              Errc::parse, "ets.train.9", "checkpoint {} holds non-finite weights or moments: it is damaged", ck);
     const auto nh = read_pod<std::uint64_t>(in);
     ETS_CHECK(in && nh < 1000000, Errc::parse, "ets.train.9", "checkpoint {} is truncated", ck);
     for (std::uint64_t i = 0; i < nh; ++i) {
@@ -403,18 +437,31 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
                           "and options are those it was written with", ck);
     // the weight average: empty when the interrupted run kept none (or predates version 2)
     std::vector<float> saved = v1 ? std::vector<float>{} : read_floats(in, im.layout.size, ck, true);
+    ETS_CHECK(finite(saved), Errc::parse, "ets.train.9", "checkpoint {} holds a non-finite weight average", ck);
     if (opt.ema_decay > 0) ema = saved.empty() ? im.params : std::move(saved);
     if (!v1 && !v2) {
       resume_step = read_pod<std::int64_t>(in);
       require_intact(in, ck);
-      if (!v3) {  // format 4 on: the run it belongs to
+      if (!v3) {  // format 4 on: the run it belongs to (format 4's fingerprint left out the loss weights)
         const auto saved_fingerprint = read_pod<std::uint64_t>(in);
         require_intact(in, ck);
-        ETS_CHECK(saved_fingerprint == fingerprint, Errc::parse, "ets.train.9",
+        ETS_CHECK(saved_fingerprint == (v4 ? run_fingerprint(opt, train_set, val, false) : fingerprint), Errc::parse,
+                  "ets.train.9",
                   "checkpoint {} was written by a run with other training or validation data or other options (batch, "
-                  "learning rate and schedule, Adam, clipping, seed, EMA, windows per epoch, window geometry): resume "
-                  "with the same ones, or delete it to start over",
+                  "learning rate and schedule, Adam, clipping, seed, EMA, windows per epoch, window geometry, loss "
+                  "weights): resume with the same ones, or delete it to start over",
                   ck);
+      }
+      if (!v3 && !v4) {  // format 5: the cut epoch's loss so far and its seconds
+        resumed_loss = read_pod<double>(in);
+        resumed_weight = read_pod<double>(in);
+        resumed_seconds = read_pod<double>(in);
+        require_intact(in, ck);
+        ETS_CHECK(std::isfinite(resumed_loss) && resumed_loss >= 0 && std::isfinite(resumed_weight) &&
+                      resumed_weight >= 0 && std::isfinite(resumed_seconds) && resumed_seconds >= 0,
+                  Errc::parse, "ets.train.9", "checkpoint {} holds an inconsistent cut epoch", ck);
+        in.peek();
+        ETS_CHECK(in.eof(), Errc::parse, "ets.train.9", "checkpoint {} has bytes after its end", ck);
       }
       ETS_CHECK(resume_step >= 0 && resume_step < steps_per_epoch, Errc::parse, "ets.train.9",
                 "checkpoint {} stops at step {} of an epoch of {} steps", ck, resume_step, steps_per_epoch);
@@ -432,12 +479,16 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     double best_metric;
     int best_epoch, bad_evals;
   };
-  auto save_checkpoint = [&](int next_epoch, std::int64_t epoch_step, const std::string& rstate, const Choice& c) {
+  // cut: a cut epoch's summed loss, its weight and seconds so far (zeros for a whole one)
+  struct Cut {
+    double loss = 0, weight = 0, seconds = 0;
+  };
+  auto save_checkpoint = [&](int next_epoch, std::int64_t epoch_step, const std::string& rstate, const Choice& c,
+                             const Cut& cut) {
     if (ck.empty()) return;
     const std::string& tmp = ck_tmp;
     {
-      std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-      require_written(o, ck);
+      std::ostringstream o;  // in memory first: the checksum covers every byte
       o.write(kCkptMagic, 8);
       for (std::int32_t v : {cfg.input_size, cfg.hidden, cfg.layers, cfg.outputs, shape_flags(cfg)}) write_pod(o, v);
       write_pod<std::int32_t>(o, next_epoch);
@@ -463,7 +514,17 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       write_floats(o, ema);
       write_pod<std::int64_t>(o, epoch_step);
       write_pod<std::uint64_t>(o, fingerprint);
-      require_written(o, ck);
+      write_pod<double>(o, cut.loss);
+      write_pod<double>(o, cut.weight);
+      write_pod<double>(o, cut.seconds);
+      std::string bytes = std::move(o).str();
+      const std::uint32_t crc = detail::crc32c(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+      bytes.append(reinterpret_cast<const char*>(&crc), 4);
+      std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+      require_written(file, ck);
+      file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      file.close();
+      require_written(file, ck);
     }
     detail::keep_permissions(ck_target, tmp);
     std::error_code ec;
@@ -496,12 +557,14 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   pr.steps_total = total_steps;
 
   for (int epoch = start_epoch; epoch < opt.epochs && !stop; ++epoch) {
-    const double e_start = now();
+    const bool resumed_cut = epoch == start_epoch && resume_step > 0;
+    const double e_start = now() - (resumed_cut ? resumed_seconds : 0.0);
     // the permutation depends only on the generator state, so a resumed run shuffles exactly like an unbroken one
     for (int i = 0; i < N; ++i) order[static_cast<std::size_t>(i)] = i;
     const std::string rng_before_shuffle = rng.save();
     rng.shuffle(order);
-    double epoch_loss = 0, epoch_weight = 0;
+    // a resumed cut epoch's record covers its steps before the checkpoint too, as an unbroken run's does
+    double epoch_loss = resumed_cut ? resumed_loss : 0, epoch_weight = resumed_cut ? resumed_weight : 0;
     double lr = 0;
     const std::int64_t first_k = epoch == start_epoch ? resume_step : 0;  // a resumed cut epoch goes on where it stopped
     std::int64_t k_next = first_k;  // the first step not yet trained
@@ -622,9 +685,10 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       }
       // an epoch cut short resumes inside itself, from the same shuffle; a whole one at the next epoch
       if (cut)
-        save_checkpoint(epoch, k_next, rng_before_shuffle, {best_before, metric_before, epoch_before, bad_before});
+        save_checkpoint(epoch, k_next, rng_before_shuffle, {best_before, metric_before, epoch_before, bad_before},
+                        {epoch_loss, epoch_weight, rec.seconds});
       else
-        save_checkpoint(epoch + 1, 0, rng.save(), {best, best_metric, res.best_epoch, bad_evals});
+        save_checkpoint(epoch + 1, 0, rng.save(), {best, best_metric, res.best_epoch, bad_evals}, {});
       if (opt.progress) {
         pr.epoch = epoch;
         pr.step = step;

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ets/detail/crc32c.hpp"
 #include "ets/error.hpp"
 #include "ets/trainer.hpp"
 
@@ -79,6 +80,18 @@ ets::Trainer::Options budget_options(double seconds) {
   o.warmup_steps = 0;
   o.max_seconds = seconds;
   return o;
+}
+
+// A checkpoint's trailing CRC-32C recomputed after a deliberate edit, so that a test reaches the check behind it.
+void fix_checkpoint_crc(std::string& bytes) {
+  const std::uint32_t crc =
+      ets::detail::crc32c(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size() - 4);
+  std::memcpy(&bytes[bytes.size() - 4], &crc, 4);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 }  // namespace
@@ -220,13 +233,14 @@ TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterr
   auto opt = small_options();
   opt.epochs = 4;
   // with and without the weight average, which the checkpoint must carry; a version 1 checkpoint (written
-  // before the average existed: the same layout without its trailing block) and a version 3 one (before the run
-  // fingerprint); and a GRU network, whose checkpoint says so
-  const auto variant = GENERATE(table<double, int, ets::RnnCell>({{0.0, 4, ets::RnnCell::lstm},
-                                                                  {0.9, 4, ets::RnnCell::lstm},
+  // before the average existed: the same layout without its trailing block), a version 3 one (before the run
+  // fingerprint) and a version 4 one (before the checksum); and a GRU network, whose checkpoint says so
+  const auto variant = GENERATE(table<double, int, ets::RnnCell>({{0.0, 5, ets::RnnCell::lstm},
+                                                                  {0.9, 5, ets::RnnCell::lstm},
                                                                   {0.0, 1, ets::RnnCell::lstm},
                                                                   {0.0, 3, ets::RnnCell::lstm},
-                                                                  {0.0, 4, ets::RnnCell::gru}}));
+                                                                  {0.0, 4, ets::RnnCell::lstm},
+                                                                  {0.0, 5, ets::RnnCell::gru}}));
   opt.ema_decay = std::get<0>(variant);
   const int version = std::get<1>(variant);
   const ets::RnnCell cell = std::get<2>(variant);
@@ -238,20 +252,21 @@ TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterr
   auto part = ets::Trainer(init, opt).fit(train);
   CHECK(part.cancelled);
   CHECK(part.epochs_run == 2);
-  if (version != 4) {
+  if (version != 5) {
     std::ifstream in(path, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     in.close();
     REQUIRE(bytes.size() > 24);
-    REQUIRE(bytes.compare(0, 8, "ETSCKPT4") == 0);
+    REQUIRE(bytes.compare(0, 8, "ETSCKPT5") == 0);
     bytes[7] = static_cast<char>('0' + version);
-    // from the end: the run fingerprint (version 4), the step within the epoch (3), the empty average's count (2)
-    bytes.resize(bytes.size() - (version == 1 ? 24 : 8));
+    // from the end: the checksum and the cut epoch's three doubles (version 5), the run fingerprint (4), the step
+    // within the epoch (3), the empty average's count (2)
+    bytes.resize(bytes.size() - (version == 4 ? 28 : version == 3 ? 36 : 52));
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   }
   opt.progress = nullptr;
   opt.resume = true;
-  if (version == 4) {
+  if (version == 5) {
     // a checkpoint belongs to its run: other options or other data are refused, not silently continued
     auto faster = opt;
     faster.lr *= 2;
@@ -399,8 +414,46 @@ TEST_CASE("a checkpoint with impossible counters is refused; an early-stopped ru
   REQUIRE(bytes.size() > 32);
   const std::int32_t bad = std::numeric_limits<std::int32_t>::min();
   std::memcpy(&bytes[28], &bad, 4);
+  fix_checkpoint_crc(bytes);  // the counters' own check, not the checksum, must catch it
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-  CHECK_THROWS_WITH(ets::Trainer(init, opt).fit(train), Catch::Contains("ets.train.9"));
+  CHECK_THROWS_WITH(ets::Trainer(init, opt).fit(train),
+                    Catch::Contains("ets.train.9") && Catch::Contains("inconsistent counters"));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a damaged checkpoint is refused before its weights are used; loss weights are part of the run", "[train]") {
+  auto train = synthetic(64, 13);
+  const auto init = ets::Trainer::init(small_config(), 4);
+  const auto path = (std::filesystem::temp_directory_path() / "ets_trainer_damaged.ckpt").string();
+  std::filesystem::remove(path);
+  auto opt = small_options();
+  opt.epochs = 1;
+  opt.threads = 1;
+  opt.checkpoint_path = path;
+  ets::Trainer(init, opt).fit(train);
+  const std::string good = read_file(path);
+  REQUIRE(good.size() > 200);
+  opt.epochs = 2;
+  opt.resume = true;
+  const auto resume_from = [&](const std::string& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    return ets::Trainer(init, opt).fit(train);
+  };
+  // one byte of the weights off: found by the checksum (it used to train on, or fail later as a divergence)
+  std::string flipped = good;
+  flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x40);
+  CHECK_THROWS_WITH(resume_from(flipped), Catch::Contains("ets.train.9") && Catch::Contains("damaged"));
+  // a non-finite weight behind a valid checksum (a writer's fault, or a format without one) is damage too
+  std::string nan_weight = good;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(&nan_weight[nan_weight.size() / 2], &nan, 4);
+  fix_checkpoint_crc(nan_weight);
+  CHECK_THROWS_WITH(resume_from(nan_weight), Catch::Contains("ets.train.9"));
+  // the same data with other loss weights is another run
+  auto weighted = train;
+  weighted.weight.assign(weighted.positions(), 2.0f);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << good;
+  CHECK_THROWS_WITH(ets::Trainer(init, opt).fit(weighted), Catch::Contains("ets.train.9"));
   std::filesystem::remove(path);
 }
 
@@ -437,6 +490,10 @@ TEST_CASE("a run cut inside an epoch resumes inside it, with the same batches as
   CHECK(resumed.history.size() == 3);  // one record per epoch, the cut one replaced by the whole
   CHECK(resumed.weights.head_w == full.weights.head_w);
   CHECK(resumed.weights.cells[3].w_hh == full.weights.cells[3].w_hh);
+  // the cut epoch's record stands for the whole epoch: its loss sums the steps before the cut too
+  REQUIRE(full.history.size() == 3);
+  for (std::size_t e = 0; e < 3; ++e) CHECK(resumed.history[e].train_loss == full.history[e].train_loss);
+  CHECK(resumed.final_train_loss == full.final_train_loss);
   std::filesystem::remove(path);
 }
 
