@@ -79,8 +79,12 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
   ETS_CHECK(!passes.empty(), Errc::invalid_argument, "ets.label.1", "no passes to label");
   for (std::size_t p = 0; p < passes.size(); ++p)
     ETS_CHECK(!passes[p].empty(), Errc::invalid_argument, "ets.label.1", "pass {} holds no iteration", p + 1);
+  // An iteration without operators is one defect wherever it is (not a misalignment when it is not the first).
+  for (std::size_t p = 0; p < passes.size(); ++p)
+    for (std::size_t i = 0; i < passes[p].size(); ++i)
+      ETS_CHECK(!passes[p][i].ops.empty(), Errc::invalid_argument, "ets.label.1", "pass {} iteration {} holds no operator",
+                p + 1, i + 1);
   const ExecutionTrace& ref = passes.front().front();
-  ETS_CHECK(!ref.ops.empty(), Errc::invalid_argument, "ets.label.1", "pass 1 iteration 1 holds no operator");
 
   // Passes of one configuration run the same number of steps. One that lost or gained an iteration (a cut capture,
   // an empty step) would also skew the bracket: with every iteration on one side of the label, its weights no

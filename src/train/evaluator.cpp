@@ -12,6 +12,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include "ets/aggregator.hpp"
@@ -210,22 +211,26 @@ Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::v
   std::error_code ec;
   if (!std::filesystem::exists(retest_json, ec)) return out;
   std::unordered_map<std::string, double> again;  // config id -> re-collected iteration label
-  try {
-    const simdjson::padded_string json = simdjson::padded_string::load(retest_json);
-    simdjson::ondemand::parser parser;
-    simdjson::ondemand::document doc = parser.iterate(json);
-    for (auto entry : doc["labels"].get_object()) {
-      const std::string id(std::string_view(entry.unescaped_key()));
-      // A configuration re-collected without a label (card.py writes null) or an entry without one is skipped;
-      // only a malformed file is an error.
-      double us = 0;
-      const auto err = entry.value()["measured_us"].get_double().get(us);
-      if (err == simdjson::INCORRECT_TYPE || err == simdjson::NO_SUCH_FIELD) continue;
-      if (err) throw simdjson::simdjson_error(err);
-      if (std::isfinite(us) && us > 0) again[id] = us;
-    }
-  } catch (const simdjson::simdjson_error& e) {
-    ETS_THROW(Errc::parse, "ets.eval.3", "'{}' is not a readable retest file ({})", retest_json, e.what());
+  // The whole file is validated (the DOM parser reads every value): a malformed retest file is an error, not a
+  // noise figure that quietly disappears or is computed from half a file.
+  const auto bad = [&](const std::string& why) {
+    ETS_THROW(Errc::parse, "ets.eval.3", "'{}' is not a readable retest file ({})", retest_json, why);
+  };
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (const auto err = parser.load(retest_json).get(doc)) bad(simdjson::error_message(err));
+  simdjson::dom::object labels;
+  if (doc["labels"].get_object().get(labels)) bad("no \"labels\" object");
+  for (const auto [key, value] : labels) {
+    // A configuration re-collected without a label (card.py writes null) or an entry without one is skipped.
+    if (value.is_null()) continue;
+    simdjson::dom::object entry;
+    if (value.get_object().get(entry)) bad(fmt::format("labels.{} is neither an object nor null", key));
+    simdjson::dom::element m;
+    if (entry["measured_us"].get(m) || m.is_null()) continue;
+    double us = 0;
+    if (m.get_double().get(us)) bad(fmt::format("labels.{}.measured_us is neither a number nor null", key));
+    if (std::isfinite(us) && us > 0) again[std::string(key)] = us;
   }
   double rel = 0, bound = 0;
   for (const auto& t : traces) {

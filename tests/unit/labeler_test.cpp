@@ -243,6 +243,12 @@ TEST_CASE("Labeler: misaligned, empty and invalid input raise documented ids") {
   CHECK(error_id([&] { Labeler().label({{a}, {a, a}}); }) == "ets.label.6");
   CHECK(error_id([&] { Labeler().label({}); }) == "ets.label.1");
   CHECK(error_id([&] { Labeler().label({{a}, {}}); }) == "ets.label.1");
+  // an iteration without operators is ets.label.1 in any pass and iteration, not a misalignment (ets.label.2)
+  ExecutionTrace empty = a;
+  empty.ops.clear();
+  CHECK(error_id([&] { Labeler().label({{empty}, {a}}); }) == "ets.label.1");
+  CHECK(error_id([&] { Labeler().label({{a}, {empty}}); }) == "ets.label.1");
+  CHECK(error_id([&] { Labeler().label({{a, empty}, {a, a}}); }) == "ets.label.1");
   CHECK(error_id([&] { Labeler().label({{zero}}); }) == "ets.label.3");
   CHECK(error_id([] { Labeler(Labeler::Options{-0.1, 0.03}); }) == "ets.label.5");
   CHECK(error_id([] { Labeler(Labeler::Options{0.1, 0.0}); }) == "ets.label.5");

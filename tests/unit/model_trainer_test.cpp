@@ -197,15 +197,26 @@ TEST_CASE("the test-retest figures compare re-collected labels with the traces' 
   CHECK(absent.mre == -1.0);
   CHECK(absent.predictor_bound == -1.0);
   CHECK(absent.n == 0);
-  {
-    std::ofstream f(path);
-    f << "{\"labels\": [1, 2";
-  }
-  try {
-    ets::Evaluator::retest(path, traces);
-    FAIL("a damaged retest.json must throw");
-  } catch (const ets::Error& e) {
-    CHECK(std::string(e.what()).find("[ets.eval.3]") != std::string::npos);
+  // a damaged file, or a label of the wrong type, is an error: the figure must not quietly vanish or come from half
+  // a file (the on-demand parser skipped what it did not read)
+  const auto good_entry = "\"famR-0000\":{\"measured_us\":" + std::to_string(1.1 * t0) + "}";
+  for (const std::string& text : {std::string("{\"labels\": [1, 2"), std::string("{\"labels\": [1, 2]}"),
+                                  "{\"labels\":{" + good_entry + ",\"x\":{\"measured_us\":xyz}}}",
+                                  "{\"labels\":{" + good_entry + ",\"x\":{\"measured_us\":\"20000\"}}}",
+                                  "{\"labels\":{" + good_entry + ",\"x\":{\"measured_us\":1,\"y\":[1,,2]}}}",
+                                  "{\"labels\":{" + good_entry + "},\"collected\": }",
+                                  "{\"labels\":{" + good_entry + ",\"x\":7}}", std::string("{}")}) {
+    INFO(text);
+    {
+      std::ofstream f(path);
+      f << text;
+    }
+    try {
+      ets::Evaluator::retest(path, traces);
+      FAIL("a damaged retest.json must throw");
+    } catch (const ets::Error& e) {
+      CHECK(std::string(e.what()).find("[ets.eval.3]") != std::string::npos);
+    }
   }
   fs::remove_all(dir);
 }
