@@ -148,6 +148,28 @@ void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* bu
   std::free(buffer);
 }
 
+// Ends a capture's CUPTI side; stop() and a failed start() share it so neither leaves records or callbacks behind.
+// Disable, then flush: records made between a flush and the disable would stay in CUPTI's buffers and reach the
+// next capture. The flush delivers everything recorded so far to this capture's callbacks; once g_active is
+// cleared and the count has drained, no callback still uses `st`.
+struct DetachResult {
+  CUptiResult disable = CUPTI_SUCCESS;  ///< the first failed cuptiActivityDisable
+  CUptiResult flush = CUPTI_SUCCESS;
+};
+DetachResult detach(TracerState& st) noexcept {
+  DetachResult r;
+  for (CUpti_ActivityKind k : st.enabled) {
+    const CUptiResult d = cuptiActivityDisable(k);
+    if (r.disable == CUPTI_SUCCESS) r.disable = d;
+  }
+  st.enabled.clear();
+  r.flush = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  g_active.store(nullptr);
+  while (g_in_callback.load() > 0) std::this_thread::yield();
+  st.running = false;
+  return r;
+}
+
 // NVTX only reports to CUPTI when it loads CUPTI as its injection library; point it at the libcupti we use.
 void point_nvtx_at_cupti() noexcept {
   if (std::getenv("NVTX_INJECTION64_PATH")) return;
@@ -199,9 +221,13 @@ void CuptiTracer::start() {
       state_->enabled.push_back(k);
     }
   } catch (...) {
-    for (CUpti_ActivityKind k : state_->enabled) (void)cuptiActivityDisable(k);
-    state_->enabled.clear();
-    g_active.store(nullptr, std::memory_order_release);
+    // Kinds enabled before the failure may already have filled buffers: flush them into this (discarded) capture
+    // and wait out their callbacks, or they would reach the next capture or run on a dead state.
+    (void)detach(*state_);
+    {
+      std::lock_guard<std::mutex> g(state_->mu);
+      state_->capture = {};
+    }
     throw;
   }
   state_->running = true;
@@ -213,18 +239,7 @@ std::vector<ExecutionTrace> CuptiTracer::stop() {
   // Work still queued would otherwise be missing; a failure here (no context yet) is not the tracer's concern.
   (void)cudaDeviceSynchronize();
   (void)cudaGetLastError();
-  // Disable, then flush: records made between a flush and the disable would stay in CUPTI's buffers and reach the
-  // next capture. The flush delivers everything recorded so far to this capture's callbacks.
-  CUptiResult disable_all = CUPTI_SUCCESS;
-  for (CUpti_ActivityKind k : state_->enabled) {
-    const CUptiResult r = cuptiActivityDisable(k);
-    if (disable_all == CUPTI_SUCCESS) disable_all = r;
-  }
-  state_->enabled.clear();
-  const CUptiResult flush_all = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  g_active.store(nullptr);
-  while (g_in_callback.load() > 0) std::this_thread::yield();
-  state_->running = false;
+  const auto [disable_all, flush_all] = detach(*state_);
 
   import::ActivityCapture capture;
   std::string first_error;

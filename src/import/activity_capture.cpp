@@ -6,7 +6,11 @@
 #include <cctype>
 #include <charconv>
 #include <limits>
-#include <unordered_map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ets/log.hpp"
 
 namespace ets::import {
 namespace {
@@ -85,31 +89,52 @@ AssemblyInput capture_to_assembly_input(const ActivityCapture& c, const CaptureO
   in.meta = opt.meta;
   if (in.meta.source_format.empty()) in.meta.source_format = "cupti";
 
+  // cupti_activity.h: start == end == 0 (kernels, copies, sets, API calls) or a marker at 0 means CUPTI could not
+  // collect the time. Kept, such a record would pull the origin to 0 and sort before every timed one: dropped.
+  const auto timed_device = [](const ActivityDevice& d) { return d.start_ns != 0 || d.end_ns != 0; };
+  const auto timed_api = [](const ActivityApi& a) { return a.start_ns != 0 || a.end_ns != 0; };
+  const auto timed_marker = [](const ActivityMarker& m) { return m.ts_ns != 0; };
+
   // One origin for every record so doubles keep ns resolution (CUPTI timestamps are ~1e18 ns).
   std::uint64_t origin = std::numeric_limits<std::uint64_t>::max();
-  for (const auto& d : c.device) origin = std::min(origin, d.start_ns);
-  for (const auto& a : c.api) origin = std::min(origin, a.start_ns);
-  for (const auto& m : c.markers) origin = std::min(origin, m.ts_ns);
+  std::uint64_t untimed = 0;
+  const auto note = [&](bool timed, std::uint64_t ts) {
+    if (timed) origin = std::min(origin, ts);
+    else ++untimed;
+  };
+  for (const auto& d : c.device) note(timed_device(d), d.start_ns);
+  for (const auto& a : c.api) note(timed_api(a), a.start_ns);
+  for (const auto& m : c.markers) note(timed_marker(m), m.ts_ns);
+  if (untimed > 0)
+    log(LogLevel::warn, "[ets.import.5] {}: {} records CUPTI could not time (start = end = 0, or a marker at 0) "
+        "were dropped", in.meta.source_path.empty() ? std::string("CUPTI capture") : in.meta.source_path, untimed);
   if (origin == std::numeric_limits<std::uint64_t>::max()) return in;
   auto us = [origin](std::uint64_t ns) {
     return ns >= origin ? static_cast<double>(ns - origin) / 1000.0 : -static_cast<double>(origin - ns) / 1000.0;
   };
 
-  // Markers arrive in buffer order, not necessarily time order; pair by id.
-  std::unordered_map<std::uint32_t, const ActivityMarker*> open;
+  // Markers arrive in buffer order, not time order: a range's End may come before its Start. Pair them once all
+  // are collected, per id in time order, each End with the latest open Start (so an id used again pairs again).
+  std::vector<const ActivityMarker*> edges;
+  for (const auto& m : c.markers)
+    if (m.flag != ActivityMarker::Flag::Instant && timed_marker(m)) edges.push_back(&m);
+  std::stable_sort(edges.begin(), edges.end(), [](const ActivityMarker* a, const ActivityMarker* b) {
+    if (a->id != b->id) return a->id < b->id;
+    if (a->ts_ns != b->ts_ns) return a->ts_ns < b->ts_ns;
+    return a->flag == ActivityMarker::Flag::Start && b->flag != ActivityMarker::Flag::Start;  // zero-length range
+  });
   std::vector<std::pair<const ActivityMarker*, const ActivityMarker*>> ranges;
-  for (const auto& m : c.markers) {
-    if (m.flag == ActivityMarker::Flag::Start) open[m.id] = &m;
-    else if (m.flag == ActivityMarker::Flag::End) {
-      auto it = open.find(m.id);
-      if (it == open.end()) continue;
-      ranges.emplace_back(it->second, &m);
-      open.erase(it);
-    }
+  const ActivityMarker* open = nullptr;
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    if (i > 0 && edges[i - 1]->id != edges[i]->id) open = nullptr;
+    if (edges[i]->flag == ActivityMarker::Flag::Start) open = edges[i];
+    else if (open) ranges.emplace_back(std::exchange(open, nullptr), edges[i]);
   }
+  // Time order, so steps without a numeric suffix are numbered as they ran.
+  std::stable_sort(ranges.begin(), ranges.end(),
+                   [](const auto& a, const auto& b) { return a.first->ts_ns < b.first->ts_ns; });
   std::int64_t running = 0;
   for (const auto& [b, e] : ranges) {
-    if (e->ts_ns < b->ts_ns) continue;
     const double start = us(b->ts_ns), end = us(e->ts_ns);
     const std::string& name = b->name;
     if (!opt.step_prefix.empty() && name.compare(0, opt.step_prefix.size(), opt.step_prefix) == 0) {
@@ -139,6 +164,7 @@ AssemblyInput capture_to_assembly_input(const ActivityCapture& c, const CaptureO
 
   in.launches.reserve(c.api.size());
   for (const auto& a : c.api) {
+    if (!timed_api(a)) continue;
     Launch l;
     l.correlation = a.correlation;
     l.tid = a.thread;
@@ -147,6 +173,7 @@ AssemblyInput capture_to_assembly_input(const ActivityCapture& c, const CaptureO
   }
   in.device.reserve(c.device.size());
   for (const auto& d : c.device) {
+    if (!timed_device(d)) continue;
     DeviceActivity a;
     a.start_us = us(d.start_ns);
     a.end_us = us(std::max(d.end_ns, d.start_ns));

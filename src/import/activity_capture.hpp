@@ -65,7 +65,8 @@ struct NvtxOpName {
 NvtxOpName parse_nvtx_op_name(std::string_view name);
 
 /// Pairs markers into ranges (steps and host spans), turns API calls into launches and device records into
-/// activities, on one µs clock whose origin is the earliest record. Unpaired markers are ignored.
+/// activities, on one µs clock whose origin is the earliest record. Unpaired markers are ignored. Records CUPTI could
+/// not time (start = end = 0, a marker at 0) are dropped and their count logged once (warning ets.import.5).
 AssemblyInput capture_to_assembly_input(const ActivityCapture& capture, const CaptureOptions& options);
 
 /// capture_to_assembly_input + assemble_gpu.

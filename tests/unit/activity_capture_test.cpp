@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
+#include <vector>
 
+#include "ets/log.hpp"
 #include "import/activity_capture.hpp"
 
 using ets::import::ActivityApi;
@@ -161,4 +164,81 @@ TEST_CASE("communication kernels are classified by name, and an empty capture gi
   CHECK(empty.host.empty());
   CHECK(empty.device.empty());
   CHECK(empty.steps.empty());
+}
+
+TEST_CASE("records CUPTI could not time are dropped, counted in one warning, and leave the clock alone") {
+  // cupti_activity.h: start == end == 0 (kernel, copy, API call) or a marker timestamp of 0 means "not collected".
+  ActivityCapture c = two_steps();
+  const auto relu6 = std::find_if(c.device.begin(), c.device.end(), [](const auto& d) { return d.correlation == 201; });
+  REQUIRE(relu6 != c.device.end());
+  relu6->start_ns = relu6->end_ns = 0;
+  c.api.push_back({0, 0, 11, 300});
+  c.markers.push_back({0, 500, ActivityMarker::Flag::Start, 11, "aten::mul"});  // its End alone is unpaired
+  c.markers.push_back({at(1170), 500, ActivityMarker::Flag::End, 11, {}});
+  c.markers.push_back({0, 501, ActivityMarker::Flag::Instant, 11, "mark"});
+  std::vector<std::string> warnings;
+  ets::set_log_sink([&](ets::LogLevel, std::string_view m) { warnings.emplace_back(m); }, ets::LogLevel::warn);
+  const auto in = ets::import::capture_to_assembly_input(c, {});
+  const auto traces = ets::import::assemble_capture(c, {});
+  ets::set_log_sink({});
+  REQUIRE(in.steps.size() == 2);
+  CHECK(in.steps[0].start_us == Approx(0).margin(1e-9));  // the origin is the earliest timed record
+  CHECK(in.steps[1].start_us == Approx(1000));
+  CHECK(in.device.size() == 4);
+  CHECK(in.launches.size() == 5);
+  CHECK(in.host.size() == 5);
+  const auto ours = std::count_if(warnings.begin(), warnings.end(),
+                                  [](const std::string& w) { return w.rfind("[ets.import.5]", 0) == 0; });
+  CHECK(ours == 2);  // once per conversion, with the count
+  for (const auto& w : warnings)
+    if (w.rfind("[ets.import.5]", 0) == 0) CHECK(w.find(" 4 ") != std::string::npos);
+  // Step 6's relu lost its only kernel: step 6 keeps linear, step 5's last gap still runs to step 6's first kernel.
+  REQUIRE(traces.size() == 2);
+  REQUIRE(traces[0].ops.size() == 2);
+  CHECK(traces[0].ops[1].gap_us == Approx(780));
+  REQUIRE(traces[1].ops.size() == 1);
+  CHECK(traces[1].ops[0].raw_name == "aten::linear");
+  CHECK(traces[1].start_us == Approx(1300));
+  // A capture with nothing timed is empty, like an empty one.
+  ActivityCapture untimed;
+  untimed.device.push_back({0, 0, 0, 7, 1, ets::import::DeviceKind::Kernel, "k"});
+  const auto none = ets::import::capture_to_assembly_input(untimed, {});
+  CHECK(none.device.empty());
+}
+
+TEST_CASE("an NVTX range whose End record arrives before its Start is paired by id") {
+  Builder b;
+  b.range("ProfilerStep#0", 0, 100);
+  b.range("aten::mm", 5, 50);
+  b.launch(1, 6, 10, 20);
+  b.range("ProfilerStep#1", 100, 200);
+  b.range("aten::mm", 105, 150);
+  b.launch(2, 106, 110, 130);
+  // CUPTI delivers per-thread buffers in no set order: both ranges of step 0 come End first.
+  std::swap(b.c.markers[0], b.c.markers[1]);
+  std::swap(b.c.markers[2], b.c.markers[3]);
+  const auto in = ets::import::capture_to_assembly_input(b.c, {});
+  REQUIRE(in.steps.size() == 2);
+  CHECK(in.steps[0].index == 0);
+  CHECK(in.steps[0].measured_us == Approx(100));
+  CHECK(in.host.size() == 2);
+  const auto traces = ets::import::assemble_capture(b.c, {});
+  REQUIRE(traces.size() == 2);
+  CHECK(traces[0].iteration == 0);
+  REQUIRE(traces[0].ops.size() == 1);
+  CHECK(traces[0].ops[0].time_us == Approx(10));
+  // An id used again pairs each End with the Start just before it, whatever the record order.
+  Builder r;
+  r.range("ProfilerStep#0", 0, 100);
+  r.c.markers.push_back({at(60), 9, ActivityMarker::Flag::End, 11, {}});
+  r.c.markers.push_back({at(40), 9, ActivityMarker::Flag::Start, 11, "aten::add"});
+  r.c.markers.push_back({at(20), 9, ActivityMarker::Flag::End, 11, {}});
+  r.c.markers.push_back({at(10), 9, ActivityMarker::Flag::Start, 11, "aten::mul"});
+  const auto reused = ets::import::capture_to_assembly_input(r.c, {});
+  REQUIRE(reused.host.size() == 2);
+  std::vector<std::pair<std::string, double>> spans;
+  for (const auto& h : reused.host) spans.emplace_back(h.rec.raw_name, h.end_us - h.start_us);
+  std::sort(spans.begin(), spans.end());
+  CHECK(spans[0] == std::pair<std::string, double>("aten::add", 20.0));
+  CHECK(spans[1] == std::pair<std::string, double>("aten::mul", 10.0));
 }

@@ -42,7 +42,8 @@ class CudnnBackend final : public InferenceBackend {
   CudnnBackend(const CudnnBackend&) = delete;
   CudnnBackend& operator=(const CudnnBackend&) = delete;
 
-  /// Throws ets.cuda.8 (null buffers, width ≤ 0, windows < 0) and ets.cuda.2 / 3 / 9 (CUDA / cuDNN / cuBLAS).
+  /// Throws ets.cuda.8 (null buffers, width ≤ 0, windows < 0, windows × width over 2^31 − 1) and ets.cuda.2 / 3 / 9
+  /// (CUDA / cuDNN / cuBLAS).
   void forward(const float* x, int windows, int width, float* y) const override;
   std::string name() const override { return "cuda-cudnn"; }
   const LstmConfig& config() const noexcept override;
