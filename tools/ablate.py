@@ -59,7 +59,7 @@ def parse_cells(text):
     return cells
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ets", default=os.path.join(ROOT, "build", "ets"))
     ap.add_argument("--data", default=os.path.join(ROOT, "data"))
@@ -92,15 +92,35 @@ def main() -> None:
             ap.error(f"--out {a.out} is not a readable resume file ({e}); move it aside or pass another --out")
         if not isinstance(done, dict):
             ap.error(f"--out {a.out} is not a resume file of ablate.py (not a JSON object)")
+    # A finished cell is reused only under the settings it was scored with: a rerun with another --split, budget or
+    # dataset would otherwise print the old figures under the new heading.
+    settings = {"data": os.path.abspath(a.data), "minutes": a.minutes, "split": a.split}
+    recorded = done.get(SETTINGS)
+    if recorded is None and any(k != SETTINGS for k in done):
+        print(f"ablate: {a.out} records no settings (an older ablate.py); its cells are taken as scored with "
+              f"{settings}", file=sys.stderr)
+    elif recorded is not None and recorded != settings:
+        ap.error(f"--out {a.out} holds cells scored with {recorded}, not {settings}: pass another --out")
+    done[SETTINGS] = settings
     # the trained models are only scored here, never kept: the folder goes when the run ends, however it ends
     with tempfile.TemporaryDirectory(prefix="ets-ablate-") as models:
         run_cells(a, cells, done, models)
     print_table(a, cells, done)
+    # a cell that failed (or never ran) has no figure in the table: a script must not take the grid as complete
+    unfinished = [c for c in cells if "failed" in done.get(cell_key(a, *c), {"failed": ""})]
+    return 1 if unfinished else 0
+
+
+SETTINGS = "_settings"  # the resume file's record of the data, budget and split its cells were scored with
+
+
+def cell_key(a, w, s):
+    return f"w{w}_s{s}" + ("_gru" if a.cell == "gru" else "")
 
 
 def run_cells(a, cells, done, models):
     for w, s in cells:
-        key = f"w{w}_s{s}" + ("_gru" if a.cell == "gru" else "")
+        key = cell_key(a, w, s)
         if key in done and "failed" not in done[key]:  # a failed cell is tried again on the next run
             continue
         if s > w:
@@ -159,9 +179,11 @@ def print_table(a, cells, done):
           f"{a.split} MRE, nearest window | train wall s |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for w, s in cells:
-        c = done.get(f"w{w}_s{s}" + ("_gru" if a.cell == "gru" else ""))
+        c = done.get(cell_key(a, w, s))
         if not c or "skipped" in c or "failed" in c:
-            why = "not run" if not c else c.get("skipped") or "failed: " + c["failed"].strip().splitlines()[0][-80:]
+            # the error comes first in the message, the command after " (rc ": show the error
+            first = c["failed"].strip().splitlines()[0].split(" (rc ")[0] if c and "failed" in c else ""
+            why = "not run" if not c else c.get("skipped") or "failed: " + first[:80]
             print(f"| {w} | {s} | – | – | – ({why}) | – | – |")
             continue
         t = c["train"]
@@ -171,4 +193,4 @@ def print_table(a, cells, done):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

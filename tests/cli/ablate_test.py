@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # tools/ablate.py end to end on the pilot dataset with a budget of seconds: a trained cell's figures reach the resume
 # file and the table, a stride wider than the window is skipped, a finished cell is not trained again, a cell whose
-# training fails or gives no validation MRE is recorded (not a crash) and retried on the next run, and a bad --cells
-# is refused. Figures are checked against each other, never hard-coded.
+# training fails or gives no validation MRE is recorded (not a crash, but rc 1) and retried on the next run, a rerun
+# with another split is refused, and a bad --cells is refused. Figures are checked against each other, never hard-coded.
 # Usage: ablate_test.py ETS DATA_DIR WORK_DIR (DATA_DIR: the pilot set; the test trains on its smallest traces)
 import json
 import math
@@ -78,16 +78,21 @@ for fake, why in ((fake_ets("ets_fails", "echo 'something broke' >&2; exit 3"), 
     if os.path.exists(bad):
         os.remove(bad)
     p = ablate(bad, "--cells", "6x4", ets_path=fake)
-    check(p.returncode == 0, f"{why}: rc {p.returncode}; {p.stderr[-2000:]}")
-    if p.returncode == 0:
-        cell = load(bad).get("w6_s4", {})
-        check(why in cell.get("failed", ""), f"{why}: cell {cell}")
-        row = table_row(p.stdout, 6, 4)
-        check(row is not None and "failed" in row, f"{why}: row {row!r}")
+    # the run goes on and prints its table, but ends with rc 1: the grid is not complete
+    check(p.returncode == 1, f"{why}: rc {p.returncode} (want 1); {p.stderr[-2000:]}")
+    cell = load(bad).get("w6_s4", {})
+    check(why in cell.get("failed", ""), f"{why}: cell {cell}")
+    row = table_row(p.stdout, 6, 4)
+    check(row is not None and f"failed: {why}" in row, f"{why}: row {row!r} shows the error, not the command")
 retry = ablate(bad, "--cells", "6x4")
 check(retry.returncode == 0 and "training w6_s4" in retry.stderr, f"retry: rc {retry.returncode}; {retry.stderr}")
 if retry.returncode == 0:
     check("failed" not in load(bad)["w6_s4"], "the retried cell replaced the failure")
+
+# ---- cells scored on one split are not shown as another's: a rerun with other settings is refused
+p = ablate(bad, "--cells", "6x4", "--split", "test")
+check(p.returncode == 2 and "scored with" in p.stderr and "training" not in p.stderr,
+      f"rerun with another --split: rc {p.returncode}; {p.stderr[-500:]}")
 
 # ---- refused before any training
 p = ablate(os.path.join(work, "never.json"), "--cells", "6y4")

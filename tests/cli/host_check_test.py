@@ -55,7 +55,16 @@ check(not v["steady"] and v["passes"] is None and "no configuration was timed in
 v = H.verdict([{}, quiet], passes)
 check(not v["steady"] and any("no gemm_ms figures" in r for r in v["reasons"]), f"empty probe run: {v['reasons']}")
 check(H.quantile([5, 1, 3], 0.5) == 3 and H.quantile([5, 1, 3], 0.0) == 1 and H.quantile([5, 1, 3], 1.0) == 5,
-      "nearest-rank quantiles")
+      "quantiles of an odd count")
+# an even count's median is the mean of the middle two, as the limits and the speed gate (statistics.median) mean it:
+# a nearest rank rounded half to even took the lower middle of 14 and the upper of 12
+for n in (2, 4, 12, 14, 30):
+    xs = list(range(n))
+    check(H.quantile(xs, 0.5) == (n - 1) / 2, f"median of {n} values: {H.quantile(xs, 0.5)}")
+half = [{f"c{i}": 100.0 for i in range(14)}, {f"c{i}": 101.0 if i < 7 else 106.0 for i in range(14)}]
+v = H.verdict([quiet, quiet], half)
+check(not v["steady"] and abs(v["passes"]["median"] - 0.035) < 1e-12 and any("at the median" in r for r in v["reasons"]),
+      f"14 configurations, half 1% and half 6% apart: median 3.5%, unsteady: {v['passes']} {v['reasons']}")
 
 stat0 = "cpu  100 0 50 800 10 0 5 0 0 0\ncpu0 50 0 25 400 5 0 2 0 0 0\nintr 1\n"
 stat1 = "cpu  160 0 60 900 10 0 5 40 0 0\ncpu0 80 0 30 450 5 0 2 20 0 0\n"

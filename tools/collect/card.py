@@ -22,6 +22,7 @@ import re
 import statistics
 import sys
 import time
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -70,8 +71,9 @@ def load_dir(data: str) -> dict:
             r = read_label(p)
             r["bytes"] = os.path.getsize(p)
             out[r["id"]] = r
-        except (OSError, ValueError, KeyError) as e:
-            print(f"card: skipping {p}: {e}", file=sys.stderr)
+        except (OSError, ValueError, KeyError, EOFError, zlib.error, IndexError, TypeError) as e:
+            # a gzip cut mid-write (EOFError) or corrupt (zlib.error), or a malformed line: one file, not the card
+            print(f"card: skipping {p}: {type(e).__name__}: {e}", file=sys.stderr)
     return out
 
 

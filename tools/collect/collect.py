@@ -369,10 +369,14 @@ class Collector:
         try:
             with open(self.log_path) as fh:
                 for line in fh:
-                    ev = json.loads(line)
-                    if ev.get("ev") == "label":
+                    # a line cut by a kill or a full disk, with the next run's lines after it: skip it, read on
+                    try:
+                        ev = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(ev, dict) and ev.get("ev") == "label" and "config" in ev:
                         failed[ev["config"]] = not ev.get("ok")
-        except (OSError, ValueError):
+        except OSError:
             pass
         n = 0
         for c in cfgs:
@@ -506,9 +510,11 @@ def main(argv=None) -> int:
     ap.add_argument("--isolate", action="store_true",
                     help="run every config's pass in a worker process of its own (same shuffled order), so that no "
                          "label depends on the configs profiled before it in the same process")
-    ap.add_argument("--warmup", type=int, default=3, help="unprofiled warm-up iterations")
-    ap.add_argument("--iters", type=int, default=6, help="profiled iterations per pass (≥ 5)")
-    ap.add_argument("--max-iter-s", type=float, default=2.0, help="skip configs whose warm-up iteration is slower")
+    ap.add_argument("--warmup", type=int, default=None, help="unprofiled warm-up iterations (default 3; 1 with --quick)")
+    ap.add_argument("--iters", type=int, default=None,
+                    help="profiled iterations per pass, ≥ 5 (default 6; 5 with --quick)")
+    ap.add_argument("--max-iter-s", type=float, default=None,
+                    help="skip configs whose warm-up iteration is slower (default 2.0; 1.0 with --quick)")
     ap.add_argument("--export-nested", default="needed", choices=["needed", "all"],
                     help="CPU raw traces: 'needed' (default) writes the outermost ops and only the nested ops ETS's "
                          "importer reads (same labels, ~3x faster export, ~3x smaller files); 'all' every op")
@@ -543,11 +549,14 @@ def main(argv=None) -> int:
     ap.add_argument("--print-ids", action="store_true", help="print the selected config ids and exit")
     ap.add_argument("--manifest", action="store_true", help="(re)write OUT/manifest.json and exit")
     args = ap.parse_args(argv)
-    if args.quick:
-        args.warmup = 1
-        args.iters = 5
-        args.max_iter_s = min(args.max_iter_s, 1.0)
-        if args.passes is None:  # an explicit --passes N or --passes=N wins
+    if args.quick:  # an explicit --warmup, --iters, --max-iter-s or --passes wins over the quick values
+        if args.warmup is None:
+            args.warmup = 1
+        if args.iters is None:
+            args.iters = 5
+        if args.max_iter_s is None:
+            args.max_iter_s = 1.0
+        if args.passes is None:
             args.passes = 2
         args.block = min(args.block, 8)
         if args.speed_gate is None:  # a dry run's labels are not kept: no pauses for machine speed
@@ -556,6 +565,12 @@ def main(argv=None) -> int:
         args.speed_gate = 0.05
     if args.passes is None:
         args.passes = 3
+    if args.warmup is None:
+        args.warmup = 3
+    if args.iters is None:
+        args.iters = 6
+    if args.max_iter_s is None:
+        args.max_iter_s = 2.0
     if args.out is None:
         args.out = os.path.join(ROOT, "data", "quick") if args.quick else os.path.join(ROOT, "data")
     if args.iters < 1 or args.passes < 1 or args.warmup < 1:
