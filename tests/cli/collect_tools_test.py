@@ -103,6 +103,20 @@ card2 = json.load(open(os.path.join(data, "card.json"))) if r.returncode == 0 el
 check(card2.get("retest", {}).get("mre") == rt.get("mre") and card2["retest"].get("predictor_bound") == rt.get(
     "predictor_bound"), "the figures survive a card run without the re-collection")
 check(card2.get("labelled") == 2 and card2.get("max_abs_sum_discrepancy") == 0.0, f"card basics {card2.get('labelled')}")
+# a label file cut mid-write (EOFError) or corrupt (zlib.error) is skipped with a note, not the end of the card
+for name, blob in (("mlp-0003", None), ("mlp-0004", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage")):
+    bad_label = os.path.join(data, "traces", "train", name + ".etst.gz")
+    if blob is None:
+        with open(os.path.join(data, "traces", "train", "mlp-0001.etst.gz"), "rb") as fh:
+            whole = fh.read()
+        blob = whole[:len(whole) // 2]
+    with open(bad_label, "wb") as fh:
+        fh.write(blob)
+    r = subprocess.run([sys.executable, CARD, "--data", data, "--no-doc"], capture_output=True, text=True)
+    card_bad = json.load(open(os.path.join(data, "card.json"))) if r.returncode == 0 else {}
+    check(r.returncode == 0 and f"skipping {bad_label}" in r.stderr and card_bad.get("labelled") == 2,
+          f"card with a damaged {name}: rc {r.returncode} {r.stderr[-300:]}")
+    os.remove(bad_label)
 
 # ---- card.py on a --data (or --retest) without labels: exit 2, nothing written (not card.json, not the doc)
 from tools.collect import card as K  # noqa: E402
@@ -459,5 +473,60 @@ empty = os.path.join(work, "drift-empty")
 os.makedirs(empty)
 r = subprocess.run([sys.executable, DRIFT, "--data", empty], capture_output=True, text=True)
 check(r.returncode == 2 and "no pass with a speed probe" in r.stderr, f"drift.py on no passes: rc {r.returncode}")
+
+# ---- collect.py --redo-unlabelled reads its log on past a line cut by a kill (the next run appends after it)
+import argparse  # noqa: E402
+from tools.collect import collect as C  # noqa: E402
+redo = os.path.join(work, "redo")
+shutil.rmtree(redo, ignore_errors=True)
+col = C.Collector(argparse.Namespace(out=redo, raw="", ets="/bin/true", warmup=3, iters=6, isolate=False,
+                                     heap_mb=8192, passes=3))
+for cid in ("resnet-0001", "resnet-0002"):
+    os.makedirs(os.path.join(col.raw, cid), exist_ok=True)
+    for p_ in (1, 2, 3):
+        with open(os.path.join(col.raw, cid, f"pass{p_}.status.json"), "w") as fh:
+            json.dump({"ok": True}, fh)
+with open(col.log_path, "w") as fh:
+    fh.write(json.dumps({"ev": "label", "config": "resnet-0001", "ok": False}) + "\n")
+    fh.write('{"ev": "pass", "config": "resnet-0003", "pa')  # cut mid-write
+    fh.write(json.dumps({"ev": "start"}) + "\n")
+    fh.write(json.dumps({"ev": "label", "config": "resnet-0002", "ok": False}) + "\n")
+col._forget_unlabelled([{"id": "resnet-0001"}, {"id": "resnet-0002"}])
+for cid in ("resnet-0001", "resnet-0002"):
+    left = sorted(os.listdir(os.path.join(col.raw, cid)))
+    check(not [f for f in left if f.startswith("pass") and "rejected" not in f],
+          f"--redo-unlabelled set {cid}'s passes aside past the cut line: {left}")
+
+# ---- --quick gives its small values only to what was not given: an explicit --warmup / --iters wins
+class _Stop(Exception):
+    pass
+
+
+seen = []
+
+
+def _fake_popen(cmd, **kw):
+    seen.append(cmd)
+    raise _Stop
+
+
+real_popen = C.subprocess.Popen
+C.subprocess.Popen = _fake_popen
+ids = os.path.join(work, "quick-ids.txt")
+with open(ids, "w") as fh:
+    fh.write("mlp-0001\n")
+try:
+    for argv, want in ((["--iters", "10", "--warmup", "3"], ("3", "10")), ([], ("1", "5"))):
+        seen.clear()
+        try:
+            C.main(["--quick", *argv, "--out", os.path.join(work, "quick-out"), "--configs", ids, "--no-label",
+                    "--heap-mb", "0"])
+        except _Stop:
+            pass
+        cmd = seen[0] if seen else []
+        got = (cmd[cmd.index("--warmup") + 1], cmd[cmd.index("--iters") + 1]) if "--warmup" in cmd else None
+        check(got == want, f"--quick {argv}: worker runs --warmup/--iters {got}, wanted {want}")
+finally:
+    C.subprocess.Popen = real_popen
 
 finish("collect tools: invalidate and retest bookkeeping, card safeguards and collect refusals hold")
