@@ -279,7 +279,7 @@ const Register train_cmd{Command{
           {"--clip X", "bound on the global gradient norm (default 1; 0: off)"},
           {"--ema D", "validate and keep an exponential moving average of the weights, D in [0, 1) (default 0: off)"},
           {"--loss-weight P",
-           "weigh each op's loss by (its time + gap / the mean)^P, in [0.1, 10] (default 0: all alike)"},
+           "weigh each op's loss by ((time + gap) / mean)^P, clipped to [0.1, 10]; P in [0, 2] (default 0: off)"},
           {"--anneal-to-budget",
            "the cosine decay follows the time budget when ahead of the steps, reaching its floor at its end"},
           {"--checkpoint PATH", "write a checkpoint to PATH after every validation"},

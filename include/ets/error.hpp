@@ -37,7 +37,7 @@ class Error : public std::runtime_error {
   Error(Errc code, std::string id, const std::string& message);
 
   Errc code() const noexcept { return code_; }
-  /// Stable id, e.g. "ets.trace.3"; documented in docs/errors.md.
+  /// Stable id, e.g. "ets.model.5"; documented in docs/errors.md.
   const std::string& id() const noexcept { return id_; }
   /// The message without the "[id] " prefix.
   std::string message() const;
@@ -54,7 +54,7 @@ namespace detail {
 
 }  // namespace ets
 
-/// Throws ets::Error: ETS_THROW(ets::Errc::parse, "ets.trace.3", "bad {} at {}", what, where).
+/// Throws ets::Error: ETS_THROW(ets::Errc::parse, "ets.etst.5", "bad {} at {}", what, where).
 /// Backend and internal errors (Errc::backend / Errc::internal) append the throwing file:line in every build: a CUDA,
 /// cuDNN or CUPTI status alone rarely tells which call failed.
 #define ETS_THROW(code, id, ...) \

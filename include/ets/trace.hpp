@@ -102,7 +102,9 @@ struct OpRecord {
   double flops = kUnknown;  ///< floating-point operations (NaN when neither recorded nor derivable)
   double bytes = kUnknown;  ///< bytes read + written by the op's tensors (NaN when unknown)
   double start_us = 0;      ///< start relative to the trace's time origin (CPU: op start; GPU: first kernel)
-  double time_us = 0;       ///< execution time (GPU: sum of kernels; CPU: span on the training thread)
+  /// execution time (GPU: the device's busy time in [start, next op's start), the union of its activity there; Nsight
+  /// exports: the sum of the op's kernel durations; CPU: the op's span on the training thread)
+  double time_us = 0;
   double gap_us = 0;        ///< idle / framework time until the next op starts (or the iteration ends)
   std::int64_t sequence = -1;  ///< autograd sequence number linking forward and backward, -1 if none
   std::uint32_t kernels = 0;   ///< GPU kernels attributed to this op (0 on CPU)
