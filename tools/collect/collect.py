@@ -549,28 +549,15 @@ def main(argv=None) -> int:
     ap.add_argument("--print-ids", action="store_true", help="print the selected config ids and exit")
     ap.add_argument("--manifest", action="store_true", help="(re)write OUT/manifest.json and exit")
     args = ap.parse_args(argv)
-    if args.quick:  # an explicit --warmup, --iters, --max-iter-s or --passes wins over the quick values
-        if args.warmup is None:
-            args.warmup = 1
-        if args.iters is None:
-            args.iters = 5
-        if args.max_iter_s is None:
-            args.max_iter_s = 1.0
-        if args.passes is None:
-            args.passes = 2
+    # What the user did not give: --quick's small values (a dry run's labels are not kept, so no speed gate either),
+    # else the defaults. An explicit value always wins.
+    quick = {"warmup": 1, "iters": 5, "max_iter_s": 1.0, "passes": 2, "speed_gate": 0.0}
+    defaults = {"warmup": 3, "iters": 6, "max_iter_s": 2.0, "passes": 3, "speed_gate": 0.05}
+    for name, default in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, quick[name] if args.quick else default)
+    if args.quick:
         args.block = min(args.block, 8)
-        if args.speed_gate is None:  # a dry run's labels are not kept: no pauses for machine speed
-            args.speed_gate = 0.0
-    if args.speed_gate is None:
-        args.speed_gate = 0.05
-    if args.passes is None:
-        args.passes = 3
-    if args.warmup is None:
-        args.warmup = 3
-    if args.iters is None:
-        args.iters = 6
-    if args.max_iter_s is None:
-        args.max_iter_s = 2.0
     if args.out is None:
         args.out = os.path.join(ROOT, "data", "quick") if args.quick else os.path.join(ROOT, "data")
     if args.iters < 1 or args.passes < 1 or args.warmup < 1:
