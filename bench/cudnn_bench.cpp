@@ -101,9 +101,15 @@ double median_ms(int reps, F&& fn) {
   return t[t.size() / 2];
 }
 
+// NaN when either side has a non-finite value: std::max(m, NaN) would keep m, and a NaN output would pass the parity
+// gate as an error of 0 (num() prints NaN as null, which the gate fails).
 double max_abs(const std::vector<float>& a, const std::vector<float>& b) {
   double m = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const double d = std::abs(static_cast<double>(a[i]) - b[i]);
+    if (!std::isfinite(d)) return std::nan("");
+    m = std::max(m, d);
+  }
   return m;
 }
 

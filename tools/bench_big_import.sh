@@ -6,23 +6,31 @@
 # committed CPU fixture), ETS_BIG_FILE=PATH reuses (or keeps) that file instead of a temporary one.
 # Not a test: it measures, never asserts.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ets=${1:-build/ets}
+# Paths given on the command line or in the environment are the caller's, resolved before moving to the repository.
+abs() { [[ -z "$1" || "$1" = /* ]] && printf '%s' "$1" || printf '%s/%s' "$PWD" "$1"; }
+ets=$(abs "${1:-}")
 gb=${2:-1.0}
-src=${ETS_BIG_SOURCE:-../shared/data/kineto-gpu/kineto-resnet50-v100/resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz}
+src=$(abs "${ETS_BIG_SOURCE:-}")
+keep=$(abs "${ETS_BIG_FILE:-}")
+cd "$(dirname "$0")/.."
+ets=${ets:-build/ets}
+src=${src:-../shared/data/kineto-gpu/kineto-resnet50-v100/resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz}
 [[ -f "$src" ]] || src=tests/data/cpu_small_mlp.json.gz
 [[ -x "$ets" ]] || { echo "no ets binary at $ets (build target ets_cli)" >&2; exit 2; }
-if [[ -n "${ETS_BIG_FILE:-}" ]]; then
-  out=$ETS_BIG_FILE
-  [[ -f "$out" ]] || python3 tools/make_big_kineto.py "$src" "$out" --gb "$gb"
+log=$(mktemp)
+out=
+cleanup() { rm -f "$log" "$log.out" "${out:+$out.part}"; [[ -n "$keep" ]] || rm -f "$out"; }
+trap cleanup EXIT
+if [[ -n "$keep" ]]; then
+  out=$keep
+  # written beside it and renamed when complete: an interrupted generation never leaves a cut file to reuse
+  [[ -f "$out" ]] || { python3 tools/make_big_kineto.py "$src" "$out.part" --gb "$gb" && mv "$out.part" "$out"; }
 else
   out=$(mktemp /tmp/ets_big_kineto.XXXXXX.json)
-  trap 'rm -f "$out"' EXIT
   python3 tools/make_big_kineto.py "$src" "$out" --gb "$gb"
 fi
 bytes=$(stat -c %s "$out")
 cat "$out" > /dev/null  # page cache warm: time the import, not the disk
-log=$(mktemp)
 /usr/bin/time -v "$ets" inspect --json "$out" > "$log.out" 2> "$log"
 rss_kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$log")
 wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$log")

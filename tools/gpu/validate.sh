@@ -5,7 +5,7 @@
 #   tools/gpu/validate.sh             # on the GPU machine (H200, CUDA 13, torch 2.x); ≤ 9 min
 #   tools/gpu/validate.sh --dry-run   # CPU-only machine: the same steps at toy sizes, GPU parts skip (CI)
 #
-# Environment: WORK (where everything is written; default ./gpu-out), OUT (when set, e.g. by the device tool, which
+# Environment: WORK (where everything is written, the previous run's results removed first; default ./gpu-out), OUT (when set, e.g. by the device tool, which
 # brings back at most 8 files: summary.json and validate.log are copied there at the end), BUILD (default
 # ./build-gpu), JOBS (default: nproc), PYTHON (default
 # python3 on the GPU machine, /usr/bin/python3 in a dry run), TOTAL_S (overall budget, default 540 s; 600 s dry),
@@ -38,6 +38,10 @@ LOG=$WORK/validate.log
 STEPS=$WORK/steps.jsonl
 : >"$LOG"
 : >"$STEPS"
+# Results of an earlier run into the same WORK (a dry run's CPU labels, an old bench.json) must not pass for this
+# run's: the collector skips what is already labelled, and the summary reads whatever files are there.
+rm -rf "$WORK/data" "$WORK/bench" "$WORK/bench_model" "$WORK/nvtx_loop.json" "$WORK/inspect.jsonl" \
+  "$WORK/summary.json" "$WORK/configs.txt"
 DEADLINE=$(( $(date +%s) + TOTAL_S ))
 FAILED=0
 
