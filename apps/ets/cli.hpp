@@ -91,7 +91,7 @@ bool same_file(const std::string& a, const std::string& b);
 std::string unwritable_reason(const std::string& path, bool streams);
 
 /// Writes `text` to `path`: streamed into a pipe or device; else to a temporary of its own beside resolve_output(path),
-/// renamed into place, so a reader never sees half a file. Throws ets.cli.1.
+/// synced and renamed into place (detail::FileReplacement), so a reader never sees half a file. Throws ets.cli.1.
 void write_output(const std::string& path, const std::string& text);
 
 /// Whether a measurement in `t` bears on a model for hardware `hardware_env` (registered as `env_id`, which may rename

@@ -279,40 +279,12 @@ std::string unwritable_reason(const std::string& path, bool streams) {
 }
 
 void write_output(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (fs::exists(st) && !fs::is_regular_file(st)) {  // a pipe or device: streamed in place
-    std::ofstream f(path, std::ios::binary);
-    f << text;
-    f.close();
-    if (!f) ETS_THROW(Errc::io, "ets.cli.1", "cannot write to '{}'", path);
-    return;
-  }
-  const std::string target = resolve_output(path);
-  const std::string tmp = detail::temporary_path(target, ".tmp");
-  bool ok = false;
-  {
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);  // the umask applies, as for any new file
-    if (fd >= 0) {
-      std::size_t done = 0;
-      while (done < text.size()) {
-        const ::ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n <= 0) break;
-        done += static_cast<std::size_t>(n);
-      }
-      ok = ::close(fd) == 0 && done == text.size();
-    }
-  }
-  if (ok) {
-    detail::keep_permissions(target, tmp);
-    ok = ::rename(tmp.c_str(), target.c_str()) == 0;
-  }
-  if (!ok) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    ETS_THROW(Errc::io, "ets.cli.1", "cannot write to '{}': {}", path, std::strerror(err));
-  }
+  detail::FileReplacement file(path, "ets.cli.1", "output file");
+  std::ofstream f(file.write_path(), std::ios::binary | std::ios::trunc);
+  f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  f.close();
+  if (!f) ETS_THROW(Errc::io, "ets.cli.1", "cannot write output file '{}': {}", path, std::strerror(errno));
+  file.commit();
 }
 
 std::string csv_field(const std::string& s) {

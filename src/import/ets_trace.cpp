@@ -17,7 +17,6 @@
 #include <zlib.h>
 
 #include "ets/detail/output_file.hpp"
-#include "ets/detail/temporary_path.hpp"
 #include "ets/error.hpp"
 #include "ets/trace.hpp"
 #include "ets/trace_file.hpp"
@@ -187,29 +186,23 @@ std::string header_line() {
 
 std::string end_line(std::size_t n) { return fmt::format("{{\"end\":{{\"traces\":{}}}}}\n", n); }
 
-// Output sink for write_trace_file: plain stream or zlib gzip stream on a temporary path renamed to target on
-// commit, or on target itself when tmp == target (a pipe or device, written in place).
+// Output sink for write_trace_file: a plain or zlib gzip stream on the replacement's write_path() (a temporary,
+// or a pipe or device written in place), moved into place by commit().
 class TempSink {
  public:
   // Errors name the destination the caller asked for; the temporary beside it is an implementation detail.
-  TempSink(std::string path, std::string target, std::string tmp, bool gz)
-      : path_(std::move(path)), target_(std::move(target)), tmp_(std::move(tmp)), gz_(gz) {
+  TempSink(std::string path, bool gz) : path_(std::move(path)), file_(path_, "ets.etst.1", "ets-trace file", ".part"), gz_(gz) {
     errno = 0;
     if (gz_) {
-      gz_file_ = gzopen(tmp_.c_str(), "wb6");
+      gz_file_ = gzopen(file_.write_path().c_str(), "wb6");
       if (!gz_file_) ETS_THROW(Errc::io, "ets.etst.1", "cannot create '{}': {}", path_, reason());
     } else {
-      out_.open(tmp_, std::ios::binary | std::ios::trunc);
+      out_.open(file_.write_path(), std::ios::binary | std::ios::trunc);
       if (!out_) ETS_THROW(Errc::io, "ets.etst.1", "cannot create '{}': {}", path_, reason());
     }
   }
   ~TempSink() {
-    if (gz_file_) gzclose(gz_file_);
-    if (!committed_ && tmp_ != target_) {
-      std::error_code ec;
-      out_.close();
-      std::filesystem::remove(tmp_, ec);
-    }
+    if (gz_file_) gzclose(gz_file_);  // before ~FileReplacement removes an uncommitted temporary
   }
   TempSink(const TempSink&) = delete;
   TempSink& operator=(const TempSink&) = delete;
@@ -238,25 +231,17 @@ class TempSink {
       out_.close();
       if (out_.fail()) ETS_THROW(Errc::io, "ets.etst.1", "closing '{}' failed: {}", path_, reason());
     }
-    if (tmp_ != target_) {
-      detail::keep_permissions(target_, tmp_);
-      std::error_code ec;
-      std::filesystem::rename(tmp_, target_, ec);
-      if (ec) ETS_THROW(Errc::io, "ets.etst.1", "cannot rename '{}' to '{}': {}", tmp_, target_, ec.message());
-    }
-    committed_ = true;
+    file_.commit();
   }
 
  private:
   static std::string reason() { return errno ? std::strerror(errno) : "unknown reason"; }
 
   std::string path_;
-  std::string target_;
-  std::string tmp_;
+  detail::FileReplacement file_;  // declared before the streams: they close before it removes a temporary
   bool gz_;
   gzFile gz_file_ = nullptr;
   std::ofstream out_;
-  bool committed_ = false;
 };
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -273,14 +258,8 @@ std::string serialize_traces(const std::vector<ExecutionTrace>& traces) {
 }
 
 void write_trace_file(const std::string& path, const std::vector<ExecutionTrace>& traces) {
-  std::error_code dir_ec;
-  if (std::filesystem::is_directory(path, dir_ec))
-    ETS_THROW(Errc::io, "ets.etst.1", "cannot write '{}': it is a directory", path);
   // A symlink keeps pointing at the file (its target is replaced); a pipe or device is written in place.
-  std::string target = path, why;
-  if (!detail::follow_output_links(target, why)) ETS_THROW(Errc::io, "ets.etst.1", "cannot write '{}': {}", path, why);
-  const std::string tmp = detail::is_stream_output(target) ? target : detail::temporary_path(target, ".part");
-  TempSink sink(path, target, tmp, ends_with(path, ".gz"));
+  TempSink sink(path, ends_with(path, ".gz"));
   sink.write(header_line());
   std::string chunk;
   for (const auto& t : traces) {

@@ -17,7 +17,6 @@
 #include "ets/detail/cpu_lstm.hpp"
 #include "ets/detail/crc32c.hpp"
 #include "ets/detail/output_file.hpp"
-#include "ets/detail/temporary_path.hpp"
 #include "ets/error.hpp"
 
 namespace ets {
@@ -285,34 +284,15 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
 
 void save_model(const ModelFile& model, const std::string& path) {
   const std::vector<std::uint8_t> bytes = serialize_model(model);
-  const auto write_bytes = [&](const std::string& to) {
-    std::ofstream f(to, std::ios::binary | std::ios::trunc);
-    ETS_CHECK(f.good(), Errc::io, "ets.model.9", "cannot write model file '{}': {}", path, std::strerror(errno));
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    ETS_CHECK(!f.fail(), Errc::io, "ets.model.9", "cannot write model file '{}' (a full disk?)", path);
-  };
-  // A symlink keeps pointing at the model (its target is replaced); a pipe or device is written in place.
-  std::string target = path, why;
-  ETS_CHECK(detail::follow_output_links(target, why), Errc::io, "ets.model.9", "cannot write model file '{}': {}", path,
-            why);
-  if (detail::is_stream_output(target)) return write_bytes(target);
-  // A temporary of this call's own beside the target (two saves to one path never share one), removed on every failure.
-  const std::string tmp = detail::temporary_path(target, ".tmp");
-  struct RemoveUnlessMoved {
-    const std::string& tmp;
-    bool moved = false;
-    ~RemoveUnlessMoved() {
-      if (!moved) std::remove(tmp.c_str());
-    }
-  } guard{tmp};
-  write_bytes(tmp);
-  detail::keep_permissions(target, tmp);
-  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    ETS_THROW(Errc::io, "ets.model.9", "cannot move model file into place at '{}': {}", path, std::strerror(err));
-  }
-  guard.moved = true;
+  // A symlink keeps pointing at the model (its target is replaced); a pipe or device is written in place; a file is
+  // replaced whole and durably, never left half-written.
+  detail::FileReplacement file(path, "ets.model.9", "model file");
+  std::ofstream f(file.write_path(), std::ios::binary | std::ios::trunc);
+  ETS_CHECK(f.good(), Errc::io, "ets.model.9", "cannot write model file '{}': {}", path, std::strerror(errno));
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  ETS_CHECK(!f.fail(), Errc::io, "ets.model.9", "cannot write model file '{}' (a full disk?)", path);
+  file.commit();
 }
 
 ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoadOptions& options) {

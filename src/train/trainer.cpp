@@ -337,24 +337,12 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   std::int64_t resume_step = 0;  // steps of start_epoch already trained before the checkpoint
 
   const std::string& ck = opt.checkpoint_path;
-  // A symlink keeps pointing at the checkpoint: its target is what the temporary is renamed over.
-  std::string ck_target = ck, ck_why;
-  if (!ck.empty()) {
-    ETS_CHECK(detail::follow_output_links(ck_target, ck_why), Errc::io, "ets.train.11", "cannot write checkpoint {}: {}",
-              ck, ck_why);
-    ETS_CHECK(!detail::is_stream_output(ck_target), Errc::io, "ets.train.11",
-              "checkpoint {} is not a regular file (a pipe or device): it is replaced whole and read back to resume", ck);
-  }
-  const std::string ck_tmp = ck_target + ".tmp";  // written in full, then renamed over ck_target
   if (!ck.empty()) {  // find out now, not after the first epoch's training, that checkpoints cannot be written
-    const bool existed = std::filesystem::exists(ck_tmp);
-    {
-      std::ofstream o(ck_tmp, std::ios::binary | std::ios::app);
-      require_written(o, ck);
-    }
-    std::error_code ignored;
-    if (!existed) std::filesystem::remove(ck_tmp, ignored);
-  }
+    // (a symlink keeps pointing at the checkpoint; a pipe or device is refused: a checkpoint is read back to resume)
+    detail::FileReplacement probe(ck, "ets.train.11", "checkpoint", ".tmp", false);
+    std::ofstream o(probe.write_path(), std::ios::binary | std::ios::trunc);
+    require_written(o, ck);
+  }  // the probe's temporary is removed here
   const std::uint64_t fingerprint = ck.empty() ? 0 : run_fingerprint(opt, train_set, val, true);
   double resumed_loss = 0, resumed_weight = 0, resumed_seconds = 0;  // a cut epoch's training before the checkpoint
   if (opt.resume && !ck.empty() && std::filesystem::exists(ck)) {
@@ -486,7 +474,7 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   auto save_checkpoint = [&](int next_epoch, std::int64_t epoch_step, const std::string& rstate, const Choice& c,
                              const Cut& cut) {
     if (ck.empty()) return;
-    const std::string& tmp = ck_tmp;
+    detail::FileReplacement file(ck, "ets.train.11", "checkpoint", ".tmp", false);
     {
       std::ostringstream o;  // in memory first: the checksum covers every byte
       o.write(kCkptMagic, 8);
@@ -520,20 +508,13 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       std::string bytes = std::move(o).str();
       const std::uint32_t crc = detail::crc32c(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
       bytes.append(reinterpret_cast<const char*>(&crc), 4);
-      std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-      require_written(file, ck);
-      file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      file.close();
-      require_written(file, ck);
+      std::ofstream f(file.write_path(), std::ios::binary | std::ios::trunc);
+      require_written(f, ck);
+      f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      f.close();
+      require_written(f, ck);
     }
-    detail::keep_permissions(ck_target, tmp);
-    std::error_code ec;
-    std::filesystem::rename(tmp, ck_target, ec);
-    if (ec) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);  // leave nothing half-done behind
-      ETS_THROW(Errc::io, "ets.train.11", "cannot move checkpoint into place at {}: {}", ck, ec.message());
-    }
+    file.commit();  // synced, given the old checkpoint's mode, renamed over it
   };
 
   double train_seconds = 0;

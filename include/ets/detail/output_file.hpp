@@ -1,11 +1,28 @@
 // Where the writers of the library and of the ets tool put a file they replace: they write a temporary beside the
 // destination and rename it into place (a reader never sees half a file). Renaming over a symlink would replace the
 // user's link, and over a pipe or device would turn it into a regular file, so both are resolved first.
+//
+// FileReplacement is that procedure, once for every writer: resolve the destination, hand out the temporary, and on
+// commit() flush it to the disk, give it the old file's mode, rename it and flush the folder. Without the two flushes
+// a crash or power cut soon after a save can leave an empty or missing file where the old one was (XFS, ext4 with
+// noauto_da_alloc): a checkpoint or a model would be lost, not just the last epoch's update.
 #pragma once
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <system_error>
+
+#if defined(_WIN32)
+#include <io.h>
+#else
+#include <fcntl.h>
+#include <unistd.h>
+#endif
+
+#include "ets/detail/temporary_path.hpp"
+#include "ets/error.hpp"
 
 namespace ets::detail {
 
@@ -51,5 +68,93 @@ inline void keep_permissions(const std::string& target, const std::string& tmp) 
   if (ec || !fs::is_regular_file(st)) return;
   fs::permissions(tmp, st.permissions(), fs::perm_options::replace, ec);
 }
+
+/// Flushes the file or folder at `path` to the disk. Returns errno on a failure that may lose data, 0 otherwise: a
+/// file system that cannot sync (EINVAL, ENOTSUP: pipes, some network and virtual file systems) has nothing to lose.
+inline int sync_to_disk(const std::string& path, bool folder) noexcept {
+#if defined(_WIN32)
+  (void)path;
+  (void)folder;
+  return 0;  // MoveFileEx, behind std::filesystem::rename, is the durable primitive there
+#else
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
+  if (fd < 0) return folder ? 0 : errno;  // a folder that cannot be opened to sync is not the file's loss
+  int err = 0;
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP && errno != EROFS) err = errno;
+  ::close(fd);
+  return folder ? 0 : err;
+#endif
+}
+
+/// One replacement of a whole file by a writer (a model, a trace file, a checkpoint, the ets tool's outputs). The
+/// writer writes write_path() by any means (a stream, zlib, a file descriptor), closes it, then calls commit().
+/// - A symlink is followed to the end of its chain (its target is replaced, the link stays).
+/// - A pipe, device or socket is written in place (write_path() is the destination itself), unless refused with
+///   `streams_ok = false` (a checkpoint must be read back).
+/// - A regular file is written to a temporary of this replacement's own beside it, then commit() syncs it, gives it
+///   the replaced file's permissions, renames it over the destination and syncs the folder.
+/// - Without commit() (an exception on the way) the temporary is removed: nothing half-written is left.
+/// Every failure throws ets::Error with Errc::io, `error_id` and a message naming `what` and the path as given.
+class FileReplacement {
+ public:
+  /// `what` names the file in messages ("model file"); `tag` marks the temporary ("<path><tag>-<pid>-<n>").
+  FileReplacement(std::string path, const char* error_id, std::string what, const char* tag = ".tmp",
+                  bool streams_ok = true)
+      : path_(std::move(path)), id_(error_id), what_(std::move(what)), target_(path_) {
+    std::string why;
+    if (!follow_output_links(target_, why)) ETS_THROW(Errc::io, id_, "cannot write {} '{}': {}", what_, path_, why);
+    std::error_code ec;
+    if (std::filesystem::is_directory(target_, ec))
+      ETS_THROW(Errc::io, id_, "cannot write {} '{}': it is a directory", what_, path_);
+    if (is_stream_output(target_)) {
+      if (!streams_ok)
+        ETS_THROW(Errc::io, id_, "cannot write {} '{}': it is not a regular file (a pipe or device)", what_, path_);
+      write_path_ = target_;
+    } else {
+      write_path_ = temporary_path(target_, tag);
+    }
+  }
+  FileReplacement(const FileReplacement&) = delete;
+  FileReplacement& operator=(const FileReplacement&) = delete;
+  ~FileReplacement() {
+    if (!done_ && !in_place()) {
+      std::error_code ignored;
+      std::filesystem::remove(write_path_, ignored);
+    }
+  }
+
+  /// Where the writer writes: the temporary, or the pipe or device itself.
+  const std::string& write_path() const noexcept { return write_path_; }
+  /// The file replaced on commit(): `path` with its symlinks followed.
+  const std::string& target() const noexcept { return target_; }
+  /// Whether write_path() is the destination itself (a pipe or device): commit() then has nothing to move.
+  bool in_place() const noexcept { return write_path_ == target_; }
+
+  /// Moves the written temporary into place, durably. Call once the writer has closed write_path().
+  void commit() {
+    if (in_place()) {
+      done_ = true;
+      return;
+    }
+    if (const int err = sync_to_disk(write_path_, false))
+      ETS_THROW(Errc::io, id_, "cannot write {} '{}': flushing it to the disk failed: {}", what_, path_,
+                std::strerror(err));
+    keep_permissions(target_, write_path_);
+    std::error_code ec;
+    std::filesystem::rename(write_path_, target_, ec);  // replaces an existing file, as POSIX rename() does
+    if (ec) ETS_THROW(Errc::io, id_, "cannot move {} into place at '{}': {}", what_, path_, ec.message());
+    done_ = true;
+    const std::filesystem::path folder = std::filesystem::path(target_).parent_path();
+    sync_to_disk(folder.empty() ? std::string(".") : folder.string(), true);
+  }
+
+ private:
+  std::string path_;
+  const char* id_;
+  std::string what_;
+  std::string target_;
+  std::string write_path_;
+  bool done_ = false;
+};
 
 }  // namespace ets::detail

@@ -1,0 +1,225 @@
+// detail::FileReplacement: how every writer of ETS replaces a file (models, trace files, checkpoints, the tool's
+// outputs). The file must be flushed to the disk before it is renamed over the old one and the folder after, or a
+// crash soon after a save can leave an empty file where the old one was. fsync is interposed below (this executable's
+// definition wins over libc's) to see those flushes and to make them fail.
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "ets/detail/output_file.hpp"
+#include "ets/error.hpp"
+#include "ets/trace_file.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+
+struct SyncLog {
+  int files = 0, folders = 0;
+  int fail_with = 0;  ///< errno every fsync of a regular file fails with; 0: none fails
+};
+SyncLog sync_log;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+void put(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+std::size_t entries(const fs::path& dir) {
+  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const char* name)
+      : path(fs::temp_directory_path() / (std::string(name) + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+    sync_log = {};
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+extern "C" int fsync(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      ++sync_log.folders;
+    } else if (S_ISREG(st.st_mode)) {
+      ++sync_log.files;
+      if (sync_log.fail_with) {
+        errno = sync_log.fail_with;
+        return -1;
+      }
+    }
+  }
+  using Fn = int (*)(int);
+  static const Fn real = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, "fsync"));
+  return real ? real(fd) : 0;
+}
+
+TEST_CASE("a committed replacement is flushed, takes the old file's mode and leaves no temporary") {
+  TempDir dir("ets_replace_commit");
+  const fs::path out = dir.path / "out.txt";
+  put(out, "old");
+  fs::permissions(out, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  {
+    ets::detail::FileReplacement r(out.string(), "ets.test.1", "test file");
+    CHECK_FALSE(r.in_place());
+    CHECK(r.target() == out.string());
+    CHECK(r.write_path() != out.string());
+    CHECK(fs::path(r.write_path()).parent_path() == dir.path);  // beside it: the rename stays on one file system
+    put(r.write_path(), "new");
+    CHECK(slurp(out) == "old");  // nothing shows before commit
+    r.commit();
+  }
+  CHECK(slurp(out) == "new");
+  CHECK(fs::status(out).permissions() == (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK(entries(dir.path) == 1);
+  CHECK(sync_log.files == 1);    // the temporary, before the rename
+  CHECK(sync_log.folders == 1);  // the folder, after it
+}
+
+TEST_CASE("a replacement never committed removes its temporary and leaves the old file") {
+  TempDir dir("ets_replace_abandon");
+  const fs::path out = dir.path / "out.txt";
+  put(out, "old");
+  try {
+    ets::detail::FileReplacement r(out.string(), "ets.test.1", "test file");
+    put(r.write_path(), "half");
+    throw std::runtime_error("the writer failed");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(slurp(out) == "old");
+  CHECK(entries(dir.path) == 1);
+  CHECK(sync_log.files == 0);
+}
+
+TEST_CASE("two replacements of one file at once write two temporaries; the last commit wins") {
+  TempDir dir("ets_replace_two");
+  const fs::path out = dir.path / "out.txt";
+  ets::detail::FileReplacement a(out.string(), "ets.test.1", "test file");
+  ets::detail::FileReplacement b(out.string(), "ets.test.1", "test file");
+  CHECK(a.write_path() != b.write_path());
+  put(a.write_path(), "a");
+  put(b.write_path(), "b");
+  a.commit();
+  CHECK(slurp(out) == "a");
+  b.commit();
+  CHECK(slurp(out) == "b");
+  CHECK(entries(dir.path) == 1);
+}
+
+TEST_CASE("a failed flush is an error with the writer's id, and the old file stays") {
+  TempDir dir("ets_replace_eio");
+  const fs::path out = dir.path / "out.txt";
+  put(out, "old");
+  sync_log.fail_with = EIO;
+  try {
+    ets::detail::FileReplacement r(out.string(), "ets.test.1", "test file");
+    put(r.write_path(), "new");
+    r.commit();
+    FAIL("a failed fsync must not be renamed into place");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.test.1");
+    CHECK(e.code() == ets::Errc::io);
+    CHECK(e.message().find(out.string()) != std::string::npos);
+    CHECK(e.message().find("test file") != std::string::npos);
+  }
+  CHECK(slurp(out) == "old");
+  CHECK(entries(dir.path) == 1);
+  // a file system that cannot sync at all (EINVAL) loses nothing by it: the file is moved into place
+  sync_log.fail_with = EINVAL;
+  ets::detail::FileReplacement r(out.string(), "ets.test.1", "test file");
+  put(r.write_path(), "new");
+  r.commit();
+  CHECK(slurp(out) == "new");
+}
+
+TEST_CASE("a rename that fails is an error naming the path, and no temporary is left") {
+  TempDir dir("ets_replace_rename");
+  fs::create_directories(dir.path / "sub");
+  const fs::path out = dir.path / "sub" / "out.txt";
+  ets::detail::FileReplacement r(out.string(), "ets.test.1", "test file");
+  put(r.write_path(), "new");
+  // the destination became a non-empty folder meanwhile: rename() cannot replace it
+  fs::create_directories(out / "inner");
+  try {
+    r.commit();
+    FAIL("renaming over a non-empty folder must fail");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.test.1");
+    CHECK(e.message().find("into place") != std::string::npos);
+  }
+}
+
+TEST_CASE("symlinks are followed, pipes and devices written in place or refused, folders refused") {
+  TempDir dir("ets_replace_kinds");
+  fs::create_directories(dir.path / "real");
+  fs::create_symlink(fs::path("real") / "t.txt", dir.path / "hop2");
+  fs::create_symlink("hop2", dir.path / "hop1");
+  {
+    ets::detail::FileReplacement r((dir.path / "hop1").string(), "ets.test.1", "test file");
+    CHECK(r.target() == (dir.path / "real" / "t.txt").string());
+    put(r.write_path(), "through two links");
+    r.commit();
+  }
+  CHECK(fs::is_symlink(dir.path / "hop1"));
+  CHECK(fs::is_symlink(dir.path / "hop2"));
+  CHECK(slurp(dir.path / "real" / "t.txt") == "through two links");
+
+  const fs::path fifo = dir.path / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  {
+    ets::detail::FileReplacement r(fifo.string(), "ets.test.1", "test file");
+    CHECK(r.in_place());
+    CHECK(r.write_path() == fifo.string());
+    r.commit();  // nothing to move
+  }
+  CHECK(fs::is_fifo(fifo));
+  CHECK(sync_log.files == 1);  // the regular file only
+
+  try {
+    ets::detail::FileReplacement r("/dev/null", "ets.test.2", "checkpoint", ".tmp", false);
+    FAIL("a device must be refused where streams are not written");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.test.2");
+    CHECK(e.message().find("not a regular file") != std::string::npos);
+  }
+  try {
+    ets::detail::FileReplacement r(dir.path.string(), "ets.test.3", "test file");
+    FAIL("a folder must be refused");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.test.3");
+    CHECK(e.message().find("directory") != std::string::npos);
+  }
+  CHECK(entries(dir.path) == 4);  // real/, hop1, hop2, fifo: no temporary anywhere
+  CHECK(entries(dir.path / "real") == 1);
+}
+
+TEST_CASE("the library's writers flush what they save") {
+  TempDir dir("ets_replace_writers");
+  const fs::path out = dir.path / "t.etst";
+  ets::write_trace_file(out.string(), {});
+  CHECK(sync_log.files == 1);
+  CHECK(sync_log.folders == 1);
+  CHECK(slurp(out).find("ets-trace") != std::string::npos);
+
+  sync_log.fail_with = EIO;  // a file that may not be on the disk is not reported written
+  CHECK_THROWS_AS(ets::write_trace_file((dir.path / "u.etst.gz").string(), {}), ets::Error);
+  CHECK(entries(dir.path) == 1);
+}
