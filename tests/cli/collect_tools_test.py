@@ -203,11 +203,30 @@ check(open(target).read() == "old" and sorted(os.listdir(work)).count("atomic.js
       not [f for f in os.listdir(work) if f.startswith("atomic.json.tmp")], "old file kept, temp file removed")
 check(not [f for f in os.listdir(data) if ".tmp" in f], f"no temp files left in DATA: {os.listdir(data)}")
 
+# ---- and durably: the temporary is flushed to the disk before the rename, its folder after (os.fsync interposed)
+import stat  # noqa: E402
+synced = []
+real_fsync = os.fsync
+
+
+def counting_fsync(fd):
+    synced.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+    return real_fsync(fd)
+
+
+os.fsync = counting_fsync
+try:
+    K.atomic_write(target, "durable")
+finally:
+    os.fsync = real_fsync
+check(synced == ["file", "folder"] and open(target).read() == "durable", f"atomic_write's flushes: {synced}")
+
 # ---- collect.py in a copied tree whose worker is a stub (no torch, no timing): what a run leaves behind
 tree = os.path.join(work, "tree")
 os.makedirs(os.path.join(tree, "tools", "collect"))
 for f in ("__init__.py", "collect.py", "configs.py", "env.py", "zoo.py", "randwire.py", "randgen.py"):
     shutil.copy(os.path.join(ROOT, "tools", "collect", f), os.path.join(tree, "tools", "collect", f))
+shutil.copy(os.path.join(ROOT, "tools", "atomic_file.py"), os.path.join(tree, "tools", "atomic_file.py"))
 with open(os.path.join(tree, "tools", "collect", "worker.py"), "w") as fh:
     fh.write("""import argparse, json, os
 ap = argparse.ArgumentParser()

@@ -36,6 +36,7 @@ if ROOT not in sys.path:
 
 from tools.collect import configs as C  # noqa: E402
 from tools.collect import env as E  # noqa: E402  (no torch import in env at module level)
+from tools.atomic_file import atomic_write  # noqa: E402
 
 
 class Progress:
@@ -230,9 +231,7 @@ class Collector:
             ref = dict(measured, source="first gated pass")
         if refs.get(env) != ref:
             refs[env] = ref
-            with open(self.speed_ref_path + ".tmp", "w") as fh:
-                json.dump(refs, fh, indent=1, sort_keys=True)
-            os.replace(self.speed_ref_path + ".tmp", self.speed_ref_path)
+            atomic_write(self.speed_ref_path, json.dumps(refs, indent=1, sort_keys=True))
             self.log(ev="speed_ref", environment=env, **ref)
         return ref
 

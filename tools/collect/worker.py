@@ -24,7 +24,7 @@ if TOOLS not in sys.path:
     sys.path.insert(0, TOOLS)
 
 from tools.collect import env as envmod  # noqa: E402  (no torch import in env at module level)
-from atomic_file import atomic_write  # noqa: E402  (tools/atomic_file.py)
+from atomic_file import atomic_write, durable_replace  # noqa: E402  (tools/atomic_file.py)
 
 
 def atomic_write_json(path: str, obj) -> None:
@@ -168,7 +168,7 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
     if not exported:
         raise RuntimeError("profiler produced no trace (on_trace_ready never ran)")
     probe_after = speed_probe(torch)
-    os.replace(tmp, path)
+    durable_replace(tmp, path)  # hours of collection rest on these files: on the disk before the status says ok
     return {"ok": True, "config": cfg["id"], "pass": pass_no, "pid": os.getpid(),
             "probe": {"before": probe_before, "after": probe_after},
             "finished_unix": time.time(), "wall_s": round(time.perf_counter() - t0, 3),
