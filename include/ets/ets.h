@@ -39,7 +39,8 @@ typedef struct ets_estimate {
 } ets_estimate;
 
 /* A predictor: models per hardware environment plus registered jobs. Thread-safe: one handle may be used by many
-   threads at once, except ets_predictor_destroy, which must be the last call on it. */
+   threads at once, except ets_predictor_destroy, which must be the last call on it. A thread cancelled
+   (pthread_cancel) inside a call is unwound like any cancelled thread; the handle stays usable by the others. */
 typedef struct ets_predictor ets_predictor;
 
 /* "0.1.0" — version of the linked library (static storage). */

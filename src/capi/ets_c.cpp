@@ -12,6 +12,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#ifdef __GLIBCXX__
+#include <cxxabi.h>  // abi::__forced_unwind: how glibc unwinds a thread cancelled by pthread_cancel / pthread_exit
+#endif
 
 #include "ets/error.hpp"
 #include "ets/predictor.hpp"
@@ -67,11 +70,18 @@ ets_status fail(ets_status s, const char* id, std::string_view a, std::string_vi
 }
 
 // Runs f, mapping every exception to a status; the message of the last failure stays readable on this thread.
+// Not noexcept, and abi::__forced_unwind is rethrown: a scheduler thread cancelled (pthread_cancel) while it waits
+// inside ETS (a trace on a hung NFS mount or a FIFO) is unwound by glibc with that "exception", which must reach the
+// thread's start routine. Swallowing it (catch (...)) or meeting a noexcept frame aborts the whole process.
 template <typename F>
-ets_status guarded(F&& f) noexcept {
+ets_status guarded(F&& f) {
   try {
     f();
     return ETS_OK;
+#ifdef __GLIBCXX__
+  } catch (abi::__forced_unwind&) {
+    throw;
+#endif
   } catch (const ets::Error& e) {
     return report(static_cast<ets_status>(e.code()), e.id().c_str(), false, e.what());  // what() is "[id] message"
   } catch (const std::bad_alloc&) {

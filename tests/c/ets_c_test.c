@@ -4,7 +4,10 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ets/ets.h"
 
@@ -24,6 +27,13 @@ static int close_rel(double a, double b, double tol) { return fabs(a - b) <= tol
 static void* fail_on_thread(void* out) {
   (void)ets_predictor_create(NULL);
   strncpy((char*)out, ets_last_error_id(), 63);
+  return NULL;
+}
+
+/* Blocks in ets_predictor_load_job on a FIFO nobody writes (a hung file system, for a scheduler) until cancelled. */
+static void* load_blocking(void* args) {
+  void** a = (void**)args;
+  (void)ets_predictor_load_job((ets_predictor*)a[0], "blocked", (const char*)a[1]);
   return NULL;
 }
 
@@ -122,6 +132,29 @@ int main(int argc, char** argv) {
   EXPECT(after.iteration_us == single[2].iteration_us);
   EXPECT(ets_observe(p, "job1", "envA", -3.0) == ETS_INVALID_ARGUMENT);
   EXPECT(strcmp(ets_last_error_id(), "ets.predict.3") == 0);
+
+  {
+    /* pthread_cancel of a thread waiting inside the library cancels that thread only (glibc unwinds it through the
+       C ABI); the process and the handle carry on */
+    char dir[] = "/tmp/ets_c_test_XXXXXX";
+    char fifo[64];
+    void* args[2];
+    void* res = NULL;
+    pthread_t t;
+    EXPECT(mkdtemp(dir) != NULL);
+    snprintf(fifo, sizeof fifo, "%s/trace.json", dir);
+    EXPECT(mkfifo(fifo, 0600) == 0);
+    args[0] = p;
+    args[1] = fifo;
+    EXPECT(pthread_create(&t, NULL, load_blocking, args) == 0);
+    EXPECT(pthread_cancel(t) == 0);
+    EXPECT(pthread_join(t, &res) == 0);
+    EXPECT(res == PTHREAD_CANCELED);
+    EXPECT(ets_predict(p, "job1", "envA", &after) == ETS_OK);
+    EXPECT(ets_predict(p, "blocked", "envA", &after) == ETS_INVALID_ARGUMENT);
+    unlink(fifo);
+    rmdir(dir);
+  }
 
   EXPECT(ets_predictor_remove_job(p, "job2") == ETS_OK);
   EXPECT(ets_predictor_remove_job(p, "job2") == ETS_INVALID_ARGUMENT);
