@@ -7,7 +7,11 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <cfenv>
 #include <limits>
+#if defined(__x86_64__)
+#include <xmmintrin.h>  // _mm_getcsr / _mm_setcsr
+#endif
 #include <new>
 #include <string>
 #include <string_view>
@@ -73,8 +77,28 @@ ets_status fail(ets_status s, const char* id, std::string_view a, std::string_vi
 // Not noexcept, and abi::__forced_unwind is rethrown: a scheduler thread cancelled (pthread_cancel) while it waits
 // inside ETS (a trace on a hung NFS mount or a FIFO) is unwound by glibc with that "exception", which must reach the
 // thread's start routine. Swallowing it (catch (...)) or meeting a noexcept frame aborts the whole process.
+//
+// The host's floating-point environment is saved, run non-stop inside, and restored on the way out: ETS computes
+// with NaN sentinels and may overflow to inf, which is harmless unless the host enabled FP traps (feenableexcept,
+// common in numerical and Fortran-based codes), where it would be a SIGFPE that kills the host. The host's exception
+// flags come back as they were, so fetestexcept() after a call does not see what ETS raised internally.
 template <typename F>
 ets_status guarded(F&& f) {
+#if defined(__x86_64__)
+  struct FpEnv {  // double math runs on SSE: MXCSR alone, a few cycles (the x87 state of fenv_t costs ~100 ns)
+    unsigned saved = _mm_getcsr();
+    FpEnv() noexcept { _mm_setcsr((saved | 0x1F80u) & ~0x3Fu); }  // all exceptions masked, flags cleared
+    ~FpEnv() { _mm_setcsr(saved); }
+  } fp_env;
+#else
+  struct FpEnv {
+    std::fenv_t saved;
+    bool held = std::feholdexcept(&saved) == 0;
+    ~FpEnv() {
+      if (held) std::fesetenv(&saved);
+    }
+  } fp_env;
+#endif
   try {
     f();
     return ETS_OK;
