@@ -48,6 +48,9 @@ export(EXPORT etsTargets NAMESPACE ets:: FILE ${PROJECT_BINARY_DIR}/etsTargets.c
 # a shared libets.so already records them, so they are only Libs.private there. libets.a is C++: a C program
 # linked by the C compiler (the C ABI's users) also needs the C++ runtime and libm.
 set(_ets_pc_deps "-lsimdjson -lsqlite3 -lz")
+foreach(_ets_dl IN LISTS CMAKE_DL_LIBS)  # dladdr: libdl before glibc 2.34
+  string(APPEND _ets_pc_deps " -l${_ets_dl}")
+endforeach()
 if(BUILD_SHARED_LIBS)
   set(ETS_PC_LIBS "-pthread")
   set(ETS_PC_LIBS_PRIVATE "${_ets_pc_deps}")

@@ -62,7 +62,8 @@ void ets_predictor_destroy(ets_predictor* predictor);
 /* Loads an .etsm model for an environment id. env NULL or "" = the model's own hardware environment. */
 ets_status ets_predictor_add_model(ets_predictor* predictor, const char* env, const char* model_path);
 /* Loads the shipped default model: $ETS_MODEL, else <exe dir>/../share/ets/models/default.etsm, else
-   <exe dir>/models/default.etsm; ETS_IO (ets.predict.8) when none exists. */
+   <exe dir>/models/default.etsm, else (a shared libets loaded by python3, a Go or JVM binary...)
+   <libets dir>/../share/ets/models/default.etsm; ETS_IO (ets.predict.8) when none exists. */
 ets_status ets_predictor_add_default_model(ets_predictor* predictor, const char* env);
 /* Number of environments, and the id of the i-th (copied into buf of cap bytes, NUL-terminated; ETS_INVALID_ARGUMENT
    when it does not fit, buf untouched). env_name_size gives the bytes the i-th id needs, NUL included. */

@@ -104,7 +104,8 @@ class Predictor {
   std::string backend_note(const std::string& env) const;
 
   /// The shipped default model: $ETS_MODEL when set, else the first existing of `candidates`, then
-  /// <executable dir>/../share/ets/models/default.etsm and <executable dir>/models/default.etsm. "" when none exists.
+  /// <executable dir>/../share/ets/models/default.etsm, <executable dir>/models/default.etsm, and beside a shared
+  /// libets: <library dir>/../share/ets/models/default.etsm (or ../../share for lib/<multiarch>). "" when none exists.
   static std::string find_default_model(const std::vector<std::string>& candidates = {});
 
   // ---- jobs ----

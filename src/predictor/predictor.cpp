@@ -13,6 +13,11 @@
 #include <unordered_set>
 #include <utility>
 
+#if defined(__linux__)
+#include <dlfcn.h>  // dladdr1: which loaded object (a shared libets, or the program) holds this code
+#include <link.h>
+#endif
+
 #include "ets/aggregator.hpp"
 #include "ets/bilstm_predictor.hpp"
 #include "ets/error.hpp"
@@ -294,6 +299,24 @@ std::string Predictor::find_default_model(const std::vector<std::string>& candid
       if (fs::is_regular_file(p, ec)) return p.lexically_normal().string();
     }
   }
+#if defined(__GLIBC__)
+  // A shared libets lives in <prefix>/lib (or lib/<multiarch>) while its host does not: python3 (ctypes), a Go or
+  // JVM binary. `cmake --install` puts the model in <prefix>/share beside that lib, so look there too. A static
+  // libets is part of the program (link map name ""), whose directory was searched above.
+  Dl_info info{};
+  link_map* map = nullptr;
+  if (dladdr1(reinterpret_cast<const void*>(&Predictor::find_default_model), &info, reinterpret_cast<void**>(&map),
+              RTLD_DL_LINKMAP) != 0 &&
+      map != nullptr && map->l_name != nullptr && *map->l_name != '\0') {
+    const fs::path lib = fs::absolute(map->l_name, ec);
+    if (!ec) {
+      for (const char* rel : {"../share/ets/models/default.etsm", "../../share/ets/models/default.etsm"}) {
+        const fs::path p = lib.parent_path() / rel;
+        if (fs::is_regular_file(p, ec)) return p.lexically_normal().string();
+      }
+    }
+  }
+#endif
   return "";
 }
 
