@@ -47,8 +47,8 @@ int run_inspect(const Args& args) {
                          predicted < 0 ? std::string("null") : std::to_string(predicted));
       all += out;
     } else {
-      all += fmt::format("{}\n  format {}, device '{}', {} iteration(s), median measured {} us{}\n", path, format,
-                             device, its.size(), std::isfinite(med) ? fmt::format("{:.1f}", med) : "n/a",
+      all += fmt::format("{}\n  format {}, device '{}', {} iteration(s), median measured {}{}\n", path, format,
+                             device, its.size(), std::isfinite(med) ? fmt::format("{:.1f} us", med) : "n/a",
                              predicted < 0 ? std::string()
                                            : fmt::format(", predict uses iteration {}", its[predicted].iteration));
       all += "  iteration      ops  measured_us       sum_us  gap_share\n";
