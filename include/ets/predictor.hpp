@@ -50,7 +50,7 @@ class Predictor {
     double lo_us = 0;         ///< interval, corrected alike
     double hi_us = 0;
     double raw_us = 0;        ///< the model's own prediction
-    double correction = 1;    ///< observe() factor applied (1 without observations)
+    double correction = 1;    ///< observe() factor applied (1 without observations; capped so hi_us stays finite)
     std::int64_t observations = 0;
     std::int64_t ops = 0;     ///< ops in the job's trace
   };

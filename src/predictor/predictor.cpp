@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -455,13 +456,19 @@ Predictor::Matrix Predictor::Impl::estimate(const std::vector<std::shared_ptr<Jo
     for (std::size_t e = 0; e < ne; ++e) {
       const Raw& r = raw[j * ne + e];
       const Correction c = correction_of(*jobs[j], *models[e]);
+      // The factor is finite (each log ratio is clipped to ±ln(max_ratio)), but max_ratio may be as large as DBL_MAX,
+      // so factor × interval can still overflow: cap the applied factor where the corrected hi_us would leave
+      // double's range, so that an estimate is never infinite (the margin keeps the rounded product finite).
+      double factor = c.factor;
+      if (r.hi_us > 0 && factor > std::numeric_limits<double>::max() / r.hi_us)
+        factor = std::numeric_limits<double>::max() / r.hi_us * (1 - 1e-15);
       Estimate& est = out.values[j * ne + e];
       est.raw_us = r.iteration_us;
-      est.correction = c.factor;
+      est.correction = factor;
       est.observations = c.observations;
-      est.iteration_us = r.iteration_us * c.factor;
-      est.lo_us = r.lo_us * c.factor;
-      est.hi_us = r.hi_us * c.factor;
+      est.iteration_us = r.iteration_us * factor;
+      est.lo_us = r.lo_us * factor;
+      est.hi_us = r.hi_us * factor;
       est.ops = static_cast<std::int64_t>(jobs[j]->trace.ops.size());
     }
   }

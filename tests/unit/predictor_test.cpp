@@ -3,6 +3,7 @@
 // caching, observe() corrections (convergence, isolation, shrinkage), errors, and concurrent use from 8 threads.
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -347,4 +348,27 @@ TEST_CASE("8 threads share one Predictor: batches, observations and job churn", 
   CHECK(p.correction("j0", "b").observations == 40);
   CHECK(final_m.at(0, 1).iteration_us > expect.at(0, 1).iteration_us);
   CHECK_FALSE(p.has_job("churn"));
+}
+
+// A finite, accepted observe() must never make predict() return an infinite estimate or interval.
+TEST_CASE("observe() with max_ratio near DBL_MAX keeps the corrected estimate finite", "[predictor][observe]") {
+  std::vector<ets::ExecutionTrace> traces;
+  for (int i = 0; i < 3; ++i) traces.push_back(ets_test::learnable_trace(100 + static_cast<std::uint32_t>(i), 40));
+  ets::Predictor::Options o;
+  o.backend = ets::Backend::Cpu;
+  o.prior_weight = 0;                                   // valid: no shrinkage
+  o.max_ratio = std::numeric_limits<double>::max();     // valid: finite and > 1 ("no clipping")
+  ets::Predictor p(o);
+  const std::string env = p.add_model("e", ets_test::small_model(traces, 1, "e"));
+  p.add_job("j", traces[0]);
+  const ets::Predictor::Estimate before = p.predict("j", env);
+  REQUIRE(before.hi_us > before.iteration_us);  // a real interval, so hi_us overflows first
+  p.observe("j", env, std::numeric_limits<double>::max());  // finite and > 0: accepted
+  const ets::Predictor::Estimate e = p.predict("j", env);
+  CHECK(std::isfinite(e.iteration_us));
+  CHECK(std::isfinite(e.lo_us));
+  CHECK(std::isfinite(e.hi_us));
+  CHECK(e.lo_us <= e.iteration_us);
+  CHECK(e.iteration_us <= e.hi_us);
+  CHECK(e.iteration_us == e.raw_us * e.correction);
 }
