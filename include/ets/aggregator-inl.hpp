@@ -99,8 +99,8 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
       if (!batch.mask[pos]) continue;
       const std::size_t op = base[t] + static_cast<std::size_t>(batch.op_index[pos]);
       const float zt = pred[2 * pos], zg = pred[2 * pos + 1];
-      const double vt = std::isfinite(zt) ? spec_.denormalize_label(0, zt) : kUnknown;
-      const double vg = std::isfinite(zg) ? spec_.denormalize_label(1, zg) : kUnknown;
+      const double vt = std::isfinite(zt) ? spec_.denormalize_label(0, static_cast<double>(zt)) : kUnknown;
+      const double vg = std::isfinite(zg) ? spec_.denormalize_label(1, static_cast<double>(zg)) : kUnknown;
       ETS_CHECK(std::isfinite(vt) && std::isfinite(vg) && std::isfinite(vt + vg), Errc::invalid_argument,
                 "ets.aggregate.3", "prediction at window {} position {} is not usable ({}, {} normalised)", k, p, zt,
                 zg);

@@ -135,7 +135,7 @@ struct Reader {
   std::uint32_t u32() {
     need(4);
     std::uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[pos + i]) << (8 * i);
+    for (std::size_t i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[pos + i]) << (8 * i);
     pos += 4;
     return v;
   }

@@ -57,12 +57,12 @@ struct HyperParams {
   /// A slot outside [0, kHyperCount) (a cast integer) is ignored by set() and absent for has() / get().
   void set(Hyper h, double v) noexcept {
     if (!in_range(h)) return;
-    value[static_cast<int>(h)] = v;
+    value[static_cast<std::size_t>(h)] = v;
     present |= 1u << static_cast<int>(h);
   }
   bool has(Hyper h) const noexcept { return in_range(h) && ((present >> static_cast<int>(h)) & 1u); }
   double get(Hyper h, double fallback = 0.0) const noexcept {
-    return has(h) ? value[static_cast<int>(h)] : fallback;
+    return has(h) ? value[static_cast<std::size_t>(h)] : fallback;
   }
   bool operator==(const HyperParams& o) const noexcept { return present == o.present && value == o.value; }
   bool operator!=(const HyperParams& o) const noexcept { return !(*this == o); }

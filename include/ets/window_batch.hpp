@@ -23,7 +23,10 @@ struct WindowBatch {
   std::vector<float> weight;
 
   std::size_t positions() const noexcept { return static_cast<std::size_t>(windows) * static_cast<std::size_t>(width); }
-  const float* window(int n) const noexcept { return x.data() + static_cast<std::size_t>(n) * width * features; }
+  const float* window(int n) const noexcept {
+    const std::size_t stride = static_cast<std::size_t>(width) * static_cast<std::size_t>(features);
+    return x.data() + static_cast<std::size_t>(n) * stride;
+  }
 };
 
 }  // namespace ets

@@ -36,7 +36,8 @@ ETS_INLINE CudnnWeightSlice cudnn_weight_slice(const LstmConfig& c, int pseudo_l
 
 ETS_INLINE const float* cudnn_slice_data(const LstmWeights& w, const CudnnWeightSlice& s) {
   const int dirs = w.config.directions();
-  const std::size_t index = static_cast<std::size_t>(s.layer) * dirs + s.direction;
+  const std::size_t index =
+      static_cast<std::size_t>(s.layer) * static_cast<std::size_t>(dirs) + static_cast<std::size_t>(s.direction);
   ETS_CHECK(s.direction >= 0 && s.direction < dirs && index < w.cells.size(), Errc::shape, "ets.cuda.6",
             "LSTM weights hold {} cells; layer {} direction {} is missing", w.cells.size(), s.layer, s.direction);
   const LstmCellWeights& cell = w.cells[index];

@@ -32,8 +32,9 @@ template <int MR>
 inline void micro_tile(int k, const float* a, std::ptrdiff_t lda, const float* bp, const float* bias,
                        float* c, std::ptrdiff_t ldc, int cols, GemmInit init) noexcept {
   using namespace Eigen::internal;
-  Packet acc0[MR], acc1[MR];
-  alignas(64) float tile[MR * kNR];
+  constexpr std::size_t kRows = static_cast<std::size_t>(MR);
+  Packet acc0[kRows], acc1[kRows];
+  alignas(64) float tile[kRows * static_cast<std::size_t>(kNR)];
   const bool full = cols == kNR;
   if (init == GemmInit::accumulate) {
     if (full) {
@@ -57,7 +58,7 @@ inline void micro_tile(int k, const float* a, std::ptrdiff_t lda, const float* b
   } else {
     for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = pset1<Packet>(0.0f);
   }
-  const float* ar[MR];
+  const float* ar[kRows];
   for (int r = 0; r < MR; ++r) ar[r] = a + r * lda;
   for (int p = 0; p < k; ++p) {
     const Packet b0 = pload<Packet>(bp), b1 = pload<Packet>(bp + kPacket);
@@ -185,13 +186,16 @@ ETS_INLINE PackedMatrix pack_transposed(const float* w, int n, int k, const floa
   p.k = k;
   p.n = n;
   p.panels = (n + kNR - 1) / kNR;
-  p.data.assign(static_cast<std::size_t>(p.panels) * static_cast<std::size_t>(k) * kNR, 0.0f);
+  const std::size_t uk = static_cast<std::size_t>(k);
+  p.data.assign(static_cast<std::size_t>(p.panels) * uk * kNR, 0.0f);
   for (int panel = 0; panel < p.panels; ++panel) {
-    float* dst = p.data.data() + static_cast<std::size_t>(panel) * k * kNR;
+    float* dst = p.data.data() + static_cast<std::size_t>(panel) * uk * kNR;
     for (int kk = 0; kk < k; ++kk)
       for (int jj = 0; jj < kNR; ++jj) {
         const int j = panel * kNR + jj;
-        if (j < n) dst[static_cast<std::size_t>(kk) * kNR + jj] = w[static_cast<std::size_t>(j) * k + kk];
+        if (j < n)
+          dst[static_cast<std::size_t>(kk) * kNR + static_cast<std::size_t>(jj)] =
+              w[static_cast<std::size_t>(j) * uk + static_cast<std::size_t>(kk)];
       }
   }
   if (bias_a != nullptr || bias_b != nullptr) {
@@ -208,7 +212,7 @@ ETS_INLINE void gemm_packed(int m, const float* a, std::ptrdiff_t lda, const Pac
   for (int i0 = 0; i0 < m; i0 += kMC) {
     const int mb = std::min(kMC, m - i0);
     for (int j = 0; j < b.panels; ++j) {
-      const float* bp = b.data.data() + static_cast<std::size_t>(j) * b.k * kNR;
+      const float* bp = b.data.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(b.k) * kNR;
       const float* bias = b.bias.empty() ? nullptr : b.bias.data() + static_cast<std::size_t>(j) * kNR;
       const int cols = std::min(kNR, b.n - j * kNR);
       int i = i0;
@@ -322,7 +326,8 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
   const std::ptrdiff_t cell_gates = static_cast<std::ptrdiff_t>(config_.gates()) * hidden;
   const std::ptrdiff_t gate_cols = static_cast<std::ptrdiff_t>(dirs) * cell_gates;
   const std::ptrdiff_t out_cols = static_cast<std::ptrdiff_t>(dirs) * hidden;
-  const std::size_t rows = static_cast<std::size_t>(n) * static_cast<std::size_t>(w);
+  const std::size_t un = static_cast<std::size_t>(n), uw = static_cast<std::size_t>(w);
+  const std::size_t rows = un * uw;
   // Internally rows are time-major (row = t·N + window): one time step of every window is then a contiguous
   // block, so the per-step GEMM and gate pass touch a few dense pages instead of N rows W·row-width apart
   // (which thrashed the TLB at N = 256). The input is transposed once; the head writes back window-major.
@@ -340,8 +345,8 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
   float* xt = cell + round(cell_size);
   for (int t = 0; t < w; ++t)
     for (int b = 0; b < n; ++b)
-      std::copy_n(x + (static_cast<std::size_t>(b) * w + t) * features, features,
-                  xt + (static_cast<std::size_t>(t) * n + b) * features);
+      std::copy_n(x + (static_cast<std::size_t>(b) * uw + static_cast<std::size_t>(t)) * features, features,
+                  xt + (static_cast<std::size_t>(t) * un + static_cast<std::size_t>(b)) * features);
 
   const float* in = xt;
   std::ptrdiff_t ld_in = config_.input_size;
