@@ -1,0 +1,2 @@
+#include <ets/version.hpp>
+int main() { return ets::version_string() == nullptr; }
