@@ -13,6 +13,11 @@
 
 static int failures = 0;
 
+/* GCC's AddressSanitizer reports a false stack-buffer-overflow (in its sigaltstack interceptor) when a cancelled
+   thread unwinds, with plain C code and no ETS at all (google/sanitizers#1399). The ASan runtime defines
+   __asan_init: there the cancellation check is skipped, and the plain build (README test command) runs it. */
+extern void __asan_init(void) __attribute__((weak));
+
 #define EXPECT(cond)                                                        \
   do {                                                                      \
     if (!(cond)) {                                                          \
@@ -133,7 +138,9 @@ int main(int argc, char** argv) {
   EXPECT(ets_observe(p, "job1", "envA", -3.0) == ETS_INVALID_ARGUMENT);
   EXPECT(strcmp(ets_last_error_id(), "ets.predict.3") == 0);
 
-  {
+  if (__asan_init != NULL) {
+    printf("ets_c_test: pthread_cancel check skipped under AddressSanitizer (google/sanitizers#1399)\n");
+  } else {
     /* pthread_cancel of a thread waiting inside the library cancels that thread only (glibc unwinds it through the
        C ABI); the process and the handle carry on */
     char dir[] = "/tmp/ets_c_test_XXXXXX";
