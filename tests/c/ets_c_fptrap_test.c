@@ -4,16 +4,8 @@
 #include <fenv.h>
 #include <stdio.h>
 
+#include "c_expect.h"
 #include "ets/ets.h"
-
-static int failures = 0;
-#define EXPECT(cond)                                                                                         \
-  do {                                                                                                       \
-    if (!(cond)) {                                                                                           \
-      fprintf(stderr, "%s:%d: EXPECT(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, ets_last_error()); \
-      ++failures;                                                                                            \
-    }                                                                                                        \
-  } while (0)
 
 int main(int argc, char** argv) {
   const int traps = FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW;

@@ -9,22 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "c_expect.h"
 #include "ets/ets.h"
-
-static int failures = 0;
 
 /* GCC's AddressSanitizer reports a false stack-buffer-overflow (in its sigaltstack interceptor) when a cancelled
    thread unwinds, with plain C code and no ETS at all (google/sanitizers#1399). The ASan runtime defines
    __asan_init: there the cancellation check is skipped, and the plain build (README test command) runs it. */
 extern void __asan_init(void) __attribute__((weak));
-
-#define EXPECT(cond)                                                        \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "%s:%d: EXPECT(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, ets_last_error()); \
-      ++failures;                                                           \
-    }                                                                       \
-  } while (0)
 
 static int close_rel(double a, double b, double tol) { return fabs(a - b) <= tol * fabs(b); }
 
