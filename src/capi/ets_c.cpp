@@ -86,12 +86,12 @@ ets_status fail(ets_status s, const char* id, std::string_view a, std::string_vi
 // is never read, hence no_sanitize("null") on this one function, and noinline, since GCC otherwise inlines it into
 // the instrumented C entry points, check included.)
 #if defined(__GNUC__) || defined(__clang__)
-#define ETS_CAPI_NO_SANITIZE_NULL __attribute__((no_sanitize("null"), noinline))
+#define ETS_CAPI_GUARD_ATTRIBUTES __attribute__((no_sanitize("null"), noinline))
 #else
-#define ETS_CAPI_NO_SANITIZE_NULL
+#define ETS_CAPI_GUARD_ATTRIBUTES
 #endif
 template <typename F>
-ETS_CAPI_NO_SANITIZE_NULL ets_status guarded(F&& f) {
+ETS_CAPI_GUARD_ATTRIBUTES ets_status guarded(F&& f) {
 #if defined(__x86_64__)
   struct FpEnv {  // double math runs on SSE: MXCSR alone, a few cycles (the x87 state of fenv_t costs ~100 ns)
     unsigned saved = _mm_getcsr();
