@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ets/detail/output_file.hpp"  // detail::unwritable_reason, the commands' check before long work
 #include "ets/tracer.hpp"
 
 namespace ets::cli {
@@ -76,22 +77,16 @@ Tracer::LoadOptions load_options(const Args& args);
 OptionHelp rank_help();
 OptionHelp keep_incomplete_help();
 
-/// The name an output `path` ends at through symlinks (a chain of them, a dangling last one included): a file written
-/// there through a temporary beside it keeps the user's link. Throws ets.cli.1 for a link loop or an unreadable link.
-std::string resolve_output(const std::string& path);
-
 /// Whether two paths name one file: the same string, the same existing file (through links, "./", hard links), or,
 /// for a file not there yet, the same place once links, "." and ".." are resolved.
 bool same_file(const std::string& a, const std::string& b);
 
-/// Whether `path` can be written, found out before a long computation whose result goes there: "" when it can, else
-/// the reason. A symlink is followed (resolve_output): the writers replace its target. `streams`: a pipe or device
-/// counts as written in place (checked for write access); otherwise only a regular file (or none yet) does. The target's
-/// folder must take a new file, tested with a probe file of its own name, so no file of the user's is touched.
-std::string unwritable_reason(const std::string& path, bool streams);
+/// Whether an output can be written is found out before the long computation whose result goes there, with
+/// detail::unwritable_reason (the writers' own resolution: links followed, a pipe or device written in place).
 
-/// Writes `text` to `path`: streamed into a pipe or device; else to a temporary of its own beside resolve_output(path),
-/// synced and renamed into place (detail::FileReplacement), so a reader never sees half a file. Throws ets.cli.1.
+/// Writes `text` to `path`: streamed into a pipe or device; else to a temporary of its own beside the end of its
+/// symlinks, synced and renamed into place (detail::FileReplacement), so a reader never sees half a file. Throws
+/// ets.cli.1.
 void write_output(const std::string& path, const std::string& text);
 
 /// Whether a measurement in `t` bears on a model for hardware `hardware_env` (registered as `env_id`, which may rename

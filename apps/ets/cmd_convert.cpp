@@ -27,7 +27,7 @@ int run_convert(const Args& args) {
   if (!ends_with(out, ".etst") && !ends_with(out, ".etst.gz"))
     throw std::invalid_argument("output '" + out + "' must end in .etst or .etst.gz");
   const Tracer::LoadOptions opt = load_options(args);
-  const std::string why = unwritable_reason(out, true);  // before the inputs are read
+  const std::string why = detail::unwritable_reason(out, true);  // before the inputs are read
   ETS_CHECK(why.empty(), Errc::io, "ets.etst.1", "cannot write '{}': {}", out, why);
 
   std::vector<ExecutionTrace> all;

@@ -90,7 +90,7 @@ int run_eval(const Args& a) {
                                 "': one would overwrite the other");
   for (const char* out : {"--predictions", "--op-types"}) {
     if (!a.has(out)) continue;
-    const std::string why = unwritable_reason(a.value(out), true);
+    const std::string why = detail::unwritable_reason(a.value(out), true);
     ETS_CHECK(why.empty(), Errc::io, "ets.cli.1", "cannot write {} to '{}': {}", out, a.value(out), why);
   }
   const ModelFile model = load_model(model_path);

@@ -42,7 +42,7 @@ int run_label(const Args& a) {
   else if (per_op != "bracket")
     throw std::invalid_argument("--per-op takes 'bracket', 'pooled' or 'pass-median', got '" + per_op + "'");
   const Labeler labeler(opt);
-  const std::string why = unwritable_reason(out, true);  // before the passes are read and labelled
+  const std::string why = detail::unwritable_reason(out, true);  // before the passes are read and labelled
   ETS_CHECK(why.empty(), Errc::io, "ets.etst.1", "cannot write '{}': {}", out, why);
 
   std::vector<std::vector<ExecutionTrace>> passes;

@@ -41,7 +41,7 @@ constexpr int kStopSignals[] = {SIGINT, SIGTERM};
 
 // The model is written after the training: a place it cannot be written must be found out before it.
 void check_writable(const std::string& out) {
-  const std::string why = unwritable_reason(out, true);  // a pipe or device is written in place
+  const std::string why = detail::unwritable_reason(out, true);  // a pipe or device is written in place
   ETS_CHECK(why.empty(), Errc::io, "ets.model.9", "cannot write model file '{}': {}", out, why);
 }
 
@@ -111,7 +111,7 @@ int run_train(const Args& a) {
                                 "the data it trains on (--val-split \"\" trains without validation)");
   check_writable(out);
   if (!t.checkpoint_path.empty()) {  // written at the first validation: minutes in, so found out now
-    const std::string why = unwritable_reason(t.checkpoint_path, false);
+    const std::string why = detail::unwritable_reason(t.checkpoint_path, false);
     ETS_CHECK(why.empty(), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", t.checkpoint_path, why);
   }
 

@@ -2,27 +2,20 @@
 // Exit codes: 0 ok, 1 runtime failure (ets::Error), 2 usage error.
 #include <algorithm>
 #include <charconv>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include "cli.hpp"
 #include "ets/detail/output_file.hpp"
-#include "ets/detail/temporary_path.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/version.hpp"
@@ -232,12 +225,6 @@ bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hard
   return where.empty() || hardware_env.empty() || where == hardware_env || where == env_id;
 }
 
-std::string resolve_output(const std::string& path) {
-  std::string target = path, why;
-  if (!detail::follow_output_links(target, why)) ETS_THROW(Errc::io, "ets.cli.1", "{}", why);
-  return target;
-}
-
 bool same_file(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
   if (a == b) return true;
@@ -252,39 +239,8 @@ bool same_file(const std::string& a, const std::string& b) {
   return !ec && ca == cb;
 }
 
-std::string unwritable_reason(const std::string& path, bool streams) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (path.empty()) return "no path given";
-  const fs::file_status st = fs::status(path, ec);  // through symlinks
-  if (fs::is_directory(st)) return "it is a directory";
-  if (fs::exists(st) && !fs::is_regular_file(st)) {
-    if (!streams) return "it is not a regular file (a pipe or device)";
-    return ::access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);  // a pipe or device (>(...), /dev/stdout)
-  }
-  std::string target = path;
-  try {
-    target = resolve_output(path);  // the library's writers, too, replace a symlink's target, not the link
-  } catch (const Error& e) {
-    return e.message();
-  }
-  const fs::path t(target);
-  const fs::path folder = t.has_parent_path() ? t.parent_path() : fs::path(".");
-  const fs::path probe = detail::temporary_path((folder / ".ets-probe").string(), "");
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) return std::strerror(errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return "";
-}
-
 void write_output(const std::string& path, const std::string& text) {
-  detail::FileReplacement file(path, "ets.cli.1", "output file");
-  std::ofstream f(file.write_path(), std::ios::binary | std::ios::trunc);
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  f.close();
-  if (!f) ETS_THROW(Errc::io, "ets.cli.1", "cannot write output file '{}': {}", path, std::strerror(errno));
-  file.commit();
+  detail::FileReplacement(path, "ets.cli.1", "output file").write_all(text.data(), text.size());
 }
 
 std::string csv_field(const std::string& s) {

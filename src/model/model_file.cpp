@@ -285,13 +285,7 @@ void save_model(const ModelFile& model, const std::string& path) {
   const std::vector<std::uint8_t> bytes = serialize_model(model);
   // A symlink keeps pointing at the model (its target is replaced); a pipe or device is written in place; a file is
   // replaced whole and durably, never left half-written.
-  detail::FileReplacement file(path, "ets.model.9", "model file");
-  std::ofstream f(file.write_path(), std::ios::binary | std::ios::trunc);
-  ETS_CHECK(f.good(), Errc::io, "ets.model.9", "cannot write model file '{}': {}", path, std::strerror(errno));
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  ETS_CHECK(!f.fail(), Errc::io, "ets.model.9", "cannot write model file '{}' (a full disk?)", path);
-  file.commit();
+  detail::FileReplacement(path, "ets.model.9", "model file").write_all(bytes.data(), bytes.size());
 }
 
 ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoadOptions& options) {

@@ -168,13 +168,9 @@ void write_floats(std::ostream& o, const std::vector<float>& v) {
   write_pod<std::uint64_t>(o, v.size());
   o.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
 }
-/// Checkpoint stream state: a short read is damage (ets.train.9), a failed write is an I/O error (ets.train.11).
+/// Checkpoint stream state: a short read is damage (ets.train.9); a failed write is FileReplacement's ets.train.11.
 void require_intact(const std::istream& i, const std::string& path) {
   ETS_CHECK(static_cast<bool>(i), Errc::parse, "ets.train.9", "checkpoint {} is truncated", path);
-}
-void require_written(const std::ostream& o, const std::string& path) {
-  ETS_CHECK(static_cast<bool>(o), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", path,
-            std::strerror(errno));
 }
 
 /// A block written by write_floats; with allow_empty, an empty block (a value the writer did not keep) is accepted.
@@ -339,10 +335,9 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   const std::string& ck = opt.checkpoint_path;
   if (!ck.empty()) {  // find out now, not after the first epoch's training, that checkpoints cannot be written
     // (a symlink keeps pointing at the checkpoint; a pipe or device is refused: a checkpoint is read back to resume)
-    detail::FileReplacement probe(ck, "ets.train.11", "checkpoint", ".tmp", false);
-    std::ofstream o(probe.write_path(), std::ios::binary | std::ios::trunc);
-    require_written(o, ck);
-  }  // the probe's temporary is removed here
+    const std::string why = detail::unwritable_reason(ck, false);
+    ETS_CHECK(why.empty(), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", ck, why);
+  }
   const std::uint64_t fingerprint = ck.empty() ? 0 : run_fingerprint(opt, train_set, val, true);
   double resumed_loss = 0, resumed_weight = 0, resumed_seconds = 0;  // a cut epoch's training before the checkpoint
   if (opt.resume && !ck.empty() && std::filesystem::exists(ck)) {
@@ -508,13 +503,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       std::string bytes = std::move(o).str();
       const std::uint32_t crc = detail::crc32c(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
       bytes.append(reinterpret_cast<const char*>(&crc), 4);
-      std::ofstream f(file.write_path(), std::ios::binary | std::ios::trunc);
-      require_written(f, ck);
-      f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      f.close();
-      require_written(f, ck);
+      file.write_all(bytes.data(), bytes.size());  // synced, given the old checkpoint's mode, renamed over it
     }
-    file.commit();  // synced, given the old checkpoint's mode, renamed over it
   };
 
   double train_seconds = 0;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -222,4 +223,71 @@ TEST_CASE("the library's writers flush what they save") {
   sync_log.fail_with = EIO;  // a file that may not be on the disk is not reported written
   CHECK_THROWS_AS(ets::write_trace_file((dir.path / "u.etst.gz").string(), {}), ets::Error);
   CHECK(entries(dir.path) == 1);
+}
+
+TEST_CASE("write_all replaces the whole file, or reports a failed write and keeps the old one") {
+  TempDir dir("ets_replace_write_all");
+  const fs::path out = dir.path / "model.bin";
+  put(out, "old content, longer than the new");
+  fs::permissions(out, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  const std::string text = "new";
+  ets::detail::FileReplacement(out.string(), "ets.test.1", "test file").write_all(text.data(), text.size());
+  CHECK(slurp(out) == "new");  // truncated, not overwritten in place
+  CHECK((fs::status(out).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK(sync_log.files == 1);
+  CHECK(entries(dir.path) == 1);
+
+  ets::detail::FileReplacement empty(out.string(), "ets.test.1", "test file");
+  empty.write_all(nullptr, 0);  // an empty content is a file, not an error
+  CHECK(fs::file_size(out) == 0);
+
+  // A device that takes no byte (Linux's /dev/full: every write fails with ENOSPC) stands for a full disk: the
+  // failure is the writer's error, with its id and the system's reason.
+  if (fs::exists("/dev/full")) {
+    try {
+      ets::detail::FileReplacement("/dev/full", "ets.test.4", "test file").write_all(text.data(), text.size());
+      FAIL("a write that fails must throw");
+    } catch (const ets::Error& e) {
+      CHECK(e.id() == "ets.test.4");
+      CHECK(e.message().find("/dev/full") != std::string::npos);
+      CHECK(e.message().find(std::strerror(ENOSPC)) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("unwritable_reason tells what a replacement would refuse, and touches nothing") {
+  TempDir dir("ets_replace_unwritable");
+  const fs::path out = dir.path / "out.txt";
+  CHECK(ets::detail::unwritable_reason(out.string(), true).empty());  // a new file
+  put(out, "keep");
+  CHECK(ets::detail::unwritable_reason(out.string(), false).empty());  // an existing one
+  CHECK(slurp(out) == "keep");
+  CHECK(entries(dir.path) == 1);  // the folder's probe is gone
+
+  CHECK(ets::detail::unwritable_reason("", true) == "no path given");
+  CHECK(ets::detail::unwritable_reason(dir.path.string(), true) == "it is a directory");
+  CHECK(ets::detail::unwritable_reason((dir.path / "missing" / "x").string(), true) == std::strerror(ENOENT));
+  CHECK(ets::detail::unwritable_reason("/dev/null", true).empty());  // written in place
+  CHECK(ets::detail::unwritable_reason("/dev/null", false).find("not a regular file") != std::string::npos);
+
+  fs::create_symlink("loop_b", dir.path / "loop_a");
+  fs::create_symlink("loop_a", dir.path / "loop_b");
+  CHECK(ets::detail::unwritable_reason((dir.path / "loop_a").string(), true).find("loop of symlinks") !=
+        std::string::npos);
+  fs::create_directory(dir.path / "sub");
+  fs::create_symlink("sub/dangling.txt", dir.path / "link");  // a dangling link: its target is created
+  CHECK(ets::detail::unwritable_reason((dir.path / "link").string(), true).empty());
+  CHECK(entries(dir.path / "sub") == 0);
+
+  // The constructor refuses the same paths with the same reasons (one resolution for both).
+  for (const std::string& bad : {std::string(), dir.path.string(), (dir.path / "loop_a").string()}) {
+    try {
+      ets::detail::FileReplacement r(bad, "ets.test.5", "test file");
+      FAIL("'" << bad << "' must be refused");
+    } catch (const ets::Error& e) {
+      CHECK(e.id() == "ets.test.5");
+      CHECK(e.message().find(ets::detail::unwritable_reason(bad, true)) != std::string::npos);
+    }
+  }
+  CHECK(sync_log.files == 0);
 }

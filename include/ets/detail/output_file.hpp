@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <system_error>
 
@@ -86,8 +88,49 @@ inline int sync_to_disk(const std::string& path, bool folder) noexcept {
 #endif
 }
 
+/// Where a replacement of `path` writes, resolved once for the writers and for the check before a long computation
+/// (unwritable_reason). Sets `target` (symlinks followed to the end of their chain) and `in_place` (a pipe, device or
+/// socket, written through directly). Returns "" when it may be replaced, else why not: no path, a loop of links, a
+/// directory, or a pipe or device where `streams_ok` is false (a checkpoint must be read back).
+inline std::string resolve_destination(const std::string& path, bool streams_ok, std::string& target,
+                                       bool& in_place) {
+  if (path.empty()) return "no path given";
+  target = path;
+  std::string why;
+  if (!follow_output_links(target, why)) return why;
+  std::error_code ec;
+  if (std::filesystem::is_directory(target, ec)) return "it is a directory";
+  in_place = is_stream_output(target);
+  if (in_place && !streams_ok) return "it is not a regular file (a pipe or device)";
+  return "";
+}
+
+/// Whether a FileReplacement of `path` would succeed as far as can be told without writing it: "" when it would,
+/// else the reason. Beyond resolve_destination: a pipe or device must be writable; otherwise the target's folder
+/// must take a new file, tested with a temporary of its own name (created empty, removed), so no file of the user's
+/// is touched. For a place to write found out before minutes of work, not after.
+inline std::string unwritable_reason(const std::string& path, bool streams_ok) {
+  std::string target;
+  bool in_place = false;
+  std::string why = resolve_destination(path, streams_ok, target, in_place);
+  if (!why.empty()) return why;
+#if defined(_WIN32)
+  (void)in_place;
+  return "";  // no probe there: the writer's own open reports it
+#else
+  if (in_place) return ::access(target.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+  const std::string probe = temporary_path(target, ".probe");
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+#endif
+}
+
 /// One replacement of a whole file by a writer (a model, a trace file, a checkpoint, the ets tool's outputs). The
-/// writer writes write_path() by any means (a stream, zlib, a file descriptor), closes it, then calls commit().
+/// writer writes write_path() by any means (a stream, zlib, a file descriptor), closes it, then calls commit(); or
+/// hands the whole content to write_all().
 /// - A symlink is followed to the end of its chain (its target is replaced, the link stays).
 /// - A pipe, device or socket is written in place (write_path() is the destination itself), unless refused with
 ///   `streams_ok = false` (a checkpoint must be read back).
@@ -100,19 +143,11 @@ class FileReplacement {
   /// `what` names the file in messages ("model file"); `tag` marks the temporary ("<path><tag>-<pid>-<n>").
   FileReplacement(std::string path, const char* error_id, std::string what, const char* tag = ".tmp",
                   bool streams_ok = true)
-      : path_(std::move(path)), id_(error_id), what_(std::move(what)), target_(path_) {
-    std::string why;
-    if (!follow_output_links(target_, why)) ETS_THROW(Errc::io, id_, "cannot write {} '{}': {}", what_, path_, why);
-    std::error_code ec;
-    if (std::filesystem::is_directory(target_, ec))
-      ETS_THROW(Errc::io, id_, "cannot write {} '{}': it is a directory", what_, path_);
-    if (is_stream_output(target_)) {
-      if (!streams_ok)
-        ETS_THROW(Errc::io, id_, "cannot write {} '{}': it is not a regular file (a pipe or device)", what_, path_);
-      write_path_ = target_;
-    } else {
-      write_path_ = temporary_path(target_, tag);
-    }
+      : path_(std::move(path)), id_(error_id), what_(std::move(what)) {
+    bool in_place = false;
+    const std::string why = resolve_destination(path_, streams_ok, target_, in_place);
+    if (!why.empty()) ETS_THROW(Errc::io, id_, "cannot write {} '{}': {}", what_, path_, why);
+    write_path_ = in_place ? target_ : temporary_path(target_, tag);
   }
   FileReplacement(const FileReplacement&) = delete;
   FileReplacement& operator=(const FileReplacement&) = delete;
@@ -129,6 +164,18 @@ class FileReplacement {
   const std::string& target() const noexcept { return target_; }
   /// Whether write_path() is the destination itself (a pipe or device): commit() then has nothing to move.
   bool in_place() const noexcept { return write_path_ == target_; }
+
+  /// Writes `size` bytes at `data` as the whole file, then commit(). A failed open or write (a full disk) throws,
+  /// and the destination keeps its old content.
+  void write_all(const void* data, std::size_t size) {
+    errno = 0;
+    std::ofstream f(write_path_, std::ios::binary | std::ios::trunc);
+    if (!f) fail_write();
+    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+    f.close();
+    if (f.fail()) fail_write();
+    commit();
+  }
 
   /// Moves the written temporary into place, durably. Call once the writer has closed write_path().
   void commit() {
@@ -149,6 +196,13 @@ class FileReplacement {
   }
 
  private:
+  [[noreturn]] void fail_write() const {
+    // errno is the failing call's when the stream's last system call failed; a stream can fail without one.
+    const int err = errno;
+    ETS_THROW(Errc::io, id_, "cannot write {} '{}': {}", what_, path_,
+              err != 0 ? std::strerror(err) : "the write failed (a full disk?)");
+  }
+
   std::string path_;
   const char* id_;
   std::string what_;
