@@ -23,11 +23,12 @@ ETS_INLINE const char* errc_name(Errc code) noexcept {
 }
 
 ETS_INLINE Error::Error(Errc code, std::string id, const std::string& message)
-    : std::runtime_error("[" + id + "] " + message), code_(code), id_(std::move(id)) {}
+    : std::runtime_error("[" + id + "] " + message), code_(code),
+      id_(std::make_shared<const std::string>(std::move(id))) {}
 
 ETS_INLINE std::string Error::message() const {
   std::string_view w = what();
-  const std::size_t skip = id_.size() + 3;  // "[" id "] "
+  const std::size_t skip = id_->size() + 3;  // "[" id "] "
   return std::string(w.size() >= skip ? w.substr(skip) : w);
 }
 

@@ -2,6 +2,7 @@
 // Every failure goes through ETS_THROW so ids stay greppable and docs/errors.md can list them all.
 #pragma once
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -31,20 +32,21 @@ enum class Errc : int {
 /// Short lower-case name of an error code ("parse", "io", ...).
 ETS_INLINE const char* errc_name(Errc code) noexcept;
 
-/// The exception ETS throws. what() reads "[ets.<area>.<n>] message".
+/// The exception ETS throws. what() reads "[ets.<area>.<n>] message". Copying cannot throw (as for the standard
+/// exceptions): the id is shared between copies.
 class Error : public std::runtime_error {
  public:
   Error(Errc code, std::string id, const std::string& message);
 
   Errc code() const noexcept { return code_; }
   /// Stable id, e.g. "ets.model.5"; documented in docs/errors.md.
-  const std::string& id() const noexcept { return id_; }
+  const std::string& id() const noexcept { return *id_; }
   /// The message without the "[id] " prefix.
   std::string message() const;
 
  private:
   Errc code_;
-  std::string id_;
+  std::shared_ptr<const std::string> id_;
 };
 
 namespace detail {

@@ -3,6 +3,7 @@
 
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ets/error.hpp"
@@ -67,4 +68,21 @@ TEST_CASE("log: a throwing sink never propagates") {
   ets::set_log_sink([](ets::LogLevel, std::string_view) { throw std::runtime_error("sink broke"); });
   CHECK_NOTHROW(ets::log(ets::LogLevel::error, "x"));
   ets::set_log_sink({});
+}
+
+TEST_CASE("copying an ets::Error cannot throw, and a copy carries the same id and message") {
+  // as for the standard exceptions: a copy made while an exception propagates (catch by value, exception_ptr)
+  // must not throw, or the program terminates
+  static_assert(std::is_nothrow_copy_constructible_v<ets::Error>);
+  static_assert(std::is_nothrow_copy_assignable_v<ets::Error>);
+  const std::string long_id = "ets.an.identifier.longer.than.the.small.string.buffer.1";
+  const ets::Error e(ets::Errc::io, long_id, "the message");
+  ets::Error copy = e;
+  CHECK(copy.id() == long_id);
+  CHECK(copy.message() == "the message");
+  CHECK(std::string(copy.what()) == "[" + long_id + "] the message");
+  copy = ets::Error(ets::Errc::parse, "ets.x.1", "other");
+  CHECK(e.id() == long_id);  // copies are independent values
+  CHECK(copy.id() == "ets.x.1");
+  CHECK(copy.code() == ets::Errc::parse);
 }
