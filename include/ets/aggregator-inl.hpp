@@ -36,6 +36,8 @@ ETS_INLINE Prediction Aggregator::aggregate(const WindowBatch& batch, const floa
 
 ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& batch, const float* pred,
                                                              std::size_t count, int traces) const {
+  ETS_CHECK(spec_.fitted(), Errc::invalid_argument, "ets.aggregate.8",
+            "FeatureSpec is not fitted (a moved-from Aggregator?)");
   const int nwin = batch.windows, width = batch.width;
   ETS_CHECK(nwin >= 0 && (nwin == 0 || width >= 1) && batch.features == spec_.feature_count(), Errc::shape,
             "ets.aggregate.1", "batch shape {} × {} × {} does not match the feature spec ({} features)", nwin,

@@ -64,9 +64,14 @@ class Baseline {
   double val_mre() const noexcept;
 
   Baseline(const Baseline&) = default;
-  Baseline(Baseline&&) noexcept = default;
+  /// Moving shares the fitted model like a copy (a shared_ptr copy cannot throw), so a moved-from Baseline stays
+  /// usable: kind(), name(), val_mre() and predict() never dereference a null model.
+  Baseline(Baseline&& o) noexcept : impl_(o.impl_) {}
   Baseline& operator=(const Baseline&) = default;
-  Baseline& operator=(Baseline&&) noexcept = default;
+  Baseline& operator=(Baseline&& o) noexcept {
+    impl_ = o.impl_;
+    return *this;
+  }
   ~Baseline();
 
  private:

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ets/common.hpp"
@@ -45,6 +46,19 @@ class BiLstmPredictor {
 
   /// Wraps a caller-made backend (tests, custom accelerators); its config must equal weights.config.
   BiLstmPredictor(LstmWeights weights, std::unique_ptr<InferenceBackend> backend);
+
+  /// Copies share the immutable weights and backend. Moving copies the two shared pointers, so a moved-from
+  /// predictor stays usable (config() / predict() never see a null pointer).
+  BiLstmPredictor(const BiLstmPredictor&) = default;
+  BiLstmPredictor& operator=(const BiLstmPredictor&) = default;
+  BiLstmPredictor(BiLstmPredictor&& o) noexcept
+      : weights_(o.weights_), backend_(o.backend_), note_(std::move(o.note_)) {}
+  BiLstmPredictor& operator=(BiLstmPredictor&& o) noexcept {
+    weights_ = o.weights_;
+    backend_ = o.backend_;
+    note_ = std::move(o.note_);
+    return *this;
+  }
 
   /// batch.x (N × W × F) → N × W × outputs normalised (time, gap). F must equal config().input_size
   /// (ets.predictor.4). Padding positions get values too; the aggregator ignores them via the mask.

@@ -538,6 +538,7 @@ ETS_INLINE double FeatureSpec::denormalize_label(int channel, double z) const {
 }
 
 ETS_INLINE std::vector<std::uint8_t> FeatureSpec::serialize() const {
+  ETS_CHECK(fitted(), Errc::invalid_argument, "ets.encoder.9", "cannot serialise an unfitted FeatureSpec");
   std::vector<std::uint8_t> out;
   detail::fspec::Writer w{out};
   out.reserve(64 + types_.size() * (40 + kHyperCount * detail::fspec::kMomentsBytes) +

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ets/common.hpp"
@@ -42,6 +43,18 @@ class FeatureSpec {
 
   /// An unfitted spec (feature_count() == 0); encoding with it throws.
   FeatureSpec() = default;
+  FeatureSpec(const FeatureSpec&) = default;
+  FeatureSpec& operator=(const FeatureSpec&) = default;
+  /// A moved-from spec is unfitted (fitted() false, feature_count() 0): encoding with it throws ets.encoder.9
+  /// instead of reading the emptied tables.
+  FeatureSpec(FeatureSpec&& o) noexcept { swap(o); }
+  FeatureSpec& operator=(FeatureSpec&& o) noexcept {
+    if (this != &o) {
+      FeatureSpec tmp(std::move(o));
+      swap(tmp);
+    }
+    return *this;
+  }
 
   /// Fits vocabulary, per-op-type hyper-parameter statistics, size statistics and label statistics.
   /// Throws ets.encoder.1 (invalid options) and ets.encoder.2 (no ops to fit on).
@@ -84,7 +97,8 @@ class FeatureSpec {
   double denormalize_time(double z) const { return denormalize_label(0, z); }
   double denormalize_gap(double z) const { return denormalize_label(1, z); }
 
-  /// Versioned little-endian blob with a trailing checksum; the model file embeds it as-is.
+  /// Versioned little-endian blob with a trailing checksum; the model file embeds it as-is. ets.encoder.9 when
+  /// unfitted (deserialize() could not read it back).
   ETS_INLINE std::vector<std::uint8_t> serialize() const;
   /// Inverse of serialize(); truncated, corrupt or inconsistent input throws ets::Error (ets.encoder.*).
   ETS_INLINE static FeatureSpec deserialize(const std::uint8_t* data, std::size_t size);
@@ -120,6 +134,21 @@ class FeatureSpec {
     float batch_known = 0.f;
   };
 
+  void swap(FeatureSpec& o) noexcept {
+    using std::swap;
+    swap(options_, o.options_);
+    swap(layout_, o.layout_);
+    swap(one_hot_, o.one_hot_);
+    swap(promoted_, o.promoted_);
+    swap(total_ops_, o.total_ops_);
+    swap(types_, o.types_);
+    swap(hyper_global_, o.hyper_global_);
+    swap(cont_, o.cont_);
+    swap(labels_, o.labels_);
+    swap(index_, o.index_);
+    swap(freq_, o.freq_);
+    swap(column_, o.column_);
+  }
   ETS_INLINE static std::string options_problem(const FeatureOptions& o);  ///< "" when valid
   ETS_INLINE void check_rank(int rank) const;  ///< ets.encoder.13 outside [0, vocab_size())
   ETS_INLINE void build_layout();
@@ -129,6 +158,7 @@ class FeatureSpec {
   int cont_per_slot() const noexcept { return 2 + options_.dims_per_input; }
   int cont_flops() const noexcept { return options_.input_slots * cont_per_slot(); }
 
+  // Every member below is exchanged in swap(), which the move operations rely on to leave an unfitted spec.
   FeatureOptions options_{};
   Layout layout_{};
   int one_hot_ = 0;

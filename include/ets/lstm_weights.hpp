@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -48,8 +49,13 @@ struct LstmWeights {
   std::vector<float> head_w;  ///< outputs × (H * directions)
   std::vector<float> head_b;  ///< outputs
 
+  /// std::out_of_range unless 0 <= layer < config.layers and 0 <= direction < config.directions() (each on its
+  /// own: direction 2 of layer 0 is not layer 1's forward cell), or the cell is missing from `cells`.
   const LstmCellWeights& cell(int layer, int direction) const {
-    return cells.at(static_cast<std::size_t>(layer * config.directions() + direction));
+    if (layer < 0 || layer >= config.layers || direction < 0 || direction >= config.directions())
+      throw std::out_of_range("LstmWeights::cell: layer or direction outside the network");
+    return cells.at(static_cast<std::size_t>(layer) * static_cast<std::size_t>(config.directions()) +
+                    static_cast<std::size_t>(direction));
   }
 };
 

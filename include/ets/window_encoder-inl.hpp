@@ -58,6 +58,9 @@ ETS_INLINE void WindowEncoder::encode_into(const std::vector<const ExecutionTrac
 ETS_INLINE void WindowEncoder::encode_span(const ExecutionTrace* const* traces, std::size_t count, WindowBatch& b,
                                            EncodeStats* stats) const {
   constexpr std::int64_t kMaxIndex = std::numeric_limits<std::int32_t>::max();
+  // the constructor checked it, but a moved-from encoder holds a moved-from (unfitted) spec
+  ETS_CHECK(spec_.fitted(), Errc::invalid_argument, "ets.encoder.9",
+            "FeatureSpec is not fitted (a moved-from encoder?)");
   ETS_CHECK(static_cast<std::int64_t>(count) <= kMaxIndex, Errc::invalid_argument, "ets.encoder.10",
             "too many traces in one batch ({})", count);
   std::int64_t windows = 0;

@@ -141,6 +141,20 @@ Baseline Baseline::fit(Kind kind, const FeatureSpec& spec, const std::vector<Exe
   ETS_CHECK(val_in.empty() || !val.empty(), Errc::invalid_trace, "ets.train.17",
             "baseline {}: none of the {} validation traces has ops and a positive iteration time", kind_name(kind),
             val_in.size());
+  if (kind == Kind::WholeTrace) {
+    ETS_CHECK(!opt.ridge_lambdas.empty(), Errc::invalid_argument, "ets.train.13",
+              "baseline whole_trace: ridge_lambdas is empty (no ridge strength to try)");
+    for (double lambda : opt.ridge_lambdas)
+      ETS_CHECK(std::isfinite(lambda) && lambda >= 0, Errc::invalid_argument, "ets.train.13",
+                "baseline whole_trace: ridge strength {} is not a finite number >= 0", lambda);
+  } else {  // an MLP: options that would train nothing or train to NaN, silently
+    ETS_CHECK(opt.epochs >= 1 && opt.batch >= 1 && opt.max_ops_per_epoch >= 1 && opt.patience >= 0 &&
+                  std::isfinite(opt.lr) && opt.lr > 0,
+              Errc::invalid_argument, "ets.train.13",
+              "baseline {}: options out of range (epochs {}, batch {}, max_ops_per_epoch {} must be >= 1, patience {} "
+              ">= 0, lr {} a finite number > 0)",
+              kind_name(kind), opt.epochs, opt.batch, opt.max_ops_per_epoch, opt.patience, opt.lr);
+  }
   auto impl = std::make_shared<Impl>();
   impl->kind = kind;
   impl->spec = spec;
@@ -212,12 +226,12 @@ Baseline Baseline::fit(Kind kind, const FeatureSpec& spec, const std::vector<Exe
   std::vector<float> best = impl->mlp.params();
   double best_mre = std::numeric_limits<double>::quiet_NaN();
   int bad = 0;
-  const int B = std::max(1, opt.batch);
+  const int B = opt.batch;
   Eigen::MatrixXf xb(F, B), yb(O, B);
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
     std::iota(order.begin(), order.end(), 0);
     rng.shuffle(order);
-    const std::size_t use = std::min<std::size_t>(total, static_cast<std::size_t>(std::max<std::int64_t>(1, opt.max_ops_per_epoch)));
+    const std::size_t use = std::min<std::size_t>(total, static_cast<std::size_t>(opt.max_ops_per_epoch));
     double loss = 0;
     for (std::size_t b0 = 0; b0 < use; b0 += static_cast<std::size_t>(B)) {
       const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(B), use - b0));

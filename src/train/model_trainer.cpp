@@ -66,11 +66,17 @@ std::vector<float> ModelTrainer::loss_weights(const WindowBatch& batch, const st
   double wsum = 0;
   std::size_t real = 0;
   for (int n = 0; n < batch.windows; ++n) {
-    const auto& tr = traces.at(static_cast<std::size_t>(batch.trace_index[static_cast<std::size_t>(n)]));
+    const std::int32_t ti = batch.trace_index[static_cast<std::size_t>(n)];
+    ETS_CHECK(ti >= 0 && static_cast<std::size_t>(ti) < traces.size(), Errc::shape, "ets.train.5",
+              "window {} refers to trace {}, but {} traces were given", n, ti, traces.size());
+    const auto& tr = traces[static_cast<std::size_t>(ti)];
     for (int t = 0; t < batch.width; ++t) {
       const std::size_t p = static_cast<std::size_t>(n) * static_cast<std::size_t>(batch.width) + static_cast<std::size_t>(t);
       if (!batch.mask[p]) continue;
-      const auto& op = tr.ops.at(static_cast<std::size_t>(batch.op_index[p]));
+      const std::int32_t oi = batch.op_index[p];
+      ETS_CHECK(oi >= 0 && static_cast<std::size_t>(oi) < tr.ops.size(), Errc::shape, "ets.train.5",
+                "window {} position {} refers to op {} of a trace of {} ops", n, t, oi, tr.ops.size());
+      const auto& op = tr.ops[static_cast<std::size_t>(oi)];
       const double us = std::max(op.time_us, 0.0) + std::max(op.gap_us, 0.0);
       const double v = std::clamp(std::pow(us / mean, power), 0.1, 10.0);
       w[p] = static_cast<float>(v);

@@ -271,3 +271,23 @@ TEST_CASE("inconsistent batches and predictions are rejected") {
   CHECK(error_id([&] { ets::Aggregator(spec(), bad); }) == "ets.aggregate.6");
   CHECK(error_id([&] { ets::Aggregator(ets::FeatureSpec{}); }) == "ets.aggregate.8");
 }
+
+TEST_CASE("a moved-from encoder or aggregator refuses to work instead of reading emptied tables") {
+  const ets::FeatureSpec& spec = ets_test::fitted_spec();
+  const auto trace = ets_test::synthetic_trace(40, 11);
+  ets::WindowEncoder enc(spec);
+  ets::WindowEncoder enc2(std::move(enc));
+  const ets::WindowBatch batch = enc2.encode(trace);  // the moved-to one works
+  CHECK(batch.windows > 0);
+  CHECK(ets_test::error_id([&] { (void)enc.encode(trace); }) == "ets.encoder.9");  // it used to segfault
+
+  ets::FeatureSpec spec_copy = spec;
+  ets::WindowEncoder takes(std::move(spec_copy));
+  CHECK(ets_test::error_id([&] { ets::WindowEncoder again(spec_copy); }) == "ets.encoder.9");
+
+  const std::vector<float> pred(batch.positions() * 2, 0.f);
+  ets::Aggregator agg(spec);
+  ets::Aggregator agg2(std::move(agg));
+  CHECK(std::isfinite(agg2.aggregate(batch, pred).iteration_us));
+  CHECK(ets_test::error_id([&] { (void)agg.aggregate(batch, pred); }) == "ets.aggregate.8");
+}

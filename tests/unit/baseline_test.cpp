@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "ets/baseline.hpp"
 #include "ets/error.hpp"
@@ -54,6 +56,56 @@ TEST_CASE("baseline names round-trip and bad input throws", "[train][baseline]")
   CHECK_FALSE(ets::Baseline::parse_kind("habitat", k));
   CHECK_THROWS_AS(ets::Baseline::fit(ets::Baseline::Kind::OpSum, ets::FeatureSpec{}, ets_test::learnable_set(1, 2), {}),
                   ets::Error);
+}
+
+TEST_CASE("baseline options that would train nothing or train to NaN are refused", "[train][baseline]") {
+  const auto train = ets_test::learnable_set(1, 4), val = ets_test::learnable_set(2, 2);
+  const auto spec = ets::FeatureSpec::fit(train);
+  using K = ets::Baseline::Kind;
+  auto refused = [&](K kind, const ets::Baseline::Options& o) {
+    try {
+      (void)ets::Baseline::fit(kind, spec, train, val, o);
+    } catch (const ets::Error& e) {
+      return e.id() == "ets.train.13";
+    }
+    return false;
+  };
+  ets::Baseline::Options o;
+  o.ridge_lambdas = {};  // it gave an intercept-only model (an Eigen size mismatch in a debug build)
+  CHECK(refused(K::WholeTrace, o));
+  o.ridge_lambdas = {1.0, -1.0};  // a negative strength predicted NaN
+  CHECK(refused(K::WholeTrace, o));
+  o.ridge_lambdas = {std::nan("")};
+  CHECK(refused(K::WholeTrace, o));
+  o = {};
+  o.epochs = 2;
+  for (auto set : std::vector<void (*)(ets::Baseline::Options&)>{
+           [](ets::Baseline::Options& x) { x.epochs = 0; }, [](ets::Baseline::Options& x) { x.batch = 0; },
+           [](ets::Baseline::Options& x) { x.lr = std::nan(""); }, [](ets::Baseline::Options& x) { x.lr = 0; },
+           [](ets::Baseline::Options& x) { x.max_ops_per_epoch = 0; },
+           [](ets::Baseline::Options& x) { x.patience = -1; }}) {
+    ets::Baseline::Options bad = o;
+    set(bad);
+    CHECK(refused(K::OpSum, bad));
+    CHECK(refused(K::PerOpMlp, bad));
+    CHECK_FALSE(refused(K::WholeTrace, bad));  // options of the MLPs only: the ridge fit does not use them
+  }
+  CHECK_FALSE(refused(K::PerOpMlp, o));
+}
+
+TEST_CASE("a moved-from baseline still answers (shared, immutable fit)", "[train][baseline]") {
+  const auto train = ets_test::learnable_set(1, 6), val = ets_test::learnable_set(2, 3);
+  const auto spec = ets::FeatureSpec::fit(train);
+  ets::Baseline::Options o;
+  o.epochs = 2;
+  ets::Baseline b = ets::Baseline::fit(ets::Baseline::Kind::PerOpMlp, spec, train, val, o);
+  const double want = b.predict(val[0]);
+  ets::Baseline moved(std::move(b));
+  CHECK(moved.predict(val[0]) == want);
+  // it used to hold a null pointer that kind(), name() and val_mre() (noexcept) dereferenced
+  CHECK(b.kind() == ets::Baseline::Kind::PerOpMlp);
+  CHECK(b.predict(val[0]) == want);
+  CHECK(b.val_mre() == moved.val_mre());
 }
 
 TEST_CASE("validation traces without a measurement are left out, not fatal", "[train][baseline]") {

@@ -10,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if defined(__SSE__)
@@ -310,4 +311,39 @@ TEST_CASE("backend selection: Cuda needs a factory, Auto falls back to the CPU a
   other.hidden = 9;
   CHECK_THROWS_AS(ets::BiLstmPredictor(w, std::make_unique<FakeBackend>(other)), ets::Error);
   CHECK(ets::BiLstmPredictor(w, std::make_unique<FakeBackend>(c)).backend_name() == "fake-cuda");
+}
+
+TEST_CASE("a moved-from predictor still predicts; a copy predicts the same") {
+  ets::LstmConfig c{6, 8, 2, 2, true};
+  ets::BiLstmPredictor p(random_weights(c, 5));
+  const auto x = random_input(3, 12, c.input_size, 4);
+  const auto batch = batch_of(x, 3, 12, c.input_size);
+  const auto want = p.predict(batch);
+  ets::BiLstmPredictor copy = p;
+  ets::BiLstmPredictor moved(std::move(p));
+  CHECK(moved.predict(batch) == want);
+  CHECK(copy.predict(batch) == want);
+  // shared immutable weights: the moved-from object keeps them (it used to hold null pointers, and its noexcept
+  // config() dereferenced one)
+  CHECK(p.config().input_size == c.input_size);
+  CHECK(p.predict(batch) == want);
+  ets::BiLstmPredictor assigned(random_weights(c, 6));
+  assigned = std::move(moved);
+  CHECK(assigned.predict(batch) == want);
+}
+
+TEST_CASE("LstmWeights::cell checks the layer and the direction each on its own") {
+  ets::LstmConfig c{4, 3, 4, 2, true};
+  const ets::LstmWeights w = random_weights(c, 2);
+  CHECK(&w.cell(1, 0) == &w.cells[2]);
+  CHECK(&w.cell(3, 1) == &w.cells[7]);
+  // each of these named an existing cell of another layer before
+  for (auto [layer, dir] : std::vector<std::pair<int, int>>{{0, 2}, {1, -1}, {-1, 3}, {0, 7}, {4, 0}}) {
+    INFO("cell(" << layer << ", " << dir << ")");
+    CHECK_THROWS_AS(w.cell(layer, dir), std::out_of_range);
+  }
+  ets::LstmConfig uni{4, 3, 2, 2, false};
+  const ets::LstmWeights u = random_weights(uni, 2);
+  CHECK(&u.cell(1, 0) == &u.cells[1]);
+  CHECK_THROWS_AS(u.cell(0, 1), std::out_of_range);
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "encoder_fixtures.hpp"
@@ -588,4 +589,33 @@ TEST_CASE("accessors outside the vocabulary or label channels throw ets::Error")
   CHECK(error_id([&] { (void)s.type_count(s.vocab_size()); }) == "ets.encoder.13");
   CHECK(error_id([&] { (void)s.label_moments(2); }) == "ets.encoder.11");
   CHECK(error_id([&] { (void)s.label_moments(1); }) == "no error");
+}
+
+TEST_CASE("a moved-to spec is the source; a moved-from one is unfitted, refuses to encode, and takes a new value") {
+  const ets::FeatureSpec& fitted = ets_test::fitted_spec();
+  const auto trace = ets_test::synthetic_trace(50, 7);
+  ets::FeatureSpec source = fitted;
+  ets::FeatureSpec moved(std::move(source));
+  // every member travels (swap() lists them): the serialised form and each encoded row are the source's
+  CHECK(moved.serialize() == fitted.serialize());
+  for (const auto& op : trace.ops) CHECK(row(moved, op, trace.meta) == row(fitted, op, trace.meta));
+  CHECK_FALSE(source.fitted());  // it used to keep its layout (fitted, F columns) with emptied tables: a crash
+  CHECK(source.feature_count() == 0);
+  CHECK(source.vocab_size() == 0);
+  std::vector<float> r(static_cast<std::size_t>(fitted.feature_count()));
+  CHECK(ets_test::error_id([&] { source.encode_op(trace.ops[0], trace.meta, r.data()); }) == "ets.encoder.9");
+  CHECK(ets_test::error_id([&] { (void)source.serialize(); }) == "ets.encoder.9");
+  CHECK(ets_test::error_id([] { (void)ets::FeatureSpec{}.serialize(); }) == "ets.encoder.9");
+
+  ets::FeatureSpec assigned;
+  assigned = std::move(moved);
+  CHECK(assigned.serialize() == fitted.serialize());
+  CHECK_FALSE(moved.fitted());
+  source = assigned;  // a moved-from spec is assignable again
+  CHECK(source.serialize() == fitted.serialize());
+  auto& self = assigned;
+  assigned = std::move(self);  // self-move leaves it as it was
+  CHECK(assigned.serialize() == fitted.serialize());
+  static_assert(std::is_nothrow_move_constructible_v<ets::FeatureSpec>);
+  static_assert(std::is_nothrow_move_assignable_v<ets::FeatureSpec>);
 }

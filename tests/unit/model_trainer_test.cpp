@@ -350,6 +350,12 @@ TEST_CASE("loss weights follow each op's labelled time to the given power, mean 
     CHECK(compared > 10);
   }
   CHECK_THROWS_WITH(ets::ModelTrainer::loss_weights(b, traces, -0.5), Catch::Contains("[ets.train.8]"));
+  // a batch not encoded from these traces: an ets::Error, not std::out_of_range from deep inside
+  const std::vector<ets::ExecutionTrace> fewer(traces.begin(), traces.begin() + 1);
+  CHECK_THROWS_WITH(ets::ModelTrainer::loss_weights(b, fewer, 1.0), Catch::Contains("[ets.train.5]"));
+  std::vector<ets::ExecutionTrace> shorter = traces;
+  for (auto& t : shorter) t.ops.resize(t.ops.size() / 2);
+  CHECK_THROWS_WITH(ets::ModelTrainer::loss_weights(b, shorter, 1.0), Catch::Contains("[ets.train.5]"));
   ets::ModelTrainer::Options o;
   o.loss_time_power = 2.5;
   CHECK_THROWS_WITH(ets::ModelTrainer::train(traces, {}, o), Catch::Contains("[ets.train.8]"));
