@@ -93,6 +93,8 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
                                          const std::vector<ExecutionTrace>& val_in, const Options& opt) {
   const auto t_call = std::chrono::steady_clock::now();
   check_loss_time_power(opt.loss_time_power);
+  ETS_CHECK(opt.hidden >= 0, Errc::invalid_argument, "ets.train.8",
+            "hidden {} must be >= 0 (0: as many units as features)", opt.hidden);  // a negative one passed as 0
   // Traces are copied only when some must be left out: on the full dataset a copy of the training traces is a
   // quarter of the run's peak memory.
   auto usable = [](const std::vector<ExecutionTrace>& in, std::vector<ExecutionTrace>& subset, auto keep)
