@@ -81,9 +81,6 @@ OptionHelp keep_incomplete_help();
 /// for a file not there yet, the same place once links, "." and ".." are resolved.
 bool same_file(const std::string& a, const std::string& b);
 
-/// Whether an output can be written is found out before the long computation whose result goes there, with
-/// detail::unwritable_reason (the writers' own resolution: links followed, a pipe or device written in place).
-
 /// Writes `text` to `path`: streamed into a pipe or device; else to a temporary of its own beside the end of its
 /// symlinks, synced and renamed into place (detail::FileReplacement), so a reader never sees half a file. Throws
 /// ets.cli.1.
