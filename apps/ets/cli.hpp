@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,30 @@ Args parse(const Spec& spec, const std::vector<std::string>& argv);
 double number_option(const Args& args, const std::string& name, double fallback);
 long long integer_option(const Args& args, const std::string& name, long long fallback, long long lo, long long hi);
 
+/// While alive, the stopping signals (SIGINT, SIGTERM, SIGHUP) set received() instead of ending the process, for a
+/// command that stops cleanly: `train` writes its best weights, `bench` removes its files. Each handler is one-shot
+/// (SA_RESETHAND), so a second signal ends the process at once; a signal the caller ignores (nohup) stays ignored;
+/// the handlers before it are back once it is destroyed. One at a time.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  /// The first stopping signal received, 0 while none.
+  static int received() noexcept;
+  /// Ends the process by that signal, stdout flushed, as a shell or batch system expects (`ets train ... && next`
+  /// stops); returns when none was received. Call after the handlers are restored.
+  static void end_by_received();
+
+ private:
+  struct Saved;
+  std::unique_ptr<Saved> saved_;
+};
+
+/// Upper bound of --threads: more than any host ETS runs on; a typo (100000) is a usage error, not 100,000 threads.
+constexpr long long kMaxThreads = 1024;
+
 /// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete.
 Tracer::LoadOptions load_options(const Args& args);
 /// Their --help lines (functions, not globals: the commands' Spec objects are built during static initialisation).
@@ -80,6 +105,10 @@ OptionHelp keep_incomplete_help();
 /// Whether two paths name one file: the same string, the same existing file (through links, "./", hard links), or,
 /// for a file not there yet, the same place once links, "." and ".." are resolved.
 bool same_file(const std::string& a, const std::string& b);
+
+/// Whether two split names of the dataset directory `dir` name one directory, as DatasetSplit::list resolves them
+/// (DIR/traces/S, else DIR/S): "test/", "./test", "traces/test" or "../traces/test" are the split "test".
+bool same_split(const std::string& dir, const std::string& a, const std::string& b);
 
 /// Writes `text` to `path`: streamed into a pipe or device; else to a temporary of its own beside the end of its
 /// symlinks, synced and renamed into place (detail::FileReplacement), so a reader never sees half a file. Throws

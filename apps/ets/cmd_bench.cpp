@@ -173,7 +173,21 @@ struct Case {
   double diff_torch = NAN, diff_ort = NAN;
 };
 
+int run_bench_body(const Args& args);
+
+// SIGINT / SIGTERM / SIGHUP during a run: the timing loops stop, the temporary folder is removed, and the command
+// then ends by that signal. Without this the default action killed the process before ~RemoveDir ran, leaving
+// $TMPDIR/ets-bench-<pid> (models and input tensors) behind.
 int run_bench(const Args& args) {
+  const int rc = [&] {
+    const StopSignals stopping;
+    return run_bench_body(args);  // its temporary folder is gone when it returns or throws
+  }();
+  StopSignals::end_by_received();
+  return rc;
+}
+
+int run_bench_body(const Args& args) {
   const bool json = args.flag("--json");
   std::signal(SIGPIPE, SIG_IGN);  // a peer that died must not kill the benchmark
 
@@ -199,6 +213,7 @@ int run_bench(const Args& args) {
   std::vector<BiLstmPredictor> models;
   std::vector<Case> cases;
   for (std::size_t hi = 0; hi < hiddens.size(); ++hi) {
+    if (StopSignals::received()) return 1;
     const int h = hiddens[hi];
     LstmConfig c{h, h, layers, 2, true};  // F = H, as in the paper's default
     ModelFile mf;
@@ -225,6 +240,7 @@ int run_bench(const Args& args) {
 
   // Warm up, size each sample to ~sample_ms, and save ETS's output for the peers' agreement check.
   for (Case& cs : cases) {
+    if (StopSignals::received()) return 1;
     const auto& m = model_of(cs);
     m.predict(cs.x.data(), cs.windows, width, cs.y.data());
     const auto t0 = Clock::now();
@@ -260,6 +276,7 @@ int run_bench(const Args& args) {
   const int gm = 256 * width, gk = 2 * hiddens.front(), gn = 8 * hiddens.front();
   std::vector<double> ceiling;
   for (int r = 0; r < rounds; ++r) {
+    if (StopSignals::received()) return 1;
     ceiling.push_back(gemm_gflops(gm, gk, gn, sample_ms));
     for (Case& cs : cases) {
       const auto& m = model_of(cs);

@@ -68,16 +68,20 @@ void write_op_types(const std::string& path, const std::vector<Evaluator::OpType
 int run_eval(const Args& a) {
   const std::string model_path = a.value("--model"), data = a.value("--data"), split = a.value("--split", "test");
   if (model_path.empty() || data.empty()) throw std::invalid_argument("needs --model M and --data DIR");
-  const int threads = static_cast<int>(integer_option(a, "--threads", 0, 0, std::numeric_limits<int>::max()));
+  const int threads = static_cast<int>(integer_option(a, "--threads", 0, 0, kMaxThreads));
   const bool json = a.flag("--json");
   const std::string train_split = a.value("--train-split", "train"), val_split = a.value("--val-split", "val");
-  // Baselines tuned or trained on the evaluated traces would be scored on what they were fitted to.
-  if (a.flag("--baselines") && (train_split == split || val_split == split))
+  // "" would read DIR/traces itself (no trace files): "holds no trace" would hide the typo
+  for (const char* o : {"--split", "--train-split", "--val-split"})
+    if (a.has(o) && a.value(o).empty()) throw std::invalid_argument(std::string(o) + " needs a split name");
+  // Baselines tuned or trained on the evaluated traces would be scored on what they were fitted to. Compared as
+  // directories: "test/" or "traces/test" is the split "test".
+  if (a.flag("--baselines") && (same_split(data, train_split, split) || same_split(data, val_split, split)))
     throw std::invalid_argument("--split '" + split + "' must differ from --train-split '" + train_split +
                                 "' and --val-split '" + val_split + "'");
   // A scale fitted on the evaluated traces would be tuned on test.
   const bool val_scaled = a.flag("--val-scaled");
-  if (val_scaled && val_split == split)
+  if (val_scaled && same_split(data, val_split, split))
     throw std::invalid_argument("--val-scaled: --split '" + split + "' must differ from --val-split '" + val_split +
                                 "'");
   Aggregator::Options aggregation;
@@ -90,10 +94,17 @@ int run_eval(const Args& a) {
                                 "': one would overwrite the other");
   for (const char* out : {"--predictions", "--op-types"}) {
     if (!a.has(out)) continue;
+    // written after the evaluation: a typo naming the model would replace it by a CSV
+    if (same_file(a.value(out), model_path))
+      throw std::invalid_argument(std::string(out) + " '" + a.value(out) + "' is the --model file: it would be overwritten");
     const std::string why = detail::unwritable_reason(a.value(out), true);
     ETS_CHECK(why.empty(), Errc::io, "ets.cli.1", "cannot write {} to '{}': {}", out, a.value(out), why);
   }
   const ModelFile model = load_model(model_path);
+  // A bare network cannot encode traces; found out here, not as a "truncated feature spec" after loading the split.
+  ETS_CHECK(!model.encoder_state.empty(), Errc::shape, "ets.predict.6",
+            "model '{}' carries no encoder state (a bare network, e.g. exported without --encoder-from): it cannot "
+            "encode traces", model_path);
   const auto test = DatasetSplit::load(data, split, threads);
   std::size_t labelled = 0;
   for (const auto& t : test.traces) labelled += Evaluator::truth_us(t) > 0;

@@ -34,6 +34,10 @@ int run_label(const Args& a) {
         throw std::invalid_argument(a.positional[i] == a.positional[j]
                                         ? "pass '" + a.positional[i] + "' is given twice"
                                         : "passes '" + a.positional[j] + "' and '" + a.positional[i] + "' are one file");
+  // The label is written after the passes are read: -o naming one of them would replace a raw measurement.
+  for (const auto& pass : a.positional)
+    if (same_file(out, pass))
+      throw std::invalid_argument("-o '" + out + "' is the pass '" + pass + "': the label would overwrite it");
   const std::string per_op = a.value("--per-op", "bracket");
   if (per_op == "pass-median")
     opt.op_statistic = Labeler::OpStatistic::PassMedian;

@@ -3,13 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <signal.h>
 #include <cstdio>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -26,18 +23,6 @@
 
 namespace ets::cli {
 namespace {
-
-// Ctrl-C (SIGINT) or SIGTERM (Slurm's scancel and time limit, a Kubernetes pod's termination) during training: the
-// first stops it at the next progress report, the best weights so far are written and the command then ends by that
-// signal as a shell or batch system expects (so `ets train ... && next` stops); each handler is one-shot
-// (SA_RESETHAND), so a second signal ends the process at once. A signal the caller ignores stays ignored.
-std::atomic<int> g_stop_signal{0};  // the first stopping signal received; 0: none
-static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free flag");
-extern "C" void on_stop_signal(int sig) {
-  int none = 0;
-  g_stop_signal.compare_exchange_strong(none, sig);
-}
-constexpr int kStopSignals[] = {SIGINT, SIGTERM};
 
 // The model is written after the training: a place it cannot be written must be found out before it.
 void check_writable(const std::string& out) {
@@ -74,7 +59,7 @@ int run_train(const Args& a) {
   o.width = static_cast<int>(integer_option(a, "--width", o.width, 1, 4096));
   // (a narrow window without --stride gets stride = width, not a default stride wider than it)
   o.stride = static_cast<int>(integer_option(a, "--stride", std::min(o.stride, o.width), 1, o.width));
-  o.threads = static_cast<int>(integer_option(a, "--threads", 0, 0, std::numeric_limits<int>::max()));
+  o.threads = static_cast<int>(integer_option(a, "--threads", 0, 0, kMaxThreads));
   auto& t = o.train;
   // at least one: 0 epochs would write the untrained starting weights as a model
   t.epochs = static_cast<int>(integer_option(a, "--epochs", t.epochs, 1, std::numeric_limits<int>::max()));
@@ -101,15 +86,23 @@ int run_train(const Args& a) {
   t.resume = a.flag("--resume");
   if (t.resume && t.checkpoint_path.empty()) throw std::invalid_argument("--resume needs --checkpoint PATH");
   o.hardware_env = a.value("--environment");
+  // ets predict refuses an environment id with a control character (ets.predict.9): no model it cannot load
+  for (const unsigned char c : o.hardware_env)
+    if (c < 0x20 || c == 0x7f)
+      throw std::invalid_argument("--environment holds a control character (newline, tab, ...): name it with printable "
+                                  "characters");
   o.provenance["dataset"] = data;
   if (a.has("--commit")) o.provenance["git_commit"] = a.value("--commit");
 
   const std::string train_split = a.value("--train-split", "train"), val_split = a.value("--val-split", "val");
   if (train_split.empty()) throw std::invalid_argument("--train-split needs a split name");
-  if (val_split == train_split)
+  if (!val_split.empty() && same_split(data, val_split, train_split))  // "traces/train", "train/": the same directory
     throw std::invalid_argument("--val-split " + val_split + " is the training split: early stopping would score "
                                 "the data it trains on (--val-split \"\" trains without validation)");
   check_writable(out);
+  // The model would replace the checkpoint (and a later --resume would fail on it with ets.train.9)
+  if (!t.checkpoint_path.empty() && same_file(out, t.checkpoint_path))
+    throw std::invalid_argument("--out and --checkpoint name the same file '" + out + "'");
   if (!t.checkpoint_path.empty()) {  // written at the first validation: minutes in, so found out now
     const std::string why = detail::unwritable_reason(t.checkpoint_path, false);
     ETS_CHECK(why.empty(), Errc::io, "ets.train.11", "cannot write checkpoint '{}': {}", t.checkpoint_path, why);
@@ -152,7 +145,9 @@ int run_train(const Args& a) {
 
   double last_line_s = -1e9;  // not a terminal (a log file): a line per evaluation and at most one a minute between
   t.progress = [&](const Trainer::Progress& p) {
-    if (g_stop_signal.load() != 0) return false;  // the trainer stops and returns the best weights so far
+    // Ctrl-C, SIGTERM (Slurm's scancel and time limit, a Kubernetes pod's termination) or SIGHUP: the trainer stops
+    // and returns the best weights so far, which are written; then the command ends by that signal
+    if (StopSignals::received() != 0) return false;
     if (quiet) return true;
     // the bar follows the ETA, which a time budget shortens (the planned epochs would take hours)
     const double frac = p.elapsed_s + p.eta_s > 0 ? std::clamp(p.elapsed_s / (p.elapsed_s + p.eta_s), 0.0, 1.0) : 0.0;
@@ -171,35 +166,15 @@ int run_train(const Args& a) {
     std::fflush(stderr);
     return true;
   };
-  g_stop_signal.store(0);
-  struct sigaction previous[std::size(kStopSignals)] {};
-  bool caught[std::size(kStopSignals)] {};
-  for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
-    sigaction(kStopSignals[i], nullptr, &previous[i]);
-    caught[i] = previous[i].sa_handler != SIG_IGN;
-    if (!caught[i]) continue;
-    struct sigaction act {};
-    act.sa_handler = on_stop_signal;
-    sigemptyset(&act.sa_mask);
-    act.sa_flags = SA_RESETHAND;
-    sigaction(kStopSignals[i], &act, nullptr);
-  }
-  struct RestoreHandlers {  // the caller's signal handling is back once training returns, or throws
-    const struct sigaction* previous;
-    const bool* caught;
-    ~RestoreHandlers() {
-      for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
-        if (caught[i]) sigaction(kStopSignals[i], &previous[i], nullptr);
-    }
-  };
   const auto r = [&] {
-    const RestoreHandlers restore{previous, caught};
+    const StopSignals stopping;  // the caller's signal handling is back once training returns, or throws
     return ModelTrainer::train(train.traces, val.traces, o);
   }();
-  const int stop_signal = g_stop_signal.load();
+  const int stop_signal = StopSignals::received();
   if (r.training.cancelled)
     std::fprintf(stderr, "\nets train: interrupted%s: writing the best weights so far (epoch %d)\n",
-                 stop_signal == SIGTERM ? " (SIGTERM)" : "", r.training.best_epoch + 1);
+                 stop_signal == SIGTERM ? " (SIGTERM)" : stop_signal == SIGHUP ? " (SIGHUP)" : "",
+                 r.training.best_epoch + 1);
   save_model(r.model, out);
   const auto& tr = r.training;
   const double wall_s = seconds_so_far();
@@ -239,11 +214,7 @@ int run_train(const Args& a) {
                             hms(tr.seconds), hms(wall_s), tr.windows_per_s, tr.kernels)
                     .c_str());
   }
-  if (tr.cancelled && stop_signal != 0) {  // the model is written: now end as the signal asked
-    std::fflush(stdout);
-    std::signal(stop_signal, SIG_DFL);
-    std::raise(stop_signal);
-  }
+  if (tr.cancelled) StopSignals::end_by_received();  // the model is written: now end as the signal asked
   return 0;
 }
 

@@ -1,16 +1,23 @@
 // Entry point of the `ets` tool: dispatches to registered subcommands, turns every error into one line + exit code.
 // Exit codes: 0 ok, 1 runtime failure (ets::Error), 2 usage error.
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <limits>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <signal.h>  // sigaction
 
 #include <fmt/format.h>
 
@@ -239,12 +246,22 @@ bool same_file(const std::string& a, const std::string& b) {
   return !ec && ca == cb;
 }
 
+bool same_split(const std::string& dir, const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  const auto directory = [&](const std::string& split) {
+    std::error_code ec;
+    const fs::path t = fs::path(dir) / "traces" / split;
+    return fs::is_directory(t, ec) ? t.string() : (fs::path(dir) / split).string();
+  };
+  return a == b || same_file(directory(a), directory(b));
+}
+
 void write_output(const std::string& path, const std::string& text) {
   detail::FileReplacement(path, "ets.cli.1", "output file").write_all(text.data(), text.size());
 }
 
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;  // RFC 4180: CR too
   std::string o = "\"";
   for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
   return o + "\"";
@@ -286,10 +303,77 @@ static int stdout_written(const std::string& command, int rc) {
   return 1;
 }
 
+namespace {
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+std::atomic<int> g_stop_signal{0};  // the first stopping signal received while a StopSignals lives; 0: none
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler sets it");
+extern "C" void on_stop_signal(int sig) {
+  int none = 0;
+  g_stop_signal.compare_exchange_strong(none, sig);
+}
+}  // namespace
+
+struct StopSignals::Saved {
+  struct sigaction previous[std::size(kStopSignals)];
+  bool caught[std::size(kStopSignals)];
+};
+
+StopSignals::StopSignals() : saved_(std::make_unique<Saved>()) {
+  g_stop_signal.store(0);
+  for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
+    sigaction(kStopSignals[i], nullptr, &saved_->previous[i]);
+    saved_->caught[i] = saved_->previous[i].sa_handler != SIG_IGN;
+    if (!saved_->caught[i]) continue;
+    struct sigaction act {};
+    act.sa_handler = on_stop_signal;
+    sigemptyset(&act.sa_mask);
+    act.sa_flags = SA_RESETHAND;
+    sigaction(kStopSignals[i], &act, nullptr);
+  }
+}
+
+StopSignals::~StopSignals() {
+  for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+    if (saved_->caught[i]) sigaction(kStopSignals[i], &saved_->previous[i], nullptr);
+}
+
+int StopSignals::received() noexcept { return g_stop_signal.load(); }
+
+void StopSignals::end_by_received() {
+  const int sig = g_stop_signal.load();
+  if (sig == 0) return;
+  std::fflush(stdout);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+// SIGINT / SIGTERM / SIGHUP: remove the temporary of any file being written, then end by the signal as before.
+// Without it an interrupted `convert`, `label` or `eval --predictions` left "<out>.part-<pid>-<n>" beside its output.
+// `train` and `bench` set handlers of their own while they run and put this one back after.
+extern "C" void on_ending_signal(int sig) {
+  ets::detail::remove_live_temporaries();
+  std::signal(sig, SIG_DFL);  // installed with SA_RESETHAND too; the signal is blocked here and ends the process
+  std::raise(sig);            // once the handler returns
+}
+
+void remove_temporaries_on_signals() {
+  for (const int sig : kStopSignals) {
+    struct sigaction previous {};
+    sigaction(sig, nullptr, &previous);
+    if (previous.sa_handler == SIG_IGN) continue;  // a signal the caller ignores (nohup) stays ignored
+    struct sigaction act {};
+    act.sa_handler = on_ending_signal;
+    sigemptyset(&act.sa_mask);
+    act.sa_flags = SA_RESETHAND;
+    sigaction(sig, &act, nullptr);
+  }
+}
+
 }  // namespace ets::cli
 
 int main(int argc, char** argv) {
   using namespace ets::cli;
+  remove_temporaries_on_signals();
   std::vector<std::string> rest(argv + 1, argv + argc);
   if (rest.empty()) {
     print_help(stderr);
@@ -311,9 +395,16 @@ int main(int argc, char** argv) {
   }
   const Command& cmd = it->second;
   rest.erase(rest.begin());
+  // --help / -h where an option is expected, not as the value of one ("--id -h" labels with id "-h"): a value taken
+  // for a help request printed the help and exited 0 without doing the work.
   bool help = false;
-  for (const auto& a : rest) {
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    const std::string& a = rest[i];
     if (a == "--") break;
+    if (contains(cmd.spec.value_options, a)) {
+      ++i;  // its value, whatever it looks like
+      continue;
+    }
     help |= a == "--help" || a == "-h";
   }
   if (help) {
@@ -332,6 +423,10 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const ets::Error& e) {
     std::fprintf(stderr, "ets %s: %s\n", first.c_str(), e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {  // an input far larger than memory, or sizes asked for that cannot fit
+    // printed without building an ets::Error: that would allocate again
+    std::fprintf(stderr, "ets %s: [%s] out of memory\n", first.c_str(), "ets.cli.3");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ets %s: unexpected error: %s\n", first.c_str(), e.what());

@@ -2,8 +2,8 @@
 # `ets eval` output contract on the committed pilot dataset: --json keys, --predictions CSV (one row per test trace,
 # consistent with the JSON metrics), --aggregate nearest (the overlap ablation) changes predictions but not truths,
 # the test-retest floor from a retest.json, the bias and the pass-disagreement buckets, and a bad --aggregate or
-# --threads value, an unwritable --predictions path, a damaged retest.json or baselines fitted on the evaluated split
-# is refused. --val-scaled: each method's factor is its median val label / prediction, and its scaled metrics are
+# --threads value, an unwritable --predictions path (or the model's), a damaged retest.json, a bare network or
+# baselines fitted on the evaluated split (under any spelling of its folder) is refused. --val-scaled: each method's factor is its median val label / prediction, and its scaled metrics are
 # its test predictions times that factor. --op-types: the per-op breakdown by family, op type and phase.
 # Values are checked against each other, never hard-coded.
 # Usage: eval_cli_test.py ETS MODEL DATA_DIR WORK_DIR
@@ -259,11 +259,26 @@ for path in sorted(glob.glob(os.path.join(data, "traces", "test", "*.etst.gz")))
 p = subprocess.run([ets, "eval", "--model", model, "--data", hw_data, "--split", "test"], capture_output=True, text=True)
 check(p.returncode == 0 and "2 of 2 traces were measured on other hardware" in p.stderr,
       f"eval of traces from other hardware: rc {p.returncode} {p.stderr}")
-p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--threads", "two"], capture_output=True, text=True)
-check(p.returncode == 2 and "--threads" in p.stderr, f"--threads two: rc {p.returncode} {p.stderr}")
+for bad in ("two", "100000"):  # a typo must not start 100,000 threads
+    p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--threads", bad], capture_output=True, text=True)
+    check(p.returncode == 2 and "--threads" in p.stderr, f"--threads {bad}: rc {p.returncode} {p.stderr}")
+# --predictions naming the model (another spelling of it) would replace the model by a CSV
+model_copy = os.path.join(work, "model-copy.etsm")
+shutil.copyfile(model, model_copy)
+p = subprocess.run([ets, "eval", "--model", model_copy, "--data", data, "--predictions",
+                    os.path.join(work, ".", "model-copy.etsm")], capture_output=True, text=True)
+check(p.returncode == 2 and "--model" in p.stderr and open(model_copy, "rb").read() == open(model, "rb").read(),
+      f"--predictions onto the model: rc {p.returncode} {p.stderr}")
+# a bare network (no encoder state) is named as such before the split is read, as `ets predict` names it
+bare = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lstm_f16_h16.etsm")
+p = subprocess.run([ets, "eval", "--model", bare, "--data", data], capture_output=True, text=True)
+check(p.returncode == 1 and "ets.predict.6" in p.stderr and "encoder state" in p.stderr,
+      f"eval of a bare network: rc {p.returncode} {p.stderr}")
 
 # baselines tuned or trained on the evaluated split would be scored on their own fitting data
-for extra in (["--split", "val"], ["--split", "test", "--val-split", "test"], ["--train-split", "test"]):
+# under any spelling of the split's folder
+for extra in (["--split", "val"], ["--split", "test", "--val-split", "test"], ["--train-split", "test"],
+              ["--train-split", "test/"], ["--val-split", "traces/test"], ["--val-split", "./traces/../traces/test"]):
     p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--baselines", *extra], capture_output=True,
                        text=True)
     check(p.returncode == 2 and "must differ" in p.stderr, f"eval --baselines {extra}: rc {p.returncode} {p.stderr}")
@@ -298,9 +313,14 @@ if p.returncode == 0 and vs.get("ets"):
     h = len(ratios) // 2
     med = ratios[h] if len(ratios) % 2 else 0.5 * (ratios[h - 1] + ratios[h])
     check(math.isclose(med, vs["ets"]["scale"], rel_tol=1e-4), f"ets val scale {vs['ets']['scale']} vs median {med}")
-p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--split", "val", "--val-scaled"],
-                   capture_output=True, text=True)
-check(p.returncode == 2 and "must differ" in p.stderr, f"--val-scaled on the val split: rc {p.returncode} {p.stderr}")
+for extra in (["--split", "val"], ["--val-split", "test/"], ["--val-split", "traces/test"]):
+    p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--val-scaled", *extra], capture_output=True,
+                       text=True)
+    check(p.returncode == 2 and "must differ" in p.stderr, f"--val-scaled {extra}: rc {p.returncode} {p.stderr}")
+# an empty split name would read DIR/traces itself and report "no trace": a usage error instead
+for opt in ("--split", "--train-split", "--val-split"):
+    p = subprocess.run([ets, "eval", "--model", model, "--data", data, opt, ""], capture_output=True, text=True)
+    check(p.returncode == 2 and opt in p.stderr, f"eval {opt} '': rc {p.returncode} {p.stderr}")
 # a val split with nothing to fit the factor on is an error, not a silent factor of 1
 empty_val = os.path.join(work, "empty-val-data")
 os.makedirs(os.path.join(empty_val, "traces", "val"), exist_ok=True)

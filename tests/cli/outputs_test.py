@@ -3,12 +3,14 @@
 # renames it into place, so a symlink as the output must keep pointing where it did (its target is replaced), a pipe
 # or device must be written in place (not replaced by a regular file), and a file rewritten keeps its permissions.
 # An output that cannot be written is refused before any input is read. `ets label` refuses one pass given twice
-# under two spellings (./x, a symlink), and reads --batch-size exactly. Values are checked against each other.
+# under two spellings (./x, a symlink), or -o naming a pass, and reads --batch-size exactly; "--id -h" is an id. A
+# SIGTERM during a write or a benchmark leaves no temporary behind. Values are checked against each other.
 # Usage: outputs_test.py ETS TRACE WORK_DIR
 import gzip
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -99,6 +101,60 @@ for second in ("./pass.json.gz", "pass-link.json.gz", os.path.join(work, "pass.j
     p = run("label", "pass.json.gz", second, "-o", "twice.etst")
     check(p.returncode == 2 and b"one file" in p.stderr and not os.path.exists("twice.etst"),
           f"label pass.json.gz {second}: rc {p.returncode} {p.stderr!r}")
+
+# ---- -o naming one of the passes (another spelling of it) would replace a raw measurement by the label
+shutil.copyfile(trace, "pass2.json.gz")
+p = run("label", "pass.json.gz", "pass2.json.gz", "-o", "./pass2.json.gz")
+check(p.returncode == 2 and b"overwrite" in p.stderr and open("pass2.json.gz", "rb").read() == open(trace, "rb").read(),
+      f"label -o onto a pass: rc {p.returncode} {p.stderr!r}")
+
+# ---- an option's value that looks like --help / -h is the value, not a request for help
+p = run("label", trace, "-o", "id-h.etst", "--id", "-h")
+got_id = None
+if p.returncode == 0 and os.path.exists("id-h.etst"):
+    with open("id-h.etst") as fh:
+        got_id = json.loads(fh.read().splitlines()[1])["trace"].get("extra", {}).get("config_id")
+check(p.returncode == 0 and got_id == "-h" and b"usage" not in p.stdout,
+      f"label --id -h: rc {p.returncode}, id {got_id!r}, stdout {p.stdout[:60]!r}")
+
+# ---- SIGTERM while a file is written: the process ends by the signal and leaves neither the file nor its temporary
+for attempt in range(3):  # a run that ends before its temporary was seen is retried with twice the inputs
+    for f in os.listdir("."):
+        if f.startswith("big.etst.gz"):
+            os.remove(f)
+    proc = subprocess.Popen([ets, "convert", *[trace] * (200 << attempt), "-o", "big.etst.gz", "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen = False
+    while proc.poll() is None and not seen:
+        seen = any(f.startswith("big.etst.gz.part-") for f in os.listdir("."))  # the writer's temporary
+    if seen:
+        proc.send_signal(signal.SIGTERM)
+    rc = proc.wait(120)
+    if seen:
+        left = [f for f in os.listdir(".") if f.startswith("big.etst.gz")]
+        check(rc == -signal.SIGTERM and not left, f"convert ended by SIGTERM: rc {rc}, left {left}")
+        break
+else:
+    check(False, "convert finished every time before its temporary was seen: the SIGTERM check did not run")
+
+# ---- `ets bench` interrupted: its temporary folder (models, input tensors) is removed as on a normal end
+tmp = os.path.join(work, "tmp")
+os.makedirs(tmp)
+proc = subprocess.Popen([ets, "bench", "--no-peers", "--rounds", "1000", "--hidden", "16", "--windows", "8",
+                         "--sample-ms", "5"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        env=dict(os.environ, TMPDIR=tmp))
+while proc.poll() is None and not os.listdir(tmp):
+    pass
+proc.send_signal(signal.SIGTERM)
+rc = proc.wait(120)
+check(rc == -signal.SIGTERM and not os.listdir(tmp), f"bench ended by SIGTERM: rc {rc}, left {os.listdir(tmp)}")
+# sizes that cannot fit in memory end in an error with an id, not "unexpected error: std::bad_alloc"
+# (under ASan a failed allocation aborts by design: not checked there)
+with open(ets, "rb") as fh:
+    asan = b"__asan_init" in fh.read()
+if not asan:
+    p = run("bench", "--no-peers", "--rounds", "1", "--hidden", "8", "--windows", "2147483647")
+    check(p.returncode == 1 and b"ets.cli.3" in p.stderr, f"bench --windows 2^31-1: rc {p.returncode} {p.stderr!r}")
 
 # ---- --batch-size is read exactly over the 64-bit range; what only looks like a number is refused
 for value, stored in (("9007199254740993", 9007199254740993), ("9223372036854775807", 9223372036854775807),

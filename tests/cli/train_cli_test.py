@@ -113,7 +113,11 @@ for isa, want in (("generic", "generic"), ("bogus", None)):
 for args in (["--max-minutes", "-1"], ["--ema", "1"], ["--ema", "-0.5"], ["--cell", "rnn"], ["--epochs", "0"],
              ["--lr", "0"], ["--lr", "-1"], ["--batch", "0"], ["--layers", "0"], ["--width", "0"], ["--stride", "13"],
              ["--width", "2", "--stride", "3"], ["--clip", "-1"], ["--weight-decay", "-1"], ["--val-split", "train"],
-             ["--loss-weight", "2.5"], ["--loss-weight", "-1"]):
+             ["--loss-weight", "2.5"], ["--loss-weight", "-1"],
+             # the training split under other spellings; a control character predict would refuse in the model;
+             # a thread count no host has; the model written over its own checkpoint
+             ["--val-split", "traces/train"], ["--val-split", "train/"], ["--environment", "cpu\nx"],
+             ["--threads", "100000"], ["--checkpoint", os.path.join(work, ".", "never.etsm")]):
     p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), *args],
                        capture_output=True, text=True)
     check(p.returncode == 2 and args[-2] in p.stderr, f"{args}: rc {p.returncode}; {p.stderr}")

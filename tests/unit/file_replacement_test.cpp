@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,50 @@ TEST_CASE("a replacement never committed removes its temporary and leaves the ol
   CHECK(slurp(out) == "old");
   CHECK(entries(dir.path) == 1);
   CHECK(sync_log.files == 0);
+}
+
+TEST_CASE("live temporaries are listed for a signal handler, and unlisted once committed or abandoned") {
+  namespace d = ets::detail;
+  const auto listed = [] {
+    int n = 0;
+    for (const auto& st : d::live_temporaries.state) n += st.load() == 2;
+    return n;
+  };
+  TempDir dir("ets_replace_live");
+  const fs::path out = dir.path / "out.txt";
+  put(out, "old");
+  const int before = listed();
+  {
+    d::FileReplacement a(out.string(), "ets.test.1", "test file");
+    d::FileReplacement b(out.string(), "ets.test.1", "test file");
+    put(a.write_path(), "a");
+    put(b.write_path(), "b");
+    CHECK(listed() == before + 2);
+    d::remove_live_temporaries();  // what the ets tool's SIGINT / SIGTERM handler does before the process ends
+    CHECK_FALSE(fs::exists(a.write_path()));
+    CHECK_FALSE(fs::exists(b.write_path()));
+    CHECK(slurp(out) == "old");
+    put(b.write_path(), "b again");
+    b.commit();
+    CHECK(listed() == before + 1);  // a committed temporary is gone: nothing to remove
+  }
+  CHECK(listed() == before);
+  CHECK(slurp(out) == "b again");
+  CHECK(entries(dir.path) == 1);
+  // a pipe or device written in place is never listed: the handler must not unlink the user's file
+  d::FileReplacement null("/dev/null", "ets.test.1", "test file");
+  CHECK(null.in_place());
+  CHECK(listed() == before);
+  // beyond the table's slots a replacement still works; it is only not listed
+  std::vector<std::unique_ptr<d::FileReplacement>> many;
+  for (int i = 0; i < d::LiveTemporaries::kSlots + 2; ++i)
+    many.push_back(std::make_unique<d::FileReplacement>(out.string(), "ets.test.1", "test file"));
+  CHECK(listed() == d::LiveTemporaries::kSlots);
+  put(many.back()->write_path(), "last");
+  many.back()->commit();
+  many.clear();
+  CHECK(listed() == before);
+  CHECK(slurp(out) == "last");
 }
 
 TEST_CASE("two replacements of one file at once write two temporaries; the last commit wins") {

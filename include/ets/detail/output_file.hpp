@@ -8,6 +8,7 @@
 // noauto_da_alloc): a checkpoint or a model would be lost, not just the last epoch's update.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -27,6 +28,50 @@
 #include "ets/error.hpp"
 
 namespace ets::detail {
+
+/// The temporaries of the FileReplacements alive in this process, listed for a program's signal handler: a process
+/// ended by a signal (Ctrl-C) runs no destructor, so without remove_live_temporaries() it would leave
+/// "<path><tag>-<pid>-<n>" beside the destination. A fixed table, so that the removal is async-signal-safe: a path
+/// longer than a slot, or a writer beyond kSlots at once, is not listed (its temporary is still removed on every way
+/// out but a signal). Constant-initialised: no guard a handler could block on.
+struct LiveTemporaries {
+  static constexpr int kSlots = 16;
+  static constexpr std::size_t kPathMax = 4096;
+  std::atomic<int> state[kSlots];  // 0 free, 1 being filled in, 2 listed
+  char path[kSlots][kPathMax];
+};
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler reads the table's states");
+inline LiveTemporaries live_temporaries{};
+
+/// Lists `path`; returns its slot for unlist_temporary, or -1 where it could not be listed.
+inline int list_temporary(const std::string& path) noexcept {
+  if (path.size() >= LiveTemporaries::kPathMax) return -1;
+  for (int i = 0; i < LiveTemporaries::kSlots; ++i) {
+    int free_slot = 0;
+    if (!live_temporaries.state[i].compare_exchange_strong(free_slot, 1)) continue;
+    std::memcpy(live_temporaries.path[i], path.c_str(), path.size() + 1);
+    live_temporaries.state[i].store(2);
+    return i;
+  }
+  return -1;
+}
+
+inline void unlist_temporary(int slot) noexcept {
+  if (slot >= 0) live_temporaries.state[slot].store(0);
+}
+
+/// Removes every listed temporary. Async-signal-safe (atomic loads and unlink): for a handler of SIGINT / SIGTERM
+/// that then ends the process, as the ets tool's does.
+inline void remove_live_temporaries() noexcept {
+  for (int i = 0; i < LiveTemporaries::kSlots; ++i)
+    if (live_temporaries.state[i].load() == 2) {
+#if defined(_WIN32)
+      ::_unlink(live_temporaries.path[i]);
+#else
+      ::unlink(live_temporaries.path[i]);
+#endif
+    }
+}
 
 /// Whether `path` exists and is neither a regular file nor a directory (a pipe, device or socket): written in place,
 /// since renaming a temporary over it would replace it.
@@ -120,11 +165,15 @@ inline std::string unwritable_reason(const std::string& path, bool streams_ok) {
 #else
   if (in_place) return ::access(target.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
   const std::string probe = temporary_path(target, ".probe");
+  const int slot = list_temporary(probe);
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return std::strerror(errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return "";
+  const int err = errno;
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
+  unlist_temporary(slot);
+  return fd < 0 ? std::strerror(err) : "";
 #endif
 }
 
@@ -136,7 +185,8 @@ inline std::string unwritable_reason(const std::string& path, bool streams_ok) {
 ///   `streams_ok = false` (a checkpoint must be read back).
 /// - A regular file is written to a temporary of this replacement's own beside it, then commit() syncs it, gives it
 ///   the replaced file's permissions, renames it over the destination and syncs the folder.
-/// - Without commit() (an exception on the way) the temporary is removed: nothing half-written is left.
+/// - Without commit() (an exception on the way) the temporary is removed: nothing half-written is left. It is also
+///   listed in live_temporaries, for a program's signal handler to remove (remove_live_temporaries).
 /// Every failure throws ets::Error with Errc::io, `error_id` and a message naming `what` and the path as given.
 class FileReplacement {
  public:
@@ -148,6 +198,7 @@ class FileReplacement {
     const std::string why = resolve_destination(path_, streams_ok, target_, in_place);
     if (!why.empty()) ETS_THROW(Errc::io, id_, "cannot write {} '{}': {}", what_, path_, why);
     write_path_ = in_place ? target_ : temporary_path(target_, tag);
+    if (!in_place) slot_ = list_temporary(write_path_);
   }
   FileReplacement(const FileReplacement&) = delete;
   FileReplacement& operator=(const FileReplacement&) = delete;
@@ -156,6 +207,7 @@ class FileReplacement {
       std::error_code ignored;
       std::filesystem::remove(write_path_, ignored);
     }
+    unlist_temporary(slot_);
   }
 
   /// Where the writer writes: the temporary, or the pipe or device itself.
@@ -191,6 +243,8 @@ class FileReplacement {
     std::filesystem::rename(write_path_, target_, ec);  // replaces an existing file, as POSIX rename() does
     if (ec) ETS_THROW(Errc::io, id_, "cannot move {} into place at '{}': {}", what_, path_, ec.message());
     done_ = true;
+    unlist_temporary(slot_);  // renamed: nothing left for a signal handler to remove
+    slot_ = -1;
     const std::filesystem::path folder = std::filesystem::path(target_).parent_path();
     sync_to_disk(folder.empty() ? std::string(".") : folder.string(), true);
   }
@@ -209,6 +263,7 @@ class FileReplacement {
   std::string target_;
   std::string write_path_;
   bool done_ = false;
+  int slot_ = -1;  // in live_temporaries
 };
 
 }  // namespace ets::detail
