@@ -106,6 +106,10 @@ OptionHelp keep_incomplete_help();
 /// for a file not there yet, the same place once links, "." and ".." are resolved.
 bool same_file(const std::string& a, const std::string& b);
 
+/// Refuses "-" as the file of an output option: the command prints its report on standard output, so "-" would
+/// mix the two (and used to create a file named "-"). "./-" names such a file.
+void refuse_dash_output(const std::string& option, const std::string& path);
+
 /// Whether two split names of the dataset directory `dir` name one directory, as DatasetSplit::list resolves them
 /// (DIR/traces/S, else DIR/S): "test/", "./test", "traces/test" or "../traces/test" are the split "test".
 bool same_split(const std::string& dir, const std::string& a, const std::string& b);

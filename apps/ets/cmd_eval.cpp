@@ -94,6 +94,7 @@ int run_eval(const Args& a) {
                                 "': one would overwrite the other");
   for (const char* out : {"--predictions", "--op-types"}) {
     if (!a.has(out)) continue;
+    refuse_dash_output(out, a.value(out));
     // written after the evaluation: a typo naming the model would replace it by a CSV
     if (same_file(a.value(out), model_path))
       throw std::invalid_argument(std::string(out) + " '" + a.value(out) + "' is the --model file: it would be overwritten");

@@ -99,6 +99,8 @@ int run_train(const Args& a) {
   if (!val_split.empty() && same_split(data, val_split, train_split))  // "traces/train", "train/": the same directory
     throw std::invalid_argument("--val-split " + val_split + " is the training split: early stopping would score "
                                 "the data it trains on (--val-split \"\" trains without validation)");
+  refuse_dash_output("--out", out);
+  if (!t.checkpoint_path.empty()) refuse_dash_output("--checkpoint", t.checkpoint_path);
   check_writable(out);
   // The model would replace the checkpoint (and a later --resume would fail on it with ets.train.9)
   if (!t.checkpoint_path.empty() && same_file(out, t.checkpoint_path))

@@ -246,6 +246,12 @@ bool same_file(const std::string& a, const std::string& b) {
   return !ec && ca == cb;
 }
 
+void refuse_dash_output(const std::string& option, const std::string& path) {
+  if (path == "-")
+    throw std::invalid_argument(option + " -: standard output carries the command's report; give a file name (./- "
+                                "for a file named '-')");
+}
+
 bool same_split(const std::string& dir, const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
   const auto directory = [&](const std::string& split) {

@@ -108,6 +108,12 @@ p = run("label", "pass.json.gz", "pass2.json.gz", "-o", "./pass2.json.gz")
 check(p.returncode == 2 and b"overwrite" in p.stderr and open("pass2.json.gz", "rb").read() == open(trace, "rb").read(),
       f"label -o onto a pass: rc {p.returncode} {p.stderr!r}")
 
+# ---- "-" as the output is refused (standard output carries the summary line); "./-" is a file named "-"
+p = run("label", trace, "-o", "-")
+check(p.returncode == 2 and not os.path.exists("-"), f"label -o -: rc {p.returncode} {p.stderr!r}")
+p = run("label", trace, "-o", "./-")
+check(p.returncode == 0 and os.path.getsize("-") > 0, f"label -o ./-: rc {p.returncode} {p.stderr!r}")
+
 # ---- an option's value that looks like --help / -h is the value, not a request for help
 p = run("label", trace, "-o", "id-h.etst", "--id", "-h")
 got_id = None
