@@ -5,7 +5,10 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <sys/stat.h>
 
 #include <fmt/format.h>
 
@@ -32,12 +35,22 @@ int run_convert(const Args& args) {
 
   std::vector<ExecutionTrace> all;
   std::size_t ops = 0;
+  std::set<std::pair<dev_t, ino_t>> inputs;  // one file under two names (x, ./x, a link) writes its iterations twice
   for (const std::string& path : args.positional) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && !inputs.insert({st.st_dev, st.st_ino}).second)
+      std::fprintf(stderr, "ets convert: warning: '%s' is an input given before: its iterations are written twice\n",
+                   path.c_str());
     for (auto& t : Tracer::load(path, opt)) {
       ops += t.ops.size();
       all.push_back(std::move(t));
     }
   }
+  // A file that predict and inspect refuse (ets.predict.4) is not a conversion
+  ETS_CHECK(!all.empty(), Errc::invalid_trace, "ets.cli.4", "no iteration in {}: nothing to write to '{}'",
+            args.positional.size() == 1 ? "'" + args.positional.front() + "'"
+                                        : fmt::format("the {} inputs", args.positional.size()),
+            out);
   // Iterations keep their own metadata, but predict and inspect stand a file for one job: say when it holds several.
   std::set<std::string> jobs;
   for (const auto& t : all)

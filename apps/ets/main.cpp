@@ -279,7 +279,7 @@ static void print_help(std::FILE* to = stdout) {
                ets::version_string());
   std::fprintf(to, "usage: ets <command> [options]\n       ets --version | --help\n\ncommands:\n");
   for (const auto& [name, cmd] : commands()) std::fprintf(to, "  %-10s %s\n", name.c_str(), cmd.summary.c_str());
-  std::fprintf(to, "\n'ets <command> --help' shows a command's options.\n");
+  std::fprintf(to, "\n'ets <command> --help' (or 'ets help <command>') shows a command's options.\n");
 }
 
 // `ets <command> --help`: the usage line, the summary and one aligned line per option.
@@ -391,6 +391,15 @@ int main(int argc, char** argv) {
     return stdout_written("", 0);
   }
   if (first == "--help" || first == "-h" || first == "help") {
+    if (first == "help" && rest.size() == 2) {  // `ets help predict`, as git and cargo take it
+      const auto named = commands().find(rest[1]);
+      if (named == commands().end()) {
+        std::fprintf(stderr, "ets: unknown command '%s' (try 'ets --help')\n", rest[1].c_str());
+        return 2;
+      }
+      print_command_help(named->second);
+      return stdout_written("help", 0);
+    }
     print_help();
     return stdout_written("", 0);
   }

@@ -2,7 +2,7 @@
 # `ets <command> --help` documents every option: for each command `ets --help` lists, the help has an aligned
 # "options:" block with a one-line meaning per option; every option of the usage line is described there, and every
 # described option is accepted, as a flag or with a value as its spelling says, and a value option given twice is
-# refused unless its meaning says it repeats. No command is ever run: each probe
+# refused unless its meaning says it repeats. `ets help CMD` prints CMD's help. No command is ever run: each probe
 # ends with an unknown option, so the parser stops with a usage error before the command starts.
 # Nothing is hard-coded: the commands, the options and their kinds are read from the help itself.
 # Usage: cli_help_test.py ETS
@@ -51,6 +51,8 @@ for cmd in commands:
         failures.append(f"ets {cmd} --help: rc {p.returncode}, output {p.stdout[:200]!r}")
         continue
     usage = lines[0]
+    h = run("help", cmd)  # `ets help CMD` is `ets CMD --help`, as in git and cargo
+    check(h.returncode == 0 and h.stdout == p.stdout, f"ets help {cmd}: rc {h.returncode}, {h.stdout[:80]!r}")
     usage_names = set(NAME.findall(usage[len(f"usage: ets {cmd}"):]))
     if "options:" not in lines:
         failures.append(f"ets {cmd} --help has no options: block (usage names {sorted(usage_names)})")
@@ -106,5 +108,8 @@ for cmd in commands:
             check(q.returncode == 2 and f"unknown option '{n}=x'" in q.stderr,
                   f"ets {cmd} {n}=x: described as a flag ({spelling!r}) but takes a value (rc {q.returncode}, "
                   f"{q.stderr.strip()!r})")
+
+h = run("help", "no-such-command")
+check(h.returncode == 2 and "unknown command 'no-such-command'" in h.stderr, f"ets help no-such-command: {h.stderr!r}")
 
 finish(f"cli_help_options: all checks passed ({len(commands)} commands)")

@@ -108,6 +108,17 @@ p = run("label", "pass.json.gz", "pass2.json.gz", "-o", "./pass2.json.gz")
 check(p.returncode == 2 and b"overwrite" in p.stderr and open("pass2.json.gz", "rb").read() == open(trace, "rb").read(),
       f"label -o onto a pass: rc {p.returncode} {p.stderr!r}")
 
+# ---- convert: inputs without an iteration write nothing (predict would refuse the file); one input given twice warns
+with open("zero.etst", "w") as fh:
+    fh.write('{"format":"ets-trace","version":[1,0]}\n{"end":{"traces":0}}\n')
+p = run("convert", "zero.etst", "-o", "zero-out.etst")
+check(p.returncode == 1 and b"ets.cli.4" in p.stderr and not os.path.exists("zero-out.etst"),
+      f"convert of no iteration: rc {p.returncode} {p.stderr!r}")
+p = run("convert", trace, "./" + os.path.relpath(reference), "-o", "twice.etst", "--quiet")
+check(p.returncode == 0 and b"given before" not in p.stderr, f"convert of two files: {p.stderr!r}")
+p = run("convert", reference, "./" + os.path.relpath(reference), "-o", "twice.etst", "--quiet")
+check(p.returncode == 0 and b"given before" in p.stderr, f"convert of one file twice: no warning {p.stderr!r}")
+
 # ---- "-" as the output is refused (standard output carries the summary line); "./-" is a file named "-"
 p = run("label", trace, "-o", "-")
 check(p.returncode == 2 and not os.path.exists("-"), f"label -o -: rc {p.returncode} {p.stderr!r}")
