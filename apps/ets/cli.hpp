@@ -110,6 +110,10 @@ bool same_file(const std::string& a, const std::string& b);
 /// mix the two (and used to create a file named "-"). "./-" names such a file.
 void refuse_dash_output(const std::string& option, const std::string& path);
 
+/// Refuses a trace output not named *.etst or *.etst.gz: the dataset and the tools find trace files by that name,
+/// and ".gz" is what selects compression.
+void require_etst_output(const std::string& option, const std::string& path);
+
 /// Whether two split names of the dataset directory `dir` name one directory, as DatasetSplit::list resolves them
 /// (DIR/traces/S, else DIR/S): "test/", "./test", "traces/test" or "../traces/test" are the split "test".
 bool same_split(const std::string& dir, const std::string& a, const std::string& b);
@@ -127,8 +131,11 @@ bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hard
 
 /// JSON string body: escapes quotes, backslashes and control characters (the CLI's JSON is hand-formatted).
 std::string json_escape(const std::string& s);
-/// A number with 3 decimals, or null when not finite (unknown measurements print as null).
+/// fixed(v, 3), or null when not finite (unknown measurements print as null).
 std::string json_number(double v);
+/// v with prec decimals; from 1e15 on in exponent form, so an absurd value (a trace claiming 1e308 µs) prints as
+/// "1.000e+308" and not as 300 digits.
+std::string fixed(double v, int prec);
 /// One CSV field: quoted (with doubled quotes) when it holds a comma, quote or newline.
 std::string csv_field(const std::string& s);
 /// Median (the mean of the middle two for an even count); NaN when v is empty.

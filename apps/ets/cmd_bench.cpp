@@ -29,6 +29,7 @@
 #include "ets/bilstm_predictor.hpp"
 #include "ets/model_file.hpp"
 #include "ets/trainer.hpp"
+#include "ets/window_encoder.hpp"
 
 namespace ets::cli {
 namespace {
@@ -39,15 +40,16 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-std::vector<int> int_list(const std::string& s) {
+// Positive whole numbers up to hi: a value past what a model holds is a usage error (exit 2), not a failed run.
+std::vector<int> int_list(const std::string& s, int hi) {
   std::vector<int> out;
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
     int v = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (ec != std::errc() || end != item.data() + item.size() || v <= 0)
-      throw std::invalid_argument("bad list value '" + item + "' in '" + s + "' (positive whole numbers)");
+    if (ec != std::errc() || end != item.data() + item.size() || v <= 0 || v > hi)
+      throw std::invalid_argument(fmt::format("bad list value '{}' in '{}' (whole numbers from 1 to {})", item, s, hi));
     out.push_back(v);
   }
   if (out.empty()) throw std::invalid_argument("empty list '" + s + "' (comma-separated positive whole numbers)");
@@ -192,12 +194,12 @@ int run_bench_body(const Args& args) {
   std::signal(SIGPIPE, SIG_IGN);  // a peer that died must not kill the benchmark
 
   constexpr long long kMax = std::numeric_limits<int>::max();
-  const int layers = static_cast<int>(integer_option(args, "--layers", 4, 1, kMax));
-  const int width = static_cast<int>(integer_option(args, "--width", 12, 1, kMax));
+  const int layers = static_cast<int>(integer_option(args, "--layers", 4, 1, 64));  // what a model file holds
+  const int width = static_cast<int>(integer_option(args, "--width", 12, 1, WindowEncoder::kMaxWidth));
   const int rounds = static_cast<int>(integer_option(args, "--rounds", 9, 1, kMax));
   const double sample_ms = number_option(args, "--sample-ms", 40);
-  const std::vector<int> hiddens = int_list(args.value("--hidden", "64,128"));
-  const std::vector<int> windows = int_list(args.value("--windows", "1,64,256"));
+  const std::vector<int> hiddens = int_list(args.value("--hidden", "64,128"), 65536);
+  const std::vector<int> windows = int_list(args.value("--windows", "1,64,256"), std::numeric_limits<int>::max());
   if (layers <= 0 || width <= 0 || rounds <= 0 || !(sample_ms > 0)) throw std::invalid_argument("bad --layers/--width/--rounds/--sample-ms");
 
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("ets-bench-{}", ::getpid());
@@ -339,10 +341,10 @@ const Register bench_cmd{Command{
          {"--hidden", "--windows", "--layers", "--width", "--rounds", "--sample-ms", "--python", "--peer-script"},
          0,
          {{"--json", "print one JSON object instead of the table"},
-          {"--hidden LIST", "hidden units H per direction to time, comma-separated; features F = H (default 64,128)"},
+          {"--hidden LIST", "hidden units H per direction to time, 1 to 65536, comma-separated; features F = H (default 64,128)"},
           {"--windows LIST", "windows per predictor call to time, comma-separated (default 1,64,256)"},
-          {"--layers N", "BiLSTM layers (default 4)"},
-          {"--width W", "ops per window (default 12)"},
+          {"--layers N", "BiLSTM layers, 1 to 64 (default 4)"},
+          {"--width W", "ops per window, 1 to 4096 (default 12)"},
           {"--rounds N", "interleaved timing rounds; the medians over them are reported (default 9)"},
           {"--sample-ms MS", "target length of one timed sample, in milliseconds (default 40)"},
           {"--python PY",

@@ -20,15 +20,10 @@
 namespace ets::cli {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 int run_convert(const Args& args) {
   const std::string out = args.has("-o") ? args.value("-o") : args.value("--output");
   if (out.empty()) throw std::invalid_argument("missing -o OUT.etst (or OUT.etst.gz)");
-  if (!ends_with(out, ".etst") && !ends_with(out, ".etst.gz"))
-    throw std::invalid_argument("output '" + out + "' must end in .etst or .etst.gz");
+  require_etst_output("-o", out);
   const Tracer::LoadOptions opt = load_options(args);
   const std::string why = detail::unwritable_reason(out, true);  // before the inputs are read
   ETS_CHECK(why.empty(), Errc::io, "ets.etst.1", "cannot write '{}': {}", out, why);

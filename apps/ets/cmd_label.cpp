@@ -21,6 +21,7 @@ int run_label(const Args& a) {
   const std::string out = a.has("-o") ? a.value("-o") : a.value("--out");
   if (out.empty()) throw std::invalid_argument("missing -o OUT (the labelled .etst.gz to write)");
   refuse_dash_output("-o", out);
+  require_etst_output("-o", out);
   Labeler::Options opt;
   opt.disagreement_threshold = number_option(a, "--threshold", opt.disagreement_threshold);
   opt.sum_tolerance = number_option(a, "--tolerance", opt.sum_tolerance);

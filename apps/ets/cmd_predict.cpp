@@ -183,7 +183,7 @@ int run_predict(const Args& a) {
     s += "\n";
     for (std::size_t j = 0; j < ids.size(); ++j) {
       s += csv_field(ids[j]);
-      for (std::size_t e = 0; e < envs.size(); ++e) s += fmt::format(",{:.3f}", m.at(j, e).iteration_us);
+      for (std::size_t e = 0; e < envs.size(); ++e) s += "," + fixed(m.at(j, e).iteration_us, 3);
       s += "\n";
     }
     std::fputs(s.c_str(), stdout);
@@ -216,16 +216,17 @@ int run_predict(const Args& a) {
       } else {
         const Predictor::Estimate& est = m.at(j, e);
         const double err = comparable(t, e) ? (est.iteration_us - t.measured_us) / t.measured_us : kUnknown;
-        rows += fmt::format("{} [{}]: predicted {:.3f} ms (interval {:.3f} .. {:.3f} ms), measured {}, "
+        rows += fmt::format("{} [{}]: predicted {} ms (interval {} .. {} ms), measured {}, "
                                         "{} ops, iteration {}",
-                                        ids[j], envs[e], est.iteration_us / 1e3, est.lo_us / 1e3, est.hi_us / 1e3,
+                                        ids[j], envs[e], fixed(est.iteration_us / 1e3, 3), fixed(est.lo_us / 1e3, 3),
+                                        fixed(est.hi_us / 1e3, 3),
                                         !t.has_measurement() ? std::string("n/a")
                                         : !comparable(t, e)
-                                            ? fmt::format("{:.3f} ms on '{}' (other hardware: no error)",
-                                                          t.measured_us / 1e3, t.meta.environment)
+                                            ? fmt::format("{} ms on '{}' (other hardware: no error)",
+                                                          fixed(t.measured_us / 1e3, 3), t.meta.environment)
                                         : std::isfinite(err)
-                                            ? fmt::format("{:.3f} ms ({:+.1f}%)", t.measured_us / 1e3, 100 * err)
-                                            : fmt::format("{:.3f} ms", t.measured_us / 1e3),
+                                            ? fmt::format("{} ms ({:+.1f}%)", fixed(t.measured_us / 1e3, 3), 100 * err)
+                                            : fixed(t.measured_us / 1e3, 3) + " ms",
                                         t.ops.size(), t.iteration) +
                 "\n";
       }

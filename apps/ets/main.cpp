@@ -120,14 +120,17 @@ Args parse(const Spec& spec, const std::vector<std::string>& argv) {
   return args;
 }
 
-// The whole string as a finite decimal number, or NaN: not a number, trailing characters, out of double's range, or
-// what stod would also take but a user would not mean (leading blanks, hexadecimal "0x10", "infinity").
-static double whole_number(const std::string& s) {
+// The whole string as a finite decimal number, or NaN: not a number, trailing characters, or what stod would also
+// take but a user would not mean (leading blanks, hexadecimal "0x10", "infinity"). A number beyond double's range
+// (1e400, or 1e-320 that only a denormal holds) sets *out_of_range, so the message can say that and not "not a number".
+static double whole_number(const std::string& s, bool* out_of_range = nullptr) {
   if (s.empty() || s.find_first_not_of("0123456789+-.eE") != std::string::npos) return NAN;
   try {
     std::size_t used = 0;
     const double v = std::stod(s, &used);
     if (used == s.size() && std::isfinite(v)) return v;
+  } catch (const std::out_of_range&) {
+    if (out_of_range) *out_of_range = true;
   } catch (const std::exception&) {
   }
   return NAN;
@@ -135,7 +138,11 @@ static double whole_number(const std::string& s) {
 
 double number_option(const Args& args, const std::string& name, double fallback) {
   if (!args.has(name)) return fallback;
-  const double v = whole_number(args.value(name));
+  bool out_of_range = false;
+  const double v = whole_number(args.value(name), &out_of_range);
+  if (out_of_range)
+    throw std::invalid_argument("option " + name + " got '" + args.value(name) +
+                                "', beyond the range of a double (magnitudes 2.2e-308 to 1.8e308, or 0)");
   if (std::isnan(v)) throw std::invalid_argument("option " + name + " needs a number, got '" + args.value(name) + "'");
   return v;
 }
@@ -218,7 +225,11 @@ std::string json_escape(const std::string& s) {
   return o;
 }
 
-std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : "null"; }
+std::string fixed(double v, int prec) {
+  return std::fabs(v) < 1e15 ? fmt::format("{:.{}f}", v, prec) : fmt::format("{:.{}e}", v, prec);
+}
+
+std::string json_number(double v) { return std::isfinite(v) ? fixed(v, 3) : "null"; }
 
 double median(std::vector<double> v) {
   if (v.empty()) return std::nan("");
@@ -250,6 +261,15 @@ void refuse_dash_output(const std::string& option, const std::string& path) {
   if (path == "-")
     throw std::invalid_argument(option + " -: standard output carries the command's report; give a file name (./- "
                                 "for a file named '-')");
+}
+
+void require_etst_output(const std::string& option, const std::string& path) {
+  const auto ends_with = [&](const std::string& suffix) {
+    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (!ends_with(".etst") && !ends_with(".etst.gz"))
+    throw std::invalid_argument(option + " '" + path + "' must end in .etst or .etst.gz (the name datasets and the " +
+                                "tools look for; .gz compresses)");
 }
 
 bool same_split(const std::string& dir, const std::string& a, const std::string& b) {

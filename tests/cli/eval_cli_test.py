@@ -270,10 +270,16 @@ p = subprocess.run([ets, "eval", "--model", model_copy, "--data", data, "--predi
 check(p.returncode == 2 and "--model" in p.stderr and open(model_copy, "rb").read() == open(model, "rb").read(),
       f"--predictions onto the model: rc {p.returncode} {p.stderr}")
 # "-" is not standard output (which carries the report); it used to create a file named "-"
+if os.path.exists(os.path.join(work, "-")):
+    os.remove(os.path.join(work, "-"))  # the "./-" check below leaves it: a rerun must not see it here
 p = subprocess.run([ets, "eval", "--model", os.path.abspath(model), "--data", os.path.abspath(data), "--predictions",
                     "-"], capture_output=True, text=True, cwd=work)
 check(p.returncode == 2 and "--predictions" in p.stderr and not os.path.exists(os.path.join(work, "-")),
       f"--predictions -: rc {p.returncode} {p.stderr}")
+p = subprocess.run([ets, "eval", "--model", os.path.abspath(model), "--data", os.path.abspath(data), "--predictions",
+                    "./-"], capture_output=True, text=True, cwd=work)  # "./-" is a file named "-", as the help says
+check(p.returncode == 0 and os.path.isfile(os.path.join(work, "-")) and os.path.getsize(os.path.join(work, "-")) > 0,
+      f"--predictions ./-: rc {p.returncode} {p.stderr}")
 # a bare network (no encoder state) is named as such before the split is read, as `ets predict` names it
 bare = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "lstm_f16_h16.etsm")
 p = subprocess.run([ets, "eval", "--model", bare, "--data", data], capture_output=True, text=True)

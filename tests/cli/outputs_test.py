@@ -103,9 +103,12 @@ for second in ("./pass.json.gz", "pass-link.json.gz", os.path.join(work, "pass.j
           f"label pass.json.gz {second}: rc {p.returncode} {p.stderr!r}")
 
 # ---- -o naming one of the passes (another spelling of it) would replace a raw measurement by the label
-shutil.copyfile(trace, "pass2.json.gz")
-p = run("label", "pass.json.gz", "pass2.json.gz", "-o", "./pass2.json.gz")
-check(p.returncode == 2 and b"overwrite" in p.stderr and open("pass2.json.gz", "rb").read() == open(trace, "rb").read(),
+# (a pass may be a canonical .etst file, so its name passes the extension check)
+p = run("convert", trace, "-o", "pass2.etst.gz", "--quiet")
+with open("pass2.etst.gz", "rb") as fh:
+    pass2 = fh.read()
+p = run("label", "pass.json.gz", "pass2.etst.gz", "-o", "./pass2.etst.gz")
+check(p.returncode == 2 and b"overwrite" in p.stderr and open("pass2.etst.gz", "rb").read() == pass2,
       f"label -o onto a pass: rc {p.returncode} {p.stderr!r}")
 
 # ---- convert: inputs without an iteration write nothing (predict would refuse the file); one input given twice warns
@@ -119,11 +122,16 @@ check(p.returncode == 0 and b"given before" not in p.stderr, f"convert of two fi
 p = run("convert", reference, "./" + os.path.relpath(reference), "-o", "twice.etst", "--quiet")
 check(p.returncode == 0 and b"given before" in p.stderr, f"convert of one file twice: no warning {p.stderr!r}")
 
-# ---- "-" as the output is refused (standard output carries the summary line); "./-" is a file named "-"
+# ---- "-" as the output is refused (standard output carries the summary line)
 p = run("label", trace, "-o", "-")
-check(p.returncode == 2 and not os.path.exists("-"), f"label -o -: rc {p.returncode} {p.stderr!r}")
-p = run("label", trace, "-o", "./-")
-check(p.returncode == 0 and os.path.getsize("-") > 0, f"label -o ./-: rc {p.returncode} {p.stderr!r}")
+check(p.returncode == 2 and b"standard output" in p.stderr and not os.path.exists("-"),
+      f"label -o -: rc {p.returncode} {p.stderr!r}")
+# a trace output is *.etst or *.etst.gz, as convert's: the dataset lists traces by that name, .gz compresses
+for cmd in (["label", trace], ["convert", trace, "--quiet"]):
+    for name in ("./-", "labelled.json", "labelled.gz", "labelled.etst.zip"):
+        p = run(*cmd, "-o", name)
+        check(p.returncode == 2 and b"must end in .etst or .etst.gz" in p.stderr and not os.path.exists(name),
+              f"{cmd[0]} -o {name}: rc {p.returncode} {p.stderr!r}")
 
 # ---- an option's value that looks like --help / -h is the value, not a request for help
 p = run("label", trace, "-o", "id-h.etst", "--id", "-h")
@@ -172,6 +180,17 @@ with open(ets, "rb") as fh:
 if not asan:
     p = run("bench", "--no-peers", "--rounds", "1", "--hidden", "8", "--windows", "2147483647")
     check(p.returncode == 1 and b"ets.cli.3" in p.stderr, f"bench --windows 2^31-1: rc {p.returncode} {p.stderr!r}")
+
+# sizes beyond what a model file holds are usage errors (exit 2, before any work), as in `ets train`
+for option, value in (("--layers", "65"), ("--width", "5000"), ("--hidden", "70000"), ("--hidden", "64,0")):
+    p = run("bench", "--no-peers", "--rounds", "1", "--windows", "1", option, value)
+    check(p.returncode == 2 and (option.encode() in p.stderr or value.encode() in p.stderr),
+          f"bench {option} {value}: rc {p.returncode} {p.stderr!r}")
+# a number beyond double's range is said to be one, not "needs a number"
+for value in ("1e-320", "1e400"):
+    p = run("train", "--data", work, "--out", "never.etsm", "--lr", value)
+    check(p.returncode == 2 and b"beyond the range of a double" in p.stderr and not os.path.exists("never.etsm"),
+          f"train --lr {value}: rc {p.returncode} {p.stderr!r}")
 
 # ---- --batch-size is read exactly over the 64-bit range; what only looks like a number is refused
 for value, stored in (("9007199254740993", 9007199254740993), ("9223372036854775807", 9223372036854775807),

@@ -278,6 +278,18 @@ with tempfile.TemporaryDirectory() as tmp:
     shutil.copyfile(zero, zero_copy)
     p = subprocess.run([ets, "convert", zero, zero_copy, "-o", both, "--quiet"], capture_output=True, text=True)
     check(p.returncode == 0 and p.stderr == "", f"convert of one job in two files warns: {p.stderr}")
+    # an absurd but finite measurement (1e308 µs) prints in exponent form, not as 300 digits, and stays JSON
+    vast = edited_copy("vast-measured.etst", (r'"measured_us":[0-9.e+-]+', '"measured_us":1e308'))
+    for cmd in (["inspect", vast], ["inspect", vast, "--json"], ["predict", vast, "--model", model_a],
+                ["predict", vast, "--model", model_a, "--json"]):
+        p = subprocess.run([ets] + cmd, capture_output=True, text=True)
+        digits = max((len(d) for d in re.findall(r"[0-9]+", p.stdout)), default=0)
+        check(p.returncode == 0 and re.search(r"e\+30[58]", p.stdout) and digits < 20,
+              f"{' '.join(cmd[:1] + cmd[2:])} of 1e308 µs: rc {p.returncode}, {digits} digits in a row: "
+              f"{p.stdout[:200]} {p.stderr[:200]}")
+        if "--json" in cmd:
+            for line in p.stdout.splitlines():
+                json.loads(line)
     # ops without timings (as in an ET file): the gap share is unknown, not 0
     zero = edited_copy("zero.etst", untimed, (r'"([tg])":[0-9.e+-]+', r'"\1":0'))
     p = subprocess.run([ets, "inspect", zero, "--json"], capture_output=True, text=True)
