@@ -1,6 +1,7 @@
 // `ets bench`: the BiLSTM CPU predictor against PyTorch CPU and ONNX Runtime on the same weights and windows,
 // timed interleaved in one run (peers via tools/bench_peers.py as a co-process), plus this machine's GEMM ceiling.
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,10 +72,13 @@ void write_floats(const std::string& path, const std::vector<float>& v) {
   if (!f) throw std::runtime_error("cannot write " + path);
 }
 
-// The Python peer process: commands on its stdin, one answer line each on its stdout.
+// The Python peer process: commands on its stdin, one answer line each on its stdout. A peer that stays silent for
+// timeout_s (hung, or waiting on something that never comes) is killed and counts as gone: its timings are missing,
+// and the benchmark goes on without it instead of hanging.
 class Peer {
  public:
-  Peer(const std::string& python, const std::string& script, const std::string& dir, int width) {
+  Peer(const std::string& python, const std::string& script, const std::string& dir, int width, double timeout_s)
+      : timeout_ms_(timeout_s * 1e3) {
     int in[2], out[2];
     if (pipe(in) != 0) return;
     if (pipe(out) != 0) {
@@ -98,34 +103,40 @@ class Peer {
       close(out[0]);
       return;
     }
-    to_ = fdopen(in[1], "w");
-    from_ = fdopen(out[0], "r");
-    if (!to_ || !from_) {  // no stream, no peer: close what is open (the peer then sees its stdin end)
-      if (to_) std::fclose(to_);
-      else close(in[1]);
-      if (from_) std::fclose(from_);
-      else close(out[0]);
-      to_ = from_ = nullptr;
-      return;
-    }
+    to_ = in[1];
+    from_ = out[0];
     const std::string first = read_line();
     if (first.rfind("ready ", 0) == 0) info_ = first.substr(6);
   }
   ~Peer() {
-    if (to_) {
-      std::fputs("quit\n", to_);
-      std::fclose(to_);
+    if (to_ >= 0) {
+      write_all("quit\n");
+      close(to_);
     }
-    if (from_) std::fclose(from_);
-    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+    if (from_ >= 0) close(from_);
+    if (pid_ > 0) {
+      // A peer that did not answer, or one cut off by a stop signal mid-command, would not end on "quit" either;
+      // any other gets the timeout to end.
+      if (silent_ || StopSignals::received()) kill(pid_, SIGKILL);
+      const auto t0 = Clock::now();
+      while (waitpid(pid_, nullptr, WNOHANG) == 0) {
+        if (ms_since(t0) > timeout_ms_) {
+          kill(pid_, SIGKILL);
+          waitpid(pid_, nullptr, 0);
+          break;
+        }
+        usleep(10000);
+      }
+    }
   }
-  bool ok() const { return !info_.empty(); }
+  bool ok() const { return !info_.empty() && !silent_; }
   const std::string& info() const { return info_; }
+  /// Whether the peer was stopped for not answering within the timeout.
+  bool silent() const { return silent_; }
 
-  /// Sends a command, returns the two numbers of the answer (NaN for "null").
+  /// Sends a command, returns the two numbers of the answer (NaN for "null", or when the peer is gone).
   std::pair<double, double> ask(const std::string& cmd) {
-    std::fprintf(to_, "%s\n", cmd.c_str());
-    std::fflush(to_);
+    if (silent_ || !write_all(cmd + "\n")) return {NAN, NAN};
     std::istringstream ss(read_line());
     std::string a, b;
     ss >> a >> b;
@@ -134,19 +145,57 @@ class Peer {
   }
 
  private:
-  std::string read_line() {
-    std::string line;
-    char buf[4096];
-    while (from_ && std::fgets(buf, sizeof buf, from_)) {
-      line += buf;
-      if (!line.empty() && line.back() == '\n') break;
+  bool write_all(const std::string& s) {
+    for (std::size_t done = 0; done < s.size();) {
+      const ssize_t n = write(to_, s.data() + done, s.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;  // the peer is gone (EPIPE: SIGPIPE is ignored while benchmarking)
+      done += static_cast<std::size_t>(n);
     }
-    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-    return line;
+    return true;
   }
+  // One line, or "" when the peer ends, stays silent past the timeout (it is then killed) or a stop signal arrives.
+  std::string read_line() {
+    const auto t0 = Clock::now();
+    for (;;) {
+      const std::size_t nl = pending_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = pending_.substr(0, nl);
+        pending_.erase(0, nl + 1);
+        while (!line.empty() && line.back() == '\r') line.pop_back();
+        return line;
+      }
+      if (from_ < 0 || silent_ || StopSignals::received()) return "";
+      const double left = timeout_ms_ - ms_since(t0);
+      if (left <= 0) {
+        silent_ = true;
+        kill(pid_, SIGKILL);
+        return "";
+      }
+      pollfd p{from_, POLLIN, 0};
+      const int r = poll(&p, 1, static_cast<int>(std::min(left, 200.0)) + 1);  // wakes to see a stop signal
+      if (r < 0 && errno != EINTR) return "";
+      if (r <= 0) continue;
+      char buf[4096];
+      const ssize_t n = read(from_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {  // the peer ended: what it printed without a newline is its last line
+        close(from_);
+        from_ = -1;
+        std::string line;
+        line.swap(pending_);
+        while (!line.empty() && line.back() == '\r') line.pop_back();
+        return line;
+      }
+      pending_.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  double timeout_ms_;
   pid_t pid_ = -1;
-  FILE* to_ = nullptr;
-  FILE* from_ = nullptr;
+  int to_ = -1;
+  int from_ = -1;
+  std::string pending_;
+  bool silent_ = false;
   std::string info_;
 };
 
@@ -198,6 +247,9 @@ int run_bench_body(const Args& args) {
   const int width = static_cast<int>(integer_option(args, "--width", 12, 1, WindowEncoder::kMaxWidth));
   const int rounds = static_cast<int>(integer_option(args, "--rounds", 9, 1, kMax));
   const double sample_ms = number_option(args, "--sample-ms", 40);
+  const double peer_timeout_s = number_option(args, "--peer-timeout", 300);
+  if (!(peer_timeout_s > 0 && peer_timeout_s <= 86400))
+    throw std::invalid_argument("--peer-timeout takes seconds in (0, 86400], not '" + args.value("--peer-timeout") + "'");
   const std::vector<int> hiddens = int_list(args.value("--hidden", "64,128"), 65536);
   const std::vector<int> windows = int_list(args.value("--windows", "1,64,256"), std::numeric_limits<int>::max());
   if (layers <= 0 || width <= 0 || rounds <= 0 || !(sample_ms > 0)) throw std::invalid_argument("bad --layers/--width/--rounds/--sample-ms");
@@ -267,7 +319,10 @@ int run_bench_body(const Args& args) {
     __builtin_cpu_init();
     if (!std::getenv("OPENBLAS_CORETYPE")) setenv("OPENBLAS_CORETYPE", __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell", 1);
 #endif
-    peer = std::make_unique<Peer>(python, script, dir.string(), width);
+    peer = std::make_unique<Peer>(python, script, dir.string(), width, peer_timeout_s);
+    if (peer->silent())
+      std::fprintf(stderr, "ets bench: warning: the peer '%s' did not start within %g s: timing ETS alone\n",
+                   script.c_str(), peer_timeout_s);
     if (!peer->ok()) peer.reset();
   }
   if (peer)
@@ -292,6 +347,9 @@ int run_bench_body(const Args& args) {
       }
     }
   }
+  if (peer && peer->silent())
+    std::fprintf(stderr, "ets bench: warning: the peer '%s' stopped answering for %g s and was stopped: the peers' "
+                 "timings after that are missing\n", script.c_str(), peer_timeout_s);
   const std::string peer_info = peer ? peer->info() : "null";
   peer.reset();
 
@@ -336,9 +394,10 @@ int run_bench_body(const Args& args) {
 const Register bench_cmd{Command{
     "bench", "benchmark the predictor against PyTorch CPU and ONNX Runtime",
     Spec{"bench [--json] [--hidden 64,128] [--windows 1,64,256] [--layers 4] [--width 12] [--rounds 9] "
-         "[--sample-ms 40] [--python PY] [--peer-script SCRIPT] [--no-peers]",
+         "[--sample-ms 40] [--python PY] [--peer-script SCRIPT] [--peer-timeout 300] [--no-peers]",
          {"--json", "--no-peers"},
-         {"--hidden", "--windows", "--layers", "--width", "--rounds", "--sample-ms", "--python", "--peer-script"},
+         {"--hidden", "--windows", "--layers", "--width", "--rounds", "--sample-ms", "--python", "--peer-script",
+          "--peer-timeout"},
          0,
          {{"--json", "print one JSON object instead of the table"},
           {"--hidden LIST", "hidden units H per direction to time, 1 to 65536, comma-separated; features F = H (default 64,128)"},
@@ -351,6 +410,7 @@ const Register bench_cmd{Command{
            "Python running the peers (default $ETS_BENCH_PYTHON, /opt/ets-venv/bin/python or /usr/bin/python3)"},
           {"--peer-script SCRIPT",
            "peer timing PyTorch and ONNX Runtime (default tools/bench_peers.py of the source tree)"},
+          {"--peer-timeout S", "seconds a peer may stay silent before it is stopped and ETS timed alone (default 300)"},
           {"--no-peers", "time only ETS and the GEMM ceiling (also what happens when PY or SCRIPT is missing)"}}},
     run_bench}};
 

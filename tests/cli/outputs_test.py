@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 
 from checks import check, finish  # tests/cli/checks.py, beside this script
 
@@ -173,6 +174,53 @@ while proc.poll() is None and not os.listdir(tmp):
 proc.send_signal(signal.SIGTERM)
 rc = proc.wait(120)
 check(rc == -signal.SIGTERM and not os.listdir(tmp), f"bench ended by SIGTERM: rc {rc}, left {os.listdir(tmp)}")
+def running(script):
+    """Processes whose command line names script (read from /proc: pgrep may not be installed)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if script.encode() in fh.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+# a peer that never answers (hung, or waiting forever) is stopped after --peer-timeout: ETS is timed alone, the
+# benchmark ends with the peers' timings missing and a warning, and no peer process is left behind
+with open("silent_peer.py", "w") as fh:  # says ready, answers check, then hangs on the first timed run
+    fh.write("import sys, time\n"
+             "print('ready {\"fake\": 1}', flush=True)\n"
+             "for line in sys.stdin:\n"
+             "    if line.startswith('check'): print('0 0', flush=True)\n"
+             "    elif line.startswith('run'): time.sleep(1000)\n"
+             "    else: break\n")
+with open("mute_peer.py", "w") as fh:  # never says ready
+    fh.write("import time\ntime.sleep(1000)\n")
+for name, what in (("silent_peer.py", "stopped answering"), ("mute_peer.py", "did not start")):
+    script = os.path.abspath(name)
+    p = run("bench", "--rounds", "2", "--hidden", "8", "--windows", "1", "--sample-ms", "2", "--json",
+            "--python", sys.executable, "--peer-script", script, "--peer-timeout", "1")
+    got = json.loads(p.stdout) if p.returncode == 0 else {}
+    left = running(script)
+    check(p.returncode == 0 and what.encode() in p.stderr and got.get("cases") and
+          all(c["torch_ms"] is None for c in got["cases"]) and not left,
+          f"bench with a peer that {what}: rc {p.returncode} {p.stderr!r} left {left}")
+# SIGTERM while a peer hangs mid-command ends the benchmark at once (it used to wait for the peer forever)
+proc = subprocess.Popen([ets, "bench", "--rounds", "2", "--hidden", "8", "--windows", "1", "--sample-ms", "2",
+                         "--python", sys.executable, "--peer-script", os.path.abspath("silent_peer.py")],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, TMPDIR=tmp))
+time.sleep(2)
+proc.send_signal(signal.SIGTERM)
+try:
+    rc = proc.wait(30)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    rc = "still running 30 s after SIGTERM"
+left = running(os.path.abspath("silent_peer.py"))
+check(rc == -signal.SIGTERM and not left and not os.listdir(tmp), f"bench with a hung peer, SIGTERM: rc {rc}, "
+      f"left {left} {os.listdir(tmp)}")
 # sizes that cannot fit in memory end in an error with an id, not "unexpected error: std::bad_alloc"
 # (under ASan a failed allocation aborts by design: not checked there)
 with open(ets, "rb") as fh:
