@@ -14,6 +14,7 @@
 #include "ets/model_file.hpp"
 #include "ets/prediction.hpp"
 #include "ets/trace.hpp"
+#include "ets/tracer.hpp"
 
 namespace ets {
 
@@ -114,8 +115,10 @@ class Predictor {
   /// ets.predict.5 (a trace without ops).
   void add_job(const std::string& job_id, ExecutionTrace trace);
   /// Loads a trace file (any format Tracer::load reads) and registers representative_iteration() of it.
-  /// Returns the registered trace's op count.
+  /// Returns the registered trace's op count. `options` as for Tracer::load: a service reading traces it did not
+  /// make sets options.max_bytes (ets.io.6 beyond it).
   std::size_t load_job(const std::string& job_id, const std::string& path);
+  std::size_t load_job(const std::string& job_id, const std::string& path, const Tracer::LoadOptions& options);
   /// Forgets a job; false if it was not registered.
   bool remove_job(const std::string& job_id);
   bool has_job(const std::string& job_id) const;

@@ -41,8 +41,15 @@ std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOpti
   import::Options opt;
   opt.rank = options.rank;
   opt.keep_incomplete = options.keep_incomplete;
-  if (is_sqlite(path)) return import::read_nsight_sqlite(path, opt);
-  const std::string bytes = import::read_file_bytes(path);
+  if (is_sqlite(path)) {
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    ETS_CHECK(!options.max_bytes || ec || size <= options.max_bytes, Errc::unsupported, "ets.io.6",
+              "'{}' holds more than {} bytes (decompressed), the limit set by LoadOptions::max_bytes", path,
+              options.max_bytes);
+    return import::read_nsight_sqlite(path, opt);
+  }
+  const std::string bytes = import::read_file_bytes(path, options.max_bytes);
   // A UTF-8 BOM is not JSON: the readers start after it. (Only the BOM: leading blank lines stay, so the .etst and
   // CSV readers' line numbers in errors still match the file; JSON parsers skip whitespace themselves.)
   const std::string_view text = import::skip_bom(bytes);

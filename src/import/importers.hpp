@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,8 +22,9 @@ struct Options {
   bool keep_incomplete = false; ///< keep a trailing iteration with no successor and no end marker
 };
 
-/// Reads a whole file, transparently gunzipping .gz content; throws ets.io.* on failure.
-std::string read_file_bytes(const std::string& path);
+/// Reads a whole file, transparently gunzipping .gz content; throws ets.io.* on failure, ets.io.6 when the content
+/// (decompressed) exceeds max_bytes (0: no limit) — checked as it is read, so a gzip bomb costs at most max_bytes.
+std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes = 0);
 
 Format detect_format(std::string_view head, const std::string& path);
 /// The text after a UTF-8 BOM (s itself without one): a BOM is not JSON, nor part of a CSV header.

@@ -46,10 +46,17 @@ std::uint64_t gzip_size_hint(const unsigned char* trailer, std::uint64_t compres
   return isize >= compressed / 2 && isize <= compressed * kMaxDeflateRatio ? isize : compressed * 4;
 }
 
-// Inflates whatever `read(buf, n)` delivers (one or more gzip members) into one string.
+[[noreturn]] void too_large(const std::string& path, std::uint64_t max_bytes) {
+  ETS_THROW(Errc::unsupported, "ets.io.6", "'{}' holds more than {} bytes (decompressed), the limit set by "
+            "LoadOptions::max_bytes", path, max_bytes);
+}
+
+// Inflates whatever `read(buf, n)` delivers (one or more gzip members) into one string, of at most max_bytes (0:
+// no limit).
 template <class Read>
-std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t size_hint) {
+std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t size_hint, std::uint64_t max_bytes) {
   std::string out;
+  if (max_bytes) size_hint = std::min(size_hint, max_bytes);
   out.reserve(size_hint + 64);
   z_stream zs{};
   // 15 + 32: zlib or gzip header, auto-detected.
@@ -73,9 +80,17 @@ std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t s
       stream_done = false;
     }
     while (zs.avail_in > 0 && !stream_done) {
-      if (out.capacity() - out.size() < (1u << 16)) out.reserve(out.capacity() + out.capacity() / 2 + (1u << 20));
+      if (out.capacity() - out.size() < (1u << 16)) {
+        std::uint64_t grown = out.capacity() + out.capacity() / 2 + (1u << 20);
+        if (max_bytes) grown = std::min<std::uint64_t>(grown, max_bytes + 64);  // never hold more than the limit
+        if (grown > out.capacity()) out.reserve(static_cast<std::size_t>(grown));  // else: room left, or too large
+      }
       const std::size_t old = out.size();
-      const std::size_t room = std::min(out.capacity() - old, kOutWindow);
+      std::size_t room = std::min(out.capacity() - old, kOutWindow);
+      if (max_bytes) {  // one byte past the limit tells "more" from "exactly max_bytes"
+        if (old > max_bytes) too_large(path, max_bytes);
+        room = static_cast<std::size_t>(std::min<std::uint64_t>(room, max_bytes + 1 - old));
+      }
       out.resize(old + room);
       zs.next_out = reinterpret_cast<Bytef*>(&out[old]);
       zs.avail_out = static_cast<uInt>(room);
@@ -91,15 +106,19 @@ std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t s
       }
     }
   }
+  if (max_bytes && out.size() > max_bytes) too_large(path, max_bytes);
   if (!stream_done) ETS_THROW(Errc::parse, "ets.io.5", "'{}': gzip data is truncated", path);
   return out;
 }
 
 // A pipe or character device (/dev/stdin, <(zcat …)): no size to ask for and no seeking, so read it to the end
 // and inflate from memory when it is gzip.
-std::string read_stream(std::FILE* f, const std::string& path) {
+std::string read_stream(std::FILE* f, const std::string& path, std::uint64_t max_bytes) {
+  // gzip of incompressible content is a little longer than the content: the raw cap leaves room for that
+  const std::uint64_t raw_cap = max_bytes ? max_bytes + max_bytes / 64 + (1u << 16) : 0;
   std::string raw;
   for (;;) {
+    if (raw_cap && raw.size() > raw_cap) too_large(path, max_bytes);
     const std::size_t old = raw.size();
     raw.resize(old + kChunk);
     const std::size_t n = std::fread(&raw[old], 1, kChunk, f);
@@ -108,7 +127,10 @@ std::string read_stream(std::FILE* f, const std::string& path) {
   }
   if (std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
   const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
-  if (!is_gzip(bytes, raw.size())) return raw;
+  if (!is_gzip(bytes, raw.size())) {
+    if (max_bytes && raw.size() > max_bytes) too_large(path, max_bytes);
+    return raw;
+  }
   std::size_t pos = 0;
   auto read = [&](unsigned char* buf, std::size_t n) {
     const std::size_t k = std::min(n, raw.size() - pos);
@@ -117,19 +139,20 @@ std::string read_stream(std::FILE* f, const std::string& path) {
     return k;
   };
   // 18 bytes: a gzip header and trailer at the least
-  return inflate_stream(read, path, gzip_size_hint(raw.size() >= 18 ? bytes + raw.size() - 4 : nullptr, raw.size()));
+  return inflate_stream(read, path, gzip_size_hint(raw.size() >= 18 ? bytes + raw.size() - 4 : nullptr, raw.size()),
+                        max_bytes);
 }
 
 }  // namespace
 
-std::string read_file_bytes(const std::string& path) {
+std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes) {
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (!ec && std::filesystem::is_directory(st))
     ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}': it is a directory, not a trace file", path);
   File f(std::fopen(path.c_str(), "rb"));
   if (!f) ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}': {}", path, std::strerror(errno));
-  if (!ec && !std::filesystem::is_regular_file(st)) return read_stream(f.get(), path);
+  if (!ec && !std::filesystem::is_regular_file(st)) return read_stream(f.get(), path, max_bytes);
   const std::uint64_t size = file_size(f.get());
   unsigned char magic[2] = {0, 0};
   const std::size_t got = std::fread(magic, 1, 2, f.get());
@@ -144,8 +167,9 @@ std::string read_file_bytes(const std::string& path) {
       if (k == 0 && std::ferror(f.get())) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
       return k;
     };
-    return inflate_stream(read, path, gzip_size_hint(have_trailer ? trailer : nullptr, size));
+    return inflate_stream(read, path, gzip_size_hint(have_trailer ? trailer : nullptr, size), max_bytes);
   }
+  if (max_bytes && size > max_bytes) too_large(path, max_bytes);
   std::string out;
   out.reserve(size + 64);  // slack lets parsers pad in place
   out.resize(size);
@@ -160,7 +184,10 @@ std::string read_file_bytes(const std::string& path) {
   // reports 0 bytes (procfs, sysfs), is read to its end. (Usually the first small read finds the end at once.)
   if (total == size) {
     char more[1 << 16];
-    for (std::size_t n; (n = std::fread(more, 1, sizeof more, f.get())) > 0;) out.append(more, n);
+    for (std::size_t n; (n = std::fread(more, 1, sizeof more, f.get())) > 0;) {
+      out.append(more, n);
+      if (max_bytes && out.size() > max_bytes) too_large(path, max_bytes);
+    }
   }
   if (std::ferror(f.get())) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
   return out;

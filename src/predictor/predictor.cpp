@@ -331,7 +331,12 @@ void Predictor::add_job(const std::string& job_id, ExecutionTrace trace) {
 }
 
 std::size_t Predictor::load_job(const std::string& job_id, const std::string& path) {
-  std::vector<ExecutionTrace> its = Tracer::load(path);
+  return load_job(job_id, path, Tracer::LoadOptions{});
+}
+
+std::size_t Predictor::load_job(const std::string& job_id, const std::string& path,
+                                const Tracer::LoadOptions& options) {
+  std::vector<ExecutionTrace> its = Tracer::load(path, options);
   ETS_CHECK(!its.empty(), Errc::invalid_trace, "ets.predict.4", "'{}' holds no iterations", path);
   const std::size_t i = representative_iteration(its);
   const std::size_t ops = its[i].ops.size();

@@ -22,6 +22,7 @@ namespace ets_test::alloc {
 enum class Fail { none, next, all };
 inline thread_local bool counting = false;  ///< count this thread's allocations into `count`
 inline thread_local long count = 0;
+inline thread_local std::size_t largest = 0;  ///< the largest allocation counted (with `counting`)
 inline thread_local Fail fail = Fail::none;  ///< next: only the next allocation throws bad_alloc; all: every one
 }  // namespace ets_test::alloc
 
@@ -36,7 +37,10 @@ void* operator new(std::size_t n) {
     if (fail == Fail::next) fail = Fail::none;
     throw std::bad_alloc();
   }
-  if (counting) ++count;
+  if (counting) {
+    ++count;
+    if (n > largest) largest = n;
+  }
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }

@@ -16,6 +16,7 @@
 
 #include "ets/error.hpp"
 #include "ets/trace.hpp"
+#include "ets/tracer.hpp"
 #include "import/importers.hpp"
 #include "test_support.hpp"
 
@@ -194,6 +195,14 @@ TEST_CASE("synthetic Nsight capture: ops from NVTX ranges timed by their kernels
   REQUIRE(mem.size() == traces.size());
   CHECK(mem[0] == traces[0]);
   CHECK(mem[1] == traces[1]);
+
+  // LoadOptions::max_bytes bounds a database by its file size (SQLite reads it in place, not into one buffer)
+  const auto size = std::filesystem::file_size(path);
+  ets::Tracer::LoadOptions capped;
+  capped.max_bytes = size;
+  CHECK(ets::Tracer::load(path, capped).size() == traces.size());
+  capped.max_bytes = size - 1;
+  CHECK_THROWS_WITH(ets::Tracer::load(path, capped), Catch::Contains("ets.io.6"));
 }
 
 TEST_CASE("Nsight: emit_nvtx step markers; a generic convolution is named by its weight's rank, as in Kineto") {

@@ -279,6 +279,13 @@ TEST_CASE("load_job imports a trace file and picks the median iteration", "[pred
   CHECK(std::abs(below - above) <= 1);
   CHECK(p.job_trace("mlp") == its[k]);
   CHECK(p.predict("mlp", "cpu").iteration_us > 0);
+  // a service caps what an untrusted file may hold: beyond the limit the job is not replaced
+  ets::Tracer::LoadOptions capped;
+  capped.max_bytes = 1024;
+  CHECK(error_id([&] { p.load_job("mlp", path, capped); }) == "ets.io.6");
+  CHECK(p.job_trace("mlp") == its[k]);
+  capped.max_bytes = 0;
+  CHECK(p.load_job("mlp2", path, capped) == ops);
   // without measurements the last iteration stands for the file
   auto unmeasured = its;
   for (auto& t : unmeasured) t.measured_us = ets::kUnknown;

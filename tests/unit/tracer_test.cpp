@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include "alloc_hooks.hpp"  // a caller that catches bad_alloc from Tracer::op() must find the Tracer as it was
 #include "ets/error.hpp"
@@ -114,6 +115,80 @@ TEST_CASE("Tracer::load: missing file, unknown format, gzip round trip") {
   Tracer::LoadOptions bad_rank;
   bad_rank.rank = -2;  // not "any rank": refused before the file is read
   CHECK_THROWS_WITH(Tracer::load(gz, bad_rank), Catch::Contains("ets.import.4"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("LoadOptions::max_bytes bounds what a trace may hold once decompressed (a gzip bomb costs the limit)") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ets_max_bytes_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // 64 MiB of spaces gzip to ~64 KiB: a 1,000:1 expansion
+  const auto bomb = (dir / "bomb.json.gz").string();
+  {
+    gzFile g = gzopen(bomb.c_str(), "wb9");
+    REQUIRE(g);
+    const std::string block(1 << 20, ' ');
+    for (int i = 0; i < 64; ++i) REQUIRE(gzwrite(g, block.data(), static_cast<unsigned>(block.size())) > 0);
+    REQUIRE(gzclose(g) == Z_OK);
+  }
+  REQUIRE(fs::file_size(bomb) < (1u << 20));
+  constexpr std::uint64_t kLimit = 1u << 20;
+  Tracer::LoadOptions capped;
+  capped.max_bytes = kLimit;
+#if ETS_TEST_ALLOC_HOOKS
+  ets_test::alloc::largest = 0;
+  ets_test::alloc::counting = true;
+#endif
+  CHECK_THROWS_WITH(Tracer::load(bomb, capped), Catch::Contains("ets.io.6") && Catch::Contains("max_bytes"));
+#if ETS_TEST_ALLOC_HOOKS
+  ets_test::alloc::counting = false;
+  CHECK(ets_test::alloc::largest <= kLimit + 128);  // the content was never held past the limit
+#endif
+  // without a limit the same file reads whole (and is then no trace)
+  CHECK(ets::import::read_file_bytes(bomb).size() == (std::size_t{64} << 20));
+
+  // exactly the limit is allowed, one byte more is not: a plain file, a gzip file and a file that reports 0 bytes
+  const std::string gz = ets_test::fixture("cpu_small_mlp.json.gz");
+  const std::string text = ets::import::read_file_bytes(gz);
+  const auto plain = (dir / "plain.json").string();
+  std::ofstream(plain, std::ios::binary) << text;
+  for (const std::string& path : {plain, gz}) {
+    INFO(path);
+    CHECK(ets::import::read_file_bytes(path, text.size()) == text);
+    CHECK_THROWS_WITH(ets::import::read_file_bytes(path, text.size() - 1), Catch::Contains("ets.io.6"));
+    capped.max_bytes = text.size();
+    CHECK(Tracer::load(path, capped).size() == Tracer::load(path).size());
+    capped.max_bytes = text.size() - 1;
+    CHECK_THROWS_WITH(Tracer::load(path, capped), Catch::Contains("ets.io.6"));
+  }
+  if (fs::is_regular_file("/proc/self/status"))
+    CHECK_THROWS_WITH(ets::import::read_file_bytes("/proc/self/status", 8), Catch::Contains("ets.io.6"));
+  // a pipe (no size to check first): the bomb's bytes, then the plain text, each one byte over the limit
+  std::signal(SIGPIPE, SIG_IGN);
+  std::ifstream bomb_in(bomb, std::ios::binary);
+  const std::string bomb_bytes((std::istreambuf_iterator<char>(bomb_in)), {});
+  for (const auto& [payload, limit] : {std::pair<std::string, std::uint64_t>{bomb_bytes, kLimit},
+                                       std::pair<std::string, std::uint64_t>{text, text.size() - 1}}) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    std::thread writer([&, fd = fds[1]] {
+      for (std::size_t off = 0; off < payload.size();) {
+        const ssize_t n = ::write(fd, payload.data() + off, payload.size() - off);
+        if (n <= 0) break;  // the reader closed its end
+        off += static_cast<std::size_t>(n);
+      }
+      ::close(fd);
+    });
+    std::string error;
+    try {
+      ets::import::read_file_bytes("/proc/self/fd/" + std::to_string(fds[0]), limit);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    ::close(fds[0]);
+    writer.join();
+    CHECK_THAT(error, Catch::Contains("ets.io.6"));
+  }
   fs::remove_all(dir);
 }
 
