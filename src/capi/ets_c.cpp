@@ -220,6 +220,16 @@ ets_status ets_predictor_load_job(ets_predictor* p, const char* job_id, const ch
   return guarded([&] { p->impl.load_job(job_id, trace_path); });
 }
 
+ets_status ets_predictor_load_job_limited(ets_predictor* p, const char* job_id, const char* trace_path,
+                                          size_t max_bytes) {
+  ETS_C_REQUIRE(p, "ets_predictor_load_job_limited", "predictor");
+  ETS_C_REQUIRE(job_id, "ets_predictor_load_job_limited", "job_id");
+  ETS_C_REQUIRE(trace_path, "ets_predictor_load_job_limited", "trace_path");
+  ets::Tracer::LoadOptions options;
+  options.max_bytes = max_bytes;
+  return guarded([&] { p->impl.load_job(job_id, trace_path, options); });
+}
+
 ets_status ets_predictor_remove_job(ets_predictor* p, const char* job_id) {
   ETS_C_REQUIRE(p, "ets_predictor_remove_job", "predictor");
   ETS_C_REQUIRE(job_id, "ets_predictor_remove_job", "job_id");

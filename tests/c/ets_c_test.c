@@ -82,6 +82,20 @@ int main(int argc, char** argv) {
   EXPECT(ets_predictor_load_job(p, "job1", argv[2]) == ETS_OK);
   EXPECT(ets_predictor_load_job(p, "job2", argv[2]) == ETS_OK);
   EXPECT(ets_predictor_load_job(p, "bad", "/nonexistent/trace.json") != ETS_OK);
+  {
+    /* a cap on what a submitted trace may hold: refused beyond it, and job1 stays registered as it was */
+    ets_estimate kept, again;
+    EXPECT(ets_predict(p, "job1", "envA", &kept) == ETS_OK);
+    EXPECT(ets_predictor_load_job_limited(p, "job1", argv[2], 1024) == ETS_UNSUPPORTED);
+    EXPECT(strcmp(ets_last_error_id(), "ets.io.6") == 0);
+    EXPECT(ets_predict(p, "job1", "envA", &again) == ETS_OK);
+    EXPECT(again.iteration_us == kept.iteration_us && again.ops == kept.ops);
+    EXPECT(ets_predictor_load_job_limited(p, "job3", argv[2], 0) == ETS_OK); /* 0: no limit */
+    EXPECT(ets_predictor_load_job_limited(p, "job4", argv[2], (size_t)1 << 30) == ETS_OK);
+    EXPECT(ets_predictor_load_job_limited(p, NULL, argv[2], 0) == ETS_INVALID_ARGUMENT);
+    EXPECT(ets_predictor_load_job_limited(NULL, "x", argv[2], 0) == ETS_INVALID_ARGUMENT);
+    EXPECT(ets_predictor_remove_job(p, "job3") == ETS_OK && ets_predictor_remove_job(p, "job4") == ETS_OK);
+  }
   EXPECT(ets_predict(p, "nojob", "envA", &before) == ETS_INVALID_ARGUMENT);
   EXPECT(strcmp(ets_last_error_id(), "ets.predict.1") == 0);
   EXPECT(ets_predict(p, "job1", "noenv", &before) == ETS_INVALID_ARGUMENT);
