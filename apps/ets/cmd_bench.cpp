@@ -105,22 +105,26 @@ class Peer {
     }
     to_ = in[1];
     from_ = out[0];
+    // Writes wait under the same timeout and stop signals as reads: a peer that stops reading its stdin while the
+    // pipe is full must not block the benchmark forever.
+    fcntl(to_, F_SETFL, fcntl(to_, F_GETFL) | O_NONBLOCK);
     const std::string first = read_line();
     if (first.rfind("ready ", 0) == 0) info_ = first.substr(6);
   }
   ~Peer() {
     if (to_ >= 0) {
-      write_all("quit\n");
+      if (!silent_) write_all("quit\n");
       close(to_);
     }
     if (from_ >= 0) close(from_);
     if (pid_ > 0) {
       // A peer that did not answer, or one cut off by a stop signal mid-command, would not end on "quit" either;
-      // any other gets the timeout to end.
+      // any other gets a few seconds to end (interpreter shutdown), and is killed on a stop signal meanwhile.
       if (silent_ || StopSignals::received()) kill(pid_, SIGKILL);
+      const double grace_ms = std::min(timeout_ms_, 10e3);
       const auto t0 = Clock::now();
       while (waitpid(pid_, nullptr, WNOHANG) == 0) {
-        if (ms_since(t0) > timeout_ms_) {
+        if (ms_since(t0) > grace_ms || StopSignals::received()) {
           kill(pid_, SIGKILL);
           waitpid(pid_, nullptr, 0);
           break;
@@ -145,12 +149,26 @@ class Peer {
   }
 
  private:
+  // false when the peer is gone (EPIPE: SIGPIPE is ignored while benchmarking), when a stop signal arrives, or when
+  // the pipe stays full past the timeout (the peer is then killed as a silent one)
   bool write_all(const std::string& s) {
+    const auto t0 = Clock::now();
     for (std::size_t done = 0; done < s.size();) {
       const ssize_t n = write(to_, s.data() + done, s.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;  // the peer is gone (EPIPE: SIGPIPE is ignored while benchmarking)
-      done += static_cast<std::size_t>(n);
+      if (n > 0) {
+        done += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) return false;
+      if (StopSignals::received()) return false;
+      const double left = timeout_ms_ - ms_since(t0);
+      if (left <= 0) {
+        silent_ = true;
+        kill(pid_, SIGKILL);
+        return false;
+      }
+      pollfd p{to_, POLLOUT, 0};
+      poll(&p, 1, static_cast<int>(std::min(left, 200.0)) + 1);  // wakes to see a stop signal
     }
     return true;
   }

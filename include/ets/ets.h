@@ -74,9 +74,9 @@ ets_status ets_predictor_env_name(const ets_predictor* predictor, size_t index, 
 /* Registers a job from a trace file (Kineto JSON, PyTorch Execution Trace, Nsight SQLite, ETS CSV / trace; plain or
    .gz), replacing any job with that id together with its observations. */
 ets_status ets_predictor_load_job(ets_predictor* predictor, const char* job_id, const char* trace_path);
-/* The same, refusing a file that holds more than max_bytes once decompressed (ETS_UNSUPPORTED, ets.io.6; 0 = no
-   limit) after holding at most that much: for a scheduler that reads traces its users submit (gzip expands up to
-   ~1,000:1). The job already registered under job_id stays as it was. */
+/* The same, refusing a file that holds more than max_bytes once decompressed (ETS_UNSUPPORTED, ets.io.6; 0, or
+   (size_t)-1, = no limit), its read stopped one byte past the limit: for a scheduler that reads traces its users
+   submit (gzip expands up to ~1,000:1). The job already registered under job_id stays as it was. */
 ets_status ets_predictor_load_job_limited(ets_predictor* predictor, const char* job_id, const char* trace_path,
                                           size_t max_bytes);
 /* Forgets a job (ETS_INVALID_ARGUMENT when it is not registered). */

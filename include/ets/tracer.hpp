@@ -45,9 +45,10 @@ class Tracer {
     int rank = -1;
     /// Kineto files: keep a trailing iteration with no successor and no end marker (other formats ignore it).
     bool keep_incomplete = false;
-    /// The most bytes a trace file may hold once decompressed (an Nsight database: its file size); 0 = no limit.
-    /// A service reading traces it did not make sets it: gzip expands up to ~1000:1, so a small file can otherwise
-    /// ask for far more memory than the host has. Beyond it: ets.io.6, after at most max_bytes were held.
+    /// The most bytes a trace file may hold once decompressed (an Nsight database: its file size); 0 = no limit,
+    /// and so is any value from 2^62 on. A service reading traces it did not make sets it: gzip expands up to
+    /// ~1000:1, so a small file can otherwise ask for far more memory than the host has. Beyond it: ets.io.6; the
+    /// read stops one byte past the limit and holds less than about twice the limit meanwhile (a buffer's growth).
     std::uint64_t max_bytes = 0;
   };
 

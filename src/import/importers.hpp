@@ -23,7 +23,8 @@ struct Options {
 };
 
 /// Reads a whole file, transparently gunzipping .gz content; throws ets.io.* on failure, ets.io.6 when the content
-/// (decompressed) exceeds max_bytes (0: no limit) — checked as it is read, so a gzip bomb costs at most max_bytes.
+/// (decompressed) exceeds max_bytes (0 or from 2^62 on: no limit) — checked as it is read, which stops one byte
+/// past the limit, so a gzip bomb costs about the limit, not what it expands to.
 std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes = 0);
 
 Format detect_format(std::string_view head, const std::string& path);

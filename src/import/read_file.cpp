@@ -28,6 +28,8 @@ constexpr std::uint64_t kMaxDeflateRatio = 1032;
 // Each inflate call writes into at most this much fresh (zero-filled) space: a wrong size hint is never filled
 // whole, and a call that runs out of input wastes at most this much filling.
 constexpr std::size_t kOutWindow = std::size_t{1} << 20;
+// From here on max_bytes means no limit (2^62 bytes: beyond any memory).
+constexpr std::uint64_t kNoLimitFrom = std::uint64_t{1} << 62;
 
 std::uint64_t file_size(std::FILE* f) {
   if (std::fseek(f, 0, SEEK_END) != 0) return 0;
@@ -111,41 +113,45 @@ std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t s
   return out;
 }
 
-// A pipe or character device (/dev/stdin, <(zcat …)): no size to ask for and no seeking, so read it to the end
-// and inflate from memory when it is gzip.
+// A pipe or character device (/dev/stdin, <(zcat …)): no size to ask for and no seeking. Its first two bytes say
+// whether it is gzip; gzip is inflated as it arrives (no compressed copy is held), anything else is read as is, and
+// either stops one byte past max_bytes.
 std::string read_stream(std::FILE* f, const std::string& path, std::uint64_t max_bytes) {
-  // gzip of incompressible content is a little longer than the content: the raw cap leaves room for that
-  const std::uint64_t raw_cap = max_bytes ? max_bytes + max_bytes / 64 + (1u << 16) : 0;
-  std::string raw;
+  unsigned char magic[2] = {0, 0};
+  const std::size_t got = std::fread(magic, 1, 2, f);
+  if (std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
+  if (is_gzip(magic, got)) {
+    std::size_t served = 0;  // of the magic bytes, already taken from the stream
+    auto read = [&](unsigned char* buf, std::size_t n) {
+      std::size_t k = 0;
+      for (; served < got && k < n; ++served) buf[k++] = magic[served];
+      if (k < n) k += std::fread(buf + k, 1, n - k, f);
+      if (k == 0 && std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
+      return k;
+    };
+    return inflate_stream(read, path, kChunk * 4, max_bytes);
+  }
+  std::string raw(reinterpret_cast<const char*>(magic), got);
   for (;;) {
-    if (raw_cap && raw.size() > raw_cap) too_large(path, max_bytes);
+    if (max_bytes && raw.size() > max_bytes) too_large(path, max_bytes);
+    const std::size_t want =
+        max_bytes ? static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, max_bytes + 1 - raw.size())) : kChunk;
     const std::size_t old = raw.size();
-    raw.resize(old + kChunk);
-    const std::size_t n = std::fread(&raw[old], 1, kChunk, f);
+    raw.resize(old + want);
+    const std::size_t n = std::fread(&raw[old], 1, want, f);
     raw.resize(old + n);
     if (n == 0) break;
   }
   if (std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
-  const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
-  if (!is_gzip(bytes, raw.size())) {
-    if (max_bytes && raw.size() > max_bytes) too_large(path, max_bytes);
-    return raw;
-  }
-  std::size_t pos = 0;
-  auto read = [&](unsigned char* buf, std::size_t n) {
-    const std::size_t k = std::min(n, raw.size() - pos);
-    std::memcpy(buf, raw.data() + pos, k);
-    pos += k;
-    return k;
-  };
-  // 18 bytes: a gzip header and trailer at the least
-  return inflate_stream(read, path, gzip_size_hint(raw.size() >= 18 ? bytes + raw.size() - 4 : nullptr, raw.size()),
-                        max_bytes);
+  return raw;
 }
 
 }  // namespace
 
 std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes) {
+  // A limit no memory can reach is no limit, and keeps `max_bytes + 64` and `+ 1` below from wrapping (a C caller's
+  // (size_t)-1 for "unlimited").
+  if (max_bytes >= kNoLimitFrom) max_bytes = 0;
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
   if (!ec && std::filesystem::is_directory(st))
@@ -185,7 +191,7 @@ std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes) {
   if (total == size) {
     char more[1 << 16];
     for (std::size_t n; (n = std::fread(more, 1, sizeof more, f.get())) > 0;) {
-      out.append(more, n);
+      out.append(more, max_bytes ? static_cast<std::size_t>(std::min<std::uint64_t>(n, max_bytes + 1 - out.size())) : n);
       if (max_bytes && out.size() > max_bytes) too_large(path, max_bytes);
     }
   }

@@ -221,6 +221,40 @@ except subprocess.TimeoutExpired:
 left = running(os.path.abspath("silent_peer.py"))
 check(rc == -signal.SIGTERM and not left and not os.listdir(tmp), f"bench with a hung peer, SIGTERM: rc {rc}, "
       f"left {left} {os.listdir(tmp)}")
+# ... and while a peer takes its time to end after "quit" (the benchmark itself done): SIGTERM kills it at once
+with open("slow_quit_peer.py", "w") as fh:
+    fh.write("import sys, time\n"
+             "print('ready {}', flush=True)\n"
+             "for line in sys.stdin:\n"
+             "    if line.startswith('check'): print('0 0', flush=True)\n"
+             "    elif line.startswith('run'): print('1 null', flush=True)\n"
+             "    else: break\n"
+             "open(sys.argv[1] + '.quit', 'w').close()\n"
+             "time.sleep(1000)\n")
+quit_marker = None
+proc = subprocess.Popen([ets, "bench", "--rounds", "1", "--hidden", "8", "--windows", "1", "--sample-ms", "2",
+                         "--python", sys.executable, "--peer-script", os.path.abspath("slow_quit_peer.py"),
+                         "--peer-timeout", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        env=dict(os.environ, TMPDIR=tmp))
+deadline = time.monotonic() + 60
+while proc.poll() is None and time.monotonic() < deadline and not quit_marker:
+    quit_marker = next((f for f in os.listdir(tmp) if f.endswith(".quit")), None)
+    time.sleep(0.05)
+proc.send_signal(signal.SIGTERM)
+t_term = time.monotonic()
+try:
+    rc = proc.wait(30)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    rc = "still running 30 s after SIGTERM"
+waited = time.monotonic() - t_term
+left = running(os.path.abspath("slow_quit_peer.py"))
+for f in os.listdir(tmp):
+    if f.endswith(".quit"):
+        os.remove(os.path.join(tmp, f))
+check(quit_marker and rc == -signal.SIGTERM and waited < 5 and not left and not os.listdir(tmp),
+      f"bench, SIGTERM while the peer ends: quit seen {quit_marker}, rc {rc} after {waited:.1f} s, left {left} "
+      f"{os.listdir(tmp)}")
 # sizes that cannot fit in memory end in an error with an id, not "unexpected error: std::bad_alloc"
 # (under ASan a failed allocation aborts by design: not checked there)
 with open(ets, "rb") as fh:
