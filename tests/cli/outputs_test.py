@@ -221,6 +221,19 @@ except subprocess.TimeoutExpired:
 left = running(os.path.abspath("silent_peer.py"))
 check(rc == -signal.SIGTERM and not left and not os.listdir(tmp), f"bench with a hung peer, SIGTERM: rc {rc}, "
       f"left {left} {os.listdir(tmp)}")
+# a peer that answers but never reads its stdin: once the pipe is full (~64 KiB of commands) a write would block
+# forever; it waits under --peer-timeout instead, and the peer is stopped as a silent one
+with open("deaf_peer.py", "w") as fh:
+    fh.write("import sys\n"
+             "print('ready {}', flush=True)\n"
+             "while True:\n"
+             "    sys.stdout.write('1 null\\n' * 1000)\n"
+             "    sys.stdout.flush()\n")
+p = run("bench", "--rounds", "8000", "--hidden", "8", "--windows", "1", "--sample-ms", "0.01", "--json",
+        "--python", sys.executable, "--peer-script", os.path.abspath("deaf_peer.py"), "--peer-timeout", "1")
+left = running(os.path.abspath("deaf_peer.py"))
+check(p.returncode == 0 and b"stopped answering" in p.stderr and not left,
+      f"bench with a peer that never reads: rc {p.returncode} {p.stderr[-300:]!r} left {left}")
 # ... and while a peer takes its time to end after "quit" (the benchmark itself done): SIGTERM kills it at once
 with open("slow_quit_peer.py", "w") as fh:
     fh.write("import sys, time\n"
