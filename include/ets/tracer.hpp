@@ -60,8 +60,11 @@ class Tracer {
   static std::vector<ExecutionTrace> load(const std::string& path, const LoadOptions& options);
   static std::vector<ExecutionTrace> load(const std::string& path);
   /// Name of the detected format of a file ("kineto", "pytorch-et", "nsight", "ets-csv", "ets-trace", "unknown").
-  /// Reads the whole file (a pipe is consumed); throws ets.io.* when it cannot be read.
+  /// Reads the whole file (a pipe is consumed; JSON's telling key may come last); throws ets.io.* when it cannot be
+  /// read. The overload with options honours max_bytes (ets.io.6 beyond it; an Nsight database is told by its first
+  /// bytes and never refused); it ignores the other options.
   static std::string detect(const std::string& path);
+  static std::string detect(const std::string& path, const LoadOptions& options);
 #endif
 
   /// A live tracer; meta is copied into every iteration it hands out (source_format becomes "live").

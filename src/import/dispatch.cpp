@@ -27,9 +27,12 @@ bool is_sqlite(const std::string& path) {
 
 }  // namespace
 
-std::string Tracer::detect(const std::string& path) {
+std::string Tracer::detect(const std::string& path) { return detect(path, LoadOptions{}); }
+
+std::string Tracer::detect(const std::string& path, const LoadOptions& options) {
+  // A database is told by its first 16 bytes, so its size is no concern here (load() checks it).
   if (is_sqlite(path)) return import::format_name(import::Format::NsightSqlite);
-  const std::string bytes = import::read_file_bytes(path);
+  const std::string bytes = import::read_file_bytes(path, options.max_bytes);
   return import::format_name(import::detect_format(bytes, path));
 }
 

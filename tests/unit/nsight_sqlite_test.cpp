@@ -203,6 +203,7 @@ TEST_CASE("synthetic Nsight capture: ops from NVTX ranges timed by their kernels
   CHECK(ets::Tracer::load(path, capped).size() == traces.size());
   capped.max_bytes = size - 1;
   CHECK_THROWS_WITH(ets::Tracer::load(path, capped), Catch::Contains("ets.io.6"));
+  CHECK(ets::Tracer::detect(path, capped) == "nsight");  // told by its first 16 bytes: never refused by size
 }
 
 TEST_CASE("Nsight: emit_nvtx step markers; a generic convolution is named by its weight's rank, as in Kineto") {

@@ -140,10 +140,13 @@ TEST_CASE("LoadOptions::max_bytes bounds what a trace may hold once decompressed
   ets_test::alloc::counting = true;
 #endif
   CHECK_THROWS_WITH(Tracer::load(bomb, capped), Catch::Contains("ets.io.6") && Catch::Contains("max_bytes"));
+  // detect() reads the whole file too: with the same options it stops at the same limit
+  CHECK_THROWS_WITH(Tracer::detect(bomb, capped), Catch::Contains("ets.io.6"));
 #if ETS_TEST_ALLOC_HOOKS
   ets_test::alloc::counting = false;
   CHECK(ets_test::alloc::largest <= kLimit + 128);  // the content was never held past the limit
 #endif
+  CHECK(Tracer::detect(bomb) == "unknown");  // no limit: read whole (64 MiB of spaces are no trace)
   // without a limit the same file reads whole (and is then no trace); so it does with a limit no memory can reach
   // (a C caller's (size_t)-1 for "unlimited" used to wrap the limit's arithmetic: every gzip read failed)
   CHECK(ets::import::read_file_bytes(bomb).size() == (std::size_t{64} << 20));
@@ -162,8 +165,10 @@ TEST_CASE("LoadOptions::max_bytes bounds what a trace may hold once decompressed
     CHECK_THROWS_WITH(ets::import::read_file_bytes(path, text.size() - 1), Catch::Contains("ets.io.6"));
     capped.max_bytes = text.size();
     CHECK(Tracer::load(path, capped).size() == Tracer::load(path).size());
+    CHECK(Tracer::detect(path, capped) == "kineto");
     capped.max_bytes = text.size() - 1;
     CHECK_THROWS_WITH(Tracer::load(path, capped), Catch::Contains("ets.io.6"));
+    CHECK_THROWS_WITH(Tracer::detect(path, capped), Catch::Contains("ets.io.6"));
   }
   if (fs::is_regular_file("/proc/self/status"))
     CHECK_THROWS_WITH(ets::import::read_file_bytes("/proc/self/status", 8), Catch::Contains("ets.io.6"));
