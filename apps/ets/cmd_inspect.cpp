@@ -30,8 +30,12 @@ int run_inspect(const Args& args) {
     const std::string device = its.empty() ? "" : its.front().meta.device;
     // The iteration `ets predict` stands the file for (the lower median of an even count, so a real iteration).
     const long long predicted = its.empty() ? -1 : static_cast<long long>(Predictor::representative_iteration(its));
-    // A trace without timings (an ET file) has no gap share: 0 would read as "no framework overhead".
-    auto share = [](const ExecutionTrace& t) { return t.sum_us() > 0 ? t.gap_share() : std::nan(""); };
+    // A trace without timings (an ET file) has no gap share: 0 would read as "no framework overhead". Nor has one
+    // whose sum overflowed (gap_share() would say 0 there too).
+    auto share = [](const ExecutionTrace& t) {
+      const double sum = t.sum_us();
+      return sum > 0 && std::isfinite(sum) ? t.gap_share() : std::nan("");
+    };
     if (json) {
       std::string out = fmt::format("{{\"path\":\"{}\",\"format\":\"{}\",\"device\":{},\"iterations\":[", json_escape(path),
                                     json_escape(format),

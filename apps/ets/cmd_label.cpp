@@ -1,5 +1,6 @@
 // `ets label PASS... -o OUT`: imports every timing pass of one configuration and writes its labelled iteration.
 // The dataset collector (tools/collect/collect.py) calls this once per configuration after its last pass.
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
@@ -75,11 +76,15 @@ int run_label(const Args& a) {
   if (a.flag("--json")) {
     std::string pm;
     for (std::size_t i = 0; i < r.pass_median_us.size(); ++i)
-      pm += fmt::format("{}{:.3f}", i ? "," : "", r.pass_median_us[i]);
-    std::printf("{\"out\":\"%s\",\"ops\":%zu,\"measured_us\":%.3f,\"sum_us\":%.3f,\"pass_median_us\":[%s],"
-                "\"disagreement\":%.5f,\"disagrees\":%s,\"sum_discrepancy\":%.5f,\"gap_share\":%.5f}\n",
-                json_escape(out).c_str(), r.trace.ops.size(), r.trace.measured_us, r.trace.sum_us(), pm.c_str(),
-                r.disagreement, r.disagrees ? "true" : "false", r.sum_discrepancy, r.trace.gap_share());
+      pm += fmt::format("{}{}", i ? "," : "", json_number(r.pass_median_us[i]));
+    // JSON has no NaN or infinity: a figure that is not finite (a pass's sum past a double's range) is null
+    auto ratio = [](double v) { return std::isfinite(v) ? fmt::format("{:.5f}", v) : std::string("null"); };
+    const double sum = r.trace.sum_us();
+    std::printf("{\"out\":\"%s\",\"ops\":%zu,\"measured_us\":%s,\"sum_us\":%s,\"pass_median_us\":[%s],"
+                "\"disagreement\":%s,\"disagrees\":%s,\"sum_discrepancy\":%s,\"gap_share\":%s}\n",
+                json_escape(out).c_str(), r.trace.ops.size(), json_number(r.trace.measured_us).c_str(),
+                json_number(sum).c_str(), pm.c_str(), ratio(r.disagreement).c_str(), r.disagrees ? "true" : "false",
+                ratio(r.sum_discrepancy).c_str(), ratio(std::isfinite(sum) ? r.trace.gap_share() : NAN).c_str());
   } else {
     std::printf("%s: %zu ops, label %.1f us (sum of op labels %+.2f%%), %zu passes, disagreement %.1f%%%s\n",
                 out.c_str(), r.trace.ops.size(), r.trace.measured_us, 100 * r.sum_discrepancy,

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -226,7 +227,12 @@ std::string json_escape(const std::string& s) {
 }
 
 std::string fixed(double v, int prec) {
-  return std::fabs(v) < 1e15 ? fmt::format("{:.{}f}", v, prec) : fmt::format("{:.{}e}", v, prec);
+  if (std::fabs(v) < 1e15) return fmt::format("{:.{}f}", v, prec);
+  std::string s = fmt::format("{:.{}e}", v, prec);
+  // Rounding can carry past the largest double (1.7976931348623157e308 -> 1.798e+308), a number strict JSON
+  // readers refuse and others read as infinity; the shortest exact form always reads back as v.
+  if (std::isfinite(v) && !std::isfinite(std::strtod(s.c_str(), nullptr))) s = fmt::format("{}", v);
+  return s;
 }
 
 std::string json_number(double v) { return std::isfinite(v) ? fixed(v, 3) : "null"; }
@@ -235,7 +241,7 @@ double median(std::vector<double> v) {
   if (v.empty()) return std::nan("");
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;  // halves first: two values near DBL_MAX sum to inf
 }
 
 bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hardware_env, const std::string& env_id) {

@@ -99,7 +99,7 @@ struct OpRecord {
   Phase phase = Phase::Forward;
   std::vector<TensorInfo> inputs;
   HyperParams hyper;
-  double flops = kUnknown;  ///< floating-point operations (NaN when neither recorded nor derivable)
+  double flops = kUnknown;  ///< floating-point operations (NaN when neither recorded nor derivable as a finite count)
   double bytes = kUnknown;  ///< bytes read + written by the op's tensors (NaN when unknown)
   double start_us = 0;      ///< start relative to the trace's time origin (CPU: op start; GPU: first kernel)
   /// execution time (GPU: the device's busy time in [start, next op's start), the union of its activity there; Nsight

@@ -327,6 +327,10 @@ void fill_from_args(OpRecord& rec, const RawArgs& a) {
 }
 
 void fill_analytic(OpRecord& rec) {
+  // A count past a double's range (a recorded 1e308 summed over nested events, dims of 2^63) is no count: unknown,
+  // as the ETS trace format and the encoder take it, so that the same op reads the same wherever it is written.
+  if (!std::isfinite(rec.flops)) rec.flops = kUnknown;
+  if (!std::isfinite(rec.bytes)) rec.bytes = kUnknown;
   const auto& in = rec.inputs;
   const std::string& op = rec.name;
   const bool bwd = rec.phase == Phase::Backward;
@@ -408,7 +412,7 @@ void fill_analytic(OpRecord& rec) {
     flops = per * n;
     out_numel = n;
   }
-  if (std::isnan(rec.flops) && !std::isnan(flops)) rec.flops = flops;
+  if (std::isnan(rec.flops) && std::isfinite(flops)) rec.flops = flops;
   if (std::isnan(rec.bytes) && !in.empty()) {
     double bytes = 0;
     int elem = 0;
@@ -419,7 +423,7 @@ void fill_analytic(OpRecord& rec) {
       bytes += (t.dims.empty() ? 1.0 : numel(t.dims)) * sz;
     }
     if (out_numel > 0 && elem) bytes += out_numel * elem;
-    if (bytes > 0) rec.bytes = bytes;
+    if (bytes > 0 && std::isfinite(bytes)) rec.bytes = bytes;
   }
 }
 

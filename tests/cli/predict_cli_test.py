@@ -6,6 +6,7 @@ import ast
 import csv
 import io
 import json
+import math
 import re
 import os
 import subprocess
@@ -259,6 +260,12 @@ with tempfile.TemporaryDirectory() as tmp:
               f"label {extra}: rc {p.returncode} {p.stderr}")
     p = subprocess.run([ets, "label", trace, "-o", labelled, "--json"], capture_output=True, text=True)
     check(p.returncode == 0 and os.path.exists(labelled), f"label of one pass: rc {p.returncode} {p.stderr}")
+    try:
+        row = json.loads(p.stdout)
+        check(row["measured_us"] > 0 and row["sum_us"] > 0 and len(row["pass_median_us"]) == 1
+              and 0 <= row["gap_share"] < 1 and row["disagrees"] is False, f"label --json: {p.stdout}")
+    except (ValueError, KeyError, TypeError) as e:
+        failures.append(f"label --json ({e!r}): {p.stdout}")
     # inspect reads every file before printing: a failing later file prints nothing of the earlier ones
     p = subprocess.run([ets, "inspect", trace, os.path.join(tmp, "missing.json"), "--json"], capture_output=True,
                        text=True)
@@ -301,6 +308,74 @@ with tempfile.TemporaryDirectory() as tmp:
         check(json.loads(p.stdout)["iterations"][0]["gap_share"] is None, f"gap_share of an overflowing sum: {p.stdout}")
     except ValueError as e:
         failures.append(f"inspect --json is not JSON ({e}): {p.stdout}")
+
+    def strict_float(text):
+        """A JSON number no double holds (1.798e+308) is an error here, as in strict readers; Python's own reads inf."""
+        v = float(text)
+        if not math.isfinite(v):
+            raise ValueError(f"{text} is beyond a double's range")
+        return v
+
+    def etst(name, iterations):
+        """A hand-written .etst file: iterations is a list of (measured_us, [op lines])."""
+        path = os.path.join(tmp, name)
+        with open(path, "w") as fh:
+            fh.write('{"format":"ets-trace","version":[1,0]}\n')
+            for i, (measured, ops) in enumerate(iterations):
+                fh.write('{"trace":{"source_format":"live","source_path":"","framework":"","framework_version":"",'
+                         '"device":"","environment":"","model":"m","family":"","optimizer":"","batch_size":0,'
+                         f'"extra":{{}},"iteration":{i},"start_us":0,"measured_us":{measured!r},"ops":{len(ops)}}}}}\n')
+                fh.writelines(line + "\n" for line in ops)
+            fh.write(f'{{"end":{{"traces":{len(iterations)}}}}}\n')
+        return path
+
+    def relu(t, g, dims="[4,4]"):
+        return ('{"n":"relu","r":"aten::relu","p":0,"i":[[%s,"float32"]],"h":{},"f":null,"b":null,"s":0,'
+                '"t":%r,"g":%r,"q":1,"k":0}' % (dims, t, g))
+
+    # the largest double: rounded to 4 digits it was 1.798e+308, past the range (strict JSON readers refuse the
+    # line, Python reads infinity); the median of two iterations measured at it overflowed to null
+    biggest = sys.float_info.max
+    top = etst("biggest.etst", [(biggest, [relu(10.0, 1.0)]), (biggest, [relu(10.0, 1.0)])])
+    p = subprocess.run([ets, "predict", top, "--model", model_a, "--json"], capture_output=True, text=True)
+    try:
+        rows = [json.loads(line, parse_float=strict_float) for line in p.stdout.splitlines()]
+        check(p.returncode == 0 and rows and all(r["measured_us"] == biggest for r in rows),
+              f"predict of DBL_MAX µs: rc {p.returncode} {p.stdout[:300]} {p.stderr[:200]}")
+    except ValueError as e:
+        failures.append(f"predict --json of DBL_MAX µs ({e}): {p.stdout[:300]}")
+    p = subprocess.run([ets, "inspect", top, "--json"], capture_output=True, text=True)
+    try:
+        o = json.loads(p.stdout, parse_float=strict_float)
+        check(o["median_measured_us"] == biggest and all(i["measured_us"] == biggest for i in o["iterations"]),
+              f"inspect of two iterations at DBL_MAX µs: {p.stdout[:400]}")
+    except ValueError as e:
+        failures.append(f"inspect --json of DBL_MAX µs ({e}): {p.stdout[:300]}")
+    p = subprocess.run([ets, "inspect", top], capture_output=True, text=True)
+    check(p.returncode == 0 and "n/a" not in p.stdout, f"inspect text of DBL_MAX µs: {p.stdout[:400]}")
+    # the times overflow their sum while the gaps do not: the share is unknown, not 0
+    over = etst("time-overflow.etst", [(0, [relu(1e308, 1e308), relu(1e308, 0.0)])])
+    p = subprocess.run([ets, "inspect", over, "--json"], capture_output=True, text=True)
+    check(p.returncode == 0 and json.loads(p.stdout)["iterations"][0]["gap_share"] is None,
+          f"gap_share of a sum that overflows with finite gaps: {p.stdout[:300]}")
+    # a Kineto op whose shape's element count is past a double's range: its FLOPs and bytes are unknown (NaN), so
+    # convert writes it (an .etst file holds no infinite count) and the file reads back
+    kineto = os.path.join(tmp, "vast-dims.json")
+    with open(kineto, "w") as fh:
+        json.dump({"traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 110, "dur": 10,
+             "args": {"Input Dims": [[2 ** 63 - 1] * 20], "Input type": ["float"]}}]}, fh)
+    converted = os.path.join(tmp, "vast-dims.etst")
+    p = subprocess.run([ets, "convert", kineto, "-o", converted, "--quiet"], capture_output=True, text=True)
+    check(p.returncode == 0, f"convert of a Kineto op with a vast shape: rc {p.returncode} {p.stderr}")
+    if p.returncode == 0:
+        with open(converted) as fh:
+            op_rows = [json.loads(line) for line in fh if line.startswith('{"n"')]
+        check(len(op_rows) == 1 and op_rows[0]["f"] is None and op_rows[0]["b"] is None,
+              f"FLOPs / bytes of a vast shape: {op_rows}")
+        p = subprocess.run([ets, "inspect", converted, "--json"], capture_output=True, text=True)
+        check(p.returncode == 0, f"the converted file reads back: rc {p.returncode} {p.stderr}")
 if os.path.exists("/dev/full"):
     with open("/dev/full", "w") as full:
         p = subprocess.run([ets, "predict", trace, "--model", model_a, "--json"], stdout=full, stderr=subprocess.PIPE,

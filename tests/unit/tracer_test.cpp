@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include "alloc_hooks.hpp"  // a caller that catches bad_alloc from Tracer::op() must find the Tracer as it was
 #include "ets/error.hpp"
+#include "ets/trace_file.hpp"
 #include "ets/tracer.hpp"
 #include "import/importers.hpp"
 #include "test_support.hpp"
@@ -235,6 +237,43 @@ TEST_CASE("LoadOptions::max_bytes bounds what a trace may hold once decompressed
     else
       CHECK(got == c.want);
   }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a count past a double's range is unknown (NaN), never infinite: the op still writes to .etst") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ets_vast_counts_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // relu over 20 dims of 2^63 - 1 (derived FLOPs / bytes overflow), and conv ops whose recorded flops sum past
+  // DBL_MAX over their nested events; the last op is a plain relu whose counts stay derived
+  std::string dims = "[";
+  for (int i = 0; i < 20; ++i) dims += std::string(i ? "," : "") + "9223372036854775807";
+  dims += "]";
+  const std::string json =
+      R"({"traceEvents":[{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":100,"dur":100},)"
+      R"({"ph":"X","cat":"cpu_op","name":"aten::relu","pid":1,"tid":1,"ts":110,"dur":10,"args":{"Input Dims":[)" +
+      dims + R"(],"Input type":["float"]}},)"
+      R"({"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":130,"dur":20,"args":{"flops":1.5e308}},)"
+      R"({"ph":"X","cat":"cpu_op","name":"aten::add_","pid":1,"tid":1,"ts":135,"dur":5,"args":{"flops":1.5e308}},)"
+      R"({"ph":"X","cat":"cpu_op","name":"aten::relu","pid":1,"tid":1,"ts":160,"dur":10,"args":{"Input Dims":[[4,4]],"Input type":["float"]}}]})";
+  const auto path = (dir / "vast.json").string();
+  std::ofstream(path) << json;
+  const auto traces = Tracer::load(path);
+  REQUIRE(traces.size() == 1);
+  REQUIRE(traces[0].ops.size() == 3);
+  for (int i : {0, 1}) {
+    INFO("op " << i);
+    CHECK(std::isnan(traces[0].ops[i].flops));
+    CHECK(!std::isinf(traces[0].ops[i].bytes));
+  }
+  CHECK(std::isnan(traces[0].ops[0].bytes));
+  CHECK(traces[0].ops[2].flops == 16.0);  // the finite neighbour keeps its derived count
+  const auto out = (dir / "vast.etst").string();
+  write_trace_file(out, traces);  // threw ets.etst.7 ("flops/bytes are infinite") before
+  const auto back = Tracer::load(out);
+  REQUIRE(back.size() == 1);
+  CHECK(std::isnan(back[0].ops[0].flops));
+  CHECK(back[0].ops[2].flops == 16.0);
   fs::remove_all(dir);
 }
 
