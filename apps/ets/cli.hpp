@@ -131,8 +131,8 @@ bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hard
 
 /// JSON string body: escapes quotes, backslashes and control characters (the CLI's JSON is hand-formatted).
 std::string json_escape(const std::string& s);
-/// fixed(v, 3), or null when not finite (unknown measurements print as null).
-std::string json_number(double v);
+/// fixed(v, prec), or null when not finite (JSON has no NaN or infinity: unknown measurements print as null).
+std::string json_number(double v, int prec = 3);
 /// v with prec decimals; from 1e15 on in exponent form, so an absurd value (a trace claiming 1e308 µs) prints as
 /// "1.000e+308" and not as 300 digits.
 std::string fixed(double v, int prec);

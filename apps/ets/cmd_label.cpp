@@ -1,6 +1,5 @@
 // `ets label PASS... -o OUT`: imports every timing pass of one configuration and writes its labelled iteration.
 // The dataset collector (tools/collect/collect.py) calls this once per configuration after its last pass.
-#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
@@ -77,14 +76,12 @@ int run_label(const Args& a) {
     std::string pm;
     for (std::size_t i = 0; i < r.pass_median_us.size(); ++i)
       pm += fmt::format("{}{}", i ? "," : "", json_number(r.pass_median_us[i]));
-    // JSON has no NaN or infinity: a figure that is not finite (a pass's sum past a double's range) is null
-    auto ratio = [](double v) { return std::isfinite(v) ? fmt::format("{:.5f}", v) : std::string("null"); };
-    const double sum = r.trace.sum_us();
     std::printf("{\"out\":\"%s\",\"ops\":%zu,\"measured_us\":%s,\"sum_us\":%s,\"pass_median_us\":[%s],"
                 "\"disagreement\":%s,\"disagrees\":%s,\"sum_discrepancy\":%s,\"gap_share\":%s}\n",
                 json_escape(out).c_str(), r.trace.ops.size(), json_number(r.trace.measured_us).c_str(),
-                json_number(sum).c_str(), pm.c_str(), ratio(r.disagreement).c_str(), r.disagrees ? "true" : "false",
-                ratio(r.sum_discrepancy).c_str(), ratio(std::isfinite(sum) ? r.trace.gap_share() : NAN).c_str());
+                json_number(r.trace.sum_us()).c_str(), pm.c_str(), json_number(r.disagreement, 5).c_str(),
+                r.disagrees ? "true" : "false", json_number(r.sum_discrepancy, 5).c_str(),
+                json_number(r.trace.gap_share(), 5).c_str());
   } else {
     std::printf("%s: %zu ops, label %.1f us (sum of op labels %+.2f%%), %zu passes, disagreement %.1f%%%s\n",
                 out.c_str(), r.trace.ops.size(), r.trace.measured_us, 100 * r.sum_discrepancy,

@@ -235,7 +235,7 @@ std::string fixed(double v, int prec) {
   return s;
 }
 
-std::string json_number(double v) { return std::isfinite(v) ? fixed(v, 3) : "null"; }
+std::string json_number(double v, int prec) { return std::isfinite(v) ? fixed(v, prec) : "null"; }
 
 double median(std::vector<double> v) {
   if (v.empty()) return std::nan("");

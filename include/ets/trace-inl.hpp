@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
 
 #include "ets/trace.hpp"
 
@@ -126,6 +128,7 @@ ETS_INLINE double ExecutionTrace::gap_share() const noexcept {
     total += op.time_us + op.gap_us;
     gaps += op.gap_us;
   }
+  if (!std::isfinite(total)) return std::numeric_limits<double>::quiet_NaN();
   return total > 0 ? gaps / total : 0.0;
 }
 

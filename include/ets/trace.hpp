@@ -141,7 +141,8 @@ struct ExecutionTrace {
 
   /// Σ(time_us + gap_us) over all ops.
   double sum_us() const noexcept;
-  /// Σ gap_us / Σ(time_us + gap_us); 0 for an empty trace.
+  /// Σ gap_us / Σ(time_us + gap_us); 0 for an empty trace or a zero sum, NaN when the sum is not finite (a sum past
+  /// a double's range has no share to tell, and 0 would read as "no framework overhead").
   double gap_share() const noexcept;
   /// Whether measured_us is a measurement: finite and > 0 (an iteration timed at 0 µs was not timed).
   bool has_measurement() const noexcept { return std::isfinite(measured_us) && measured_us > 0; }

@@ -20,6 +20,10 @@ TEST_CASE("sum and gap share of an iteration") {
   }
   CHECK(t.sum_us() == Approx(66.0));
   CHECK(t.gap_share() == Approx(6.0 / 66.0));
+  // times that overflow their sum while the gaps stay finite: no share to tell (gaps / inf was 0)
+  t.ops[0].time_us = t.ops[1].time_us = std::numeric_limits<double>::max();
+  CHECK(std::isinf(t.sum_us()));
+  CHECK(std::isnan(t.gap_share()));
 }
 
 TEST_CASE("dtype spellings from PyTorch traces") {
