@@ -2,6 +2,7 @@
 // The CLI only parses, calls the public library API and prints; it owns no prediction logic.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -92,6 +93,13 @@ class StopSignals {
   struct Saved;
   std::unique_ptr<Saved> saved_;
 };
+
+/// Bytes of memory this process may use: physical memory, or its control group's limit when lower (a container, a
+/// Slurm or Kubernetes job); `source` says which. 0 when neither can be read. Sizes a user asks for (bench's
+/// --windows) are checked against it before they are allocated: where the kernel overcommits, or a control group
+/// caps memory, an allocation past it succeeds and the process is killed while it fills the memory, instead of
+/// getting std::bad_alloc.
+std::uint64_t memory_limit_bytes(std::string* source = nullptr);
 
 /// Upper bound of --threads: more than any host ETS runs on; a typo (100000) is a usage error, not 100,000 threads.
 constexpr long long kMaxThreads = 1024;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -29,6 +30,7 @@
 
 #include "cli.hpp"
 #include "ets/bilstm_predictor.hpp"
+#include "ets/error.hpp"
 #include "ets/model_file.hpp"
 #include "ets/trainer.hpp"
 #include "ets/window_encoder.hpp"
@@ -271,6 +273,24 @@ int run_bench_body(const Args& args) {
   const std::vector<int> hiddens = int_list(args.value("--hidden", "64,128"), 65536);
   const std::vector<int> windows = int_list(args.value("--windows", "1,64,256"), std::numeric_limits<int>::max());
   if (layers <= 0 || width <= 0 || rounds <= 0 || !(sample_ms > 0)) throw std::invalid_argument("bad --layers/--width/--rounds/--sample-ms");
+  // One forward call takes at most 2^31 - 1 positions (the predictor refuses more); say so before any work.
+  for (int n : windows)
+    if (static_cast<long long>(n) * width > std::numeric_limits<int>::max())
+      throw std::invalid_argument(fmt::format("--windows {} of --width {} is {} positions, more than one forward call "
+                                              "takes ({})", n, width, static_cast<long long>(n) * width,
+                                              std::numeric_limits<int>::max()));
+  // Every case's input and output are built before the timing starts. Checked against the memory this process may
+  // use before allocating: where the kernel overcommits or a control group caps memory, an allocation past it
+  // succeeds and the process is killed while it fills it (leaving its temporary folder behind).
+  double need = 0;
+  for (int h : hiddens)
+    for (int n : windows) need += static_cast<double>(n) * width * (h + 2) * sizeof(float);
+  std::string limit_source;
+  const std::uint64_t limit = memory_limit_bytes(&limit_source);
+  ETS_CHECK(limit == 0 || need <= static_cast<double>(limit), Errc::unsupported, "ets.cli.3",
+            "out of memory: --hidden and --windows need {:.1f} GiB for the inputs and outputs, more than the {:.1f} "
+            "GiB this process may use ({})", need / 1073741824.0, static_cast<double>(limit) / 1073741824.0,
+            limit_source);
 
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("ets-bench-{}", ::getpid());
   std::filesystem::create_directories(dir);
@@ -296,6 +316,7 @@ int run_bench_body(const Args& args) {
     save_model(mf, (dir / fmt::format("model_{}.etsm", h)).string());
     models.emplace_back(mf.weights, Backend::Cpu);
     for (int n : windows) {
+      if (StopSignals::received()) return 1;  // a large case takes seconds to fill and write
       Case cs{h, n, {}, {}, 1, {}, {}, {}};
       std::mt19937 rng(static_cast<unsigned>(h * 7919 + n));
       std::normal_distribution<float> g(0.f, 1.f);

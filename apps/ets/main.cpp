@@ -4,11 +4,13 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <limits>
@@ -16,9 +18,11 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <signal.h>  // sigaction
+#include <unistd.h>  // sysconf
 
 #include <fmt/format.h>
 
@@ -247,6 +251,65 @@ double median(std::vector<double> v) {
 bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hardware_env, const std::string& env_id) {
   const std::string& where = t.meta.environment;
   return where.empty() || hardware_env.empty() || where == hardware_env || where == env_id;
+}
+
+namespace {
+// A control-group memory limit file holds a byte count, or "max" (v2) / a value near 2^63 (v1) for none.
+std::uint64_t read_cgroup_limit(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string text;
+  if (!(in >> text)) return 0;
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v >= (std::uint64_t{1} << 62)) return 0;
+  return v;
+}
+
+// The lowest limit on the way from the process's group up to the hierarchy's root: a parent's limit bounds its
+// children. Inside a container the group's path is the host's and may not exist there; its root is the
+// container's own group, so the walk still finds that one.
+std::uint64_t cgroup_limit_along(std::filesystem::path dir, const std::filesystem::path& root, const char* file) {
+  std::uint64_t lowest = 0;
+  for (;;) {
+    const std::uint64_t v = read_cgroup_limit(dir / file);
+    if (v != 0 && (lowest == 0 || v < lowest)) lowest = v;
+    if (dir == root || !dir.has_relative_path() || dir.parent_path() == dir) break;
+    dir = dir.parent_path();
+    if (dir.string().size() < root.string().size()) break;
+  }
+  return lowest;
+}
+}  // namespace
+
+std::uint64_t memory_limit_bytes(std::string* source) {
+  std::uint64_t limit = 0;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) {
+    limit = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+    if (source) *source = "physical memory";
+  }
+  // /proc/self/cgroup: "0::/path" for the unified (v2) hierarchy, "N:a,memory,b:/path" for a v1 memory controller
+  std::ifstream groups("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(groups, line)) {
+    const auto c1 = line.find(':'), c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    const std::string controllers = line.substr(c1 + 1, c2 - c1 - 1);
+    const std::string path = line.substr(c2 + 1);
+    if (path.empty() || path[0] != '/') continue;
+    std::uint64_t v = 0;
+    if (controllers.empty()) {
+      v = cgroup_limit_along(std::filesystem::path("/sys/fs/cgroup") += path, "/sys/fs/cgroup", "memory.max");
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      v = cgroup_limit_along(std::filesystem::path("/sys/fs/cgroup/memory") += path, "/sys/fs/cgroup/memory",
+                             "memory.limit_in_bytes");
+    }
+    if (v != 0 && (limit == 0 || v < limit)) {
+      limit = v;
+      if (source) *source = "its control group's limit";
+    }
+  }
+  return limit;
 }
 
 bool same_file(const std::string& a, const std::string& b) {
