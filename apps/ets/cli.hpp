@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ets/detail/output_file.hpp"  // detail::unwritable_reason, the commands' check before long work
+#include "ets/lstm_weights.hpp"
 #include "ets/tracer.hpp"
 
 namespace ets::cli {
@@ -100,6 +101,14 @@ class StopSignals {
 /// caps memory, an allocation past it succeeds and the process is killed while it fills the memory, instead of
 /// getting std::bad_alloc.
 std::uint64_t memory_limit_bytes(std::string* source = nullptr);
+
+/// Bytes of one copy of a network's weights (every cell's matrices and biases, the head), as a double: the sizes a
+/// user may ask for pass 2^64 bytes.
+double weight_bytes(const LstmConfig& config);
+
+/// Throws ets.cli.3 ("out of memory: <what> need X GiB ...") when `bytes` is more than memory_limit_bytes(), before
+/// anything of that size is allocated.
+void check_fits_in_memory(double bytes, const std::string& what);
 
 /// Upper bound of --threads: more than any host ETS runs on; a typo (100000) is a usage error, not 100,000 threads.
 constexpr long long kMaxThreads = 1024;

@@ -279,18 +279,18 @@ int run_bench_body(const Args& args) {
       throw std::invalid_argument(fmt::format("--windows {} of --width {} is {} positions, more than one forward call "
                                               "takes ({})", n, width, static_cast<long long>(n) * width,
                                               std::numeric_limits<int>::max()));
-  // Every case's input and output are built before the timing starts. Checked against the memory this process may
-  // use before allocating: where the kernel overcommits or a control group caps memory, an allocation past it
-  // succeeds and the process is killed while it fills it (leaving its temporary folder behind).
-  double need = 0;
-  for (int h : hiddens)
+  // Every case's input and output are built before the timing starts, and each H's model is kept (its weights
+  // made twice more while it is built). Checked before allocating: where the kernel overcommits or a control group
+  // caps memory, an allocation past it succeeds and the process is killed while it fills it (its temporary folder
+  // left behind).
+  double need = 0, largest_model = 0;
+  for (int h : hiddens) {
+    const double w = weight_bytes(LstmConfig{h, h, layers, 2, true});
+    need += w;
+    largest_model = std::max(largest_model, w);
     for (int n : windows) need += static_cast<double>(n) * width * (h + 2) * sizeof(float);
-  std::string limit_source;
-  const std::uint64_t limit = memory_limit_bytes(&limit_source);
-  ETS_CHECK(limit == 0 || need <= static_cast<double>(limit), Errc::unsupported, "ets.cli.3",
-            "out of memory: --hidden and --windows need {:.1f} GiB for the inputs and outputs, more than the {:.1f} "
-            "GiB this process may use ({})", need / 1073741824.0, static_cast<double>(limit) / 1073741824.0,
-            limit_source);
+  }
+  check_fits_in_memory(need + 2 * largest_model, "--hidden, --layers and --windows (inputs, outputs and models)");
 
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("ets-bench-{}", ::getpid());
   std::filesystem::create_directories(dir);

@@ -99,6 +99,14 @@ int run_train(const Args& a) {
   if (!val_split.empty() && same_split(data, val_split, train_split))  // "traces/train", "train/": the same directory
     throw std::invalid_argument("--val-split " + val_split + " is the training split: early stopping would score "
                                 "the data it trains on (--val-split \"\" trains without validation)");
+  if (o.hidden > 0) {  // (0: H = F, known once the data is read; the default network is small)
+    // The weights, their gradients and Adam's two moments at the least, counted with one input feature: said
+    // before the data is read, and before an overcommitting kernel lets the allocation succeed and then kills the
+    // process while it fills memory.
+    LstmConfig c{1, o.hidden, o.layers, 2, true};
+    c.cell = o.cell;
+    check_fits_in_memory(4 * weight_bytes(c), "--hidden and --layers (weights, gradients, Adam's moments)");
+  }
   refuse_dash_output("--out", out);
   if (!t.checkpoint_path.empty()) refuse_dash_output("--checkpoint", t.checkpoint_path);
   check_writable(out);

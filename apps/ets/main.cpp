@@ -312,6 +312,22 @@ std::uint64_t memory_limit_bytes(std::string* source) {
   return limit;
 }
 
+double weight_bytes(const LstmConfig& c) {
+  double count = static_cast<double>(c.outputs) * c.hidden * c.directions() + c.outputs;  // the head
+  for (int l = 0; l < c.layers; ++l)  // per direction: w_ih, w_hh and the two biases
+    count += static_cast<double>(c.directions()) * static_cast<double>(c.gate_rows()) *
+             (static_cast<double>(c.layer_input(l)) + c.hidden + 2);
+  return count * sizeof(float);
+}
+
+void check_fits_in_memory(double bytes, const std::string& what) {
+  std::string source;
+  const std::uint64_t limit = memory_limit_bytes(&source);
+  ETS_CHECK(limit == 0 || bytes <= static_cast<double>(limit), Errc::unsupported, "ets.cli.3",
+            "out of memory: {} need {:.1f} GiB, more than the {:.1f} GiB this process may use ({})", what,
+            bytes / 1073741824.0, static_cast<double>(limit) / 1073741824.0, source);
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
   if (a == b) return true;

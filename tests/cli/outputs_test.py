@@ -280,6 +280,15 @@ p = run("bench", "--no-peers", "--rounds", "1", "--hidden", "512", "--windows", 
         env=dict(os.environ, TMPDIR=tmp))
 check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"GiB this process may use" in p.stderr
       and not os.listdir(tmp), f"bench of 2.3 TiB: rc {p.returncode} {p.stderr!r} left {os.listdir(tmp)}")
+# so are the weights asked for: bench before it builds anything, train before it reads any data (the folder named
+# does not exist, so an error about it would mean the data was read first); ~73,000 / ~97,000 GiB here
+p = run("bench", "--no-peers", "--rounds", "1", "--windows", "1", "--hidden", "65536", "--layers", "64",
+        env=dict(os.environ, TMPDIR=tmp))
+check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"models" in p.stderr and not os.listdir(tmp),
+      f"bench of 64 layers of H = 65536: rc {p.returncode} {p.stderr!r} left {os.listdir(tmp)}")
+p = run("train", "--data", "no-such-data", "--out", "never.etsm", "--hidden", "65536", "--layers", "64")
+check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"Adam" in p.stderr
+      and not os.path.exists("never.etsm"), f"train of 64 layers of H = 65536: rc {p.returncode} {p.stderr!r}")
 # an allocation that fails all the same (here under an address-space limit below the 3 GiB asked for) is reported
 # with the same id, not "unexpected error: std::bad_alloc" (under ASan a failed allocation aborts by design)
 with open(ets, "rb") as fh:
