@@ -229,8 +229,11 @@ with open("deaf_peer.py", "w") as fh:
              "while True:\n"
              "    sys.stdout.write('1 null\\n' * 1000)\n"
              "    sys.stdout.flush()\n")
-p = run("bench", "--rounds", "8000", "--hidden", "8", "--windows", "1", "--sample-ms", "0.01", "--json",
-        "--python", sys.executable, "--peer-script", os.path.abspath("deaf_peer.py"), "--peer-timeout", "1")
+# (8 cases of width 1: ~80 bytes of commands a round fill the pipe in ~820 rounds; each round's GEMM ceiling and
+# forwards stay small. 8,000 rounds of one width-12 case took 145 s under ASan on a slower 2-core host.)
+p = run("bench", "--rounds", "2000", "--hidden", "8", "--windows", "1,2,3,4,5,6,7,8", "--width", "1",
+        "--sample-ms", "0.01", "--json", "--python", sys.executable, "--peer-script", os.path.abspath("deaf_peer.py"),
+        "--peer-timeout", "1")
 left = running(os.path.abspath("deaf_peer.py"))
 check(p.returncode == 0 and b"stopped answering" in p.stderr and not left,
       f"bench with a peer that never reads: rc {p.returncode} {p.stderr[-300:]!r} left {left}")
