@@ -265,17 +265,15 @@ std::uint64_t read_cgroup_limit(const std::filesystem::path& file) {
   return v;
 }
 
-// The lowest limit on the way from the process's group up to the hierarchy's root: a parent's limit bounds its
-// children. Inside a container the group's path is the host's and may not exist there; its root is the
-// container's own group, so the walk still finds that one.
-std::uint64_t cgroup_limit_along(std::filesystem::path dir, const std::filesystem::path& root, const char* file) {
+// The lowest limit on the way from the process's group (root + its path) up to the hierarchy's root: a parent's
+// limit bounds its children. Inside a container the group's path is the host's and may not exist there; its root
+// is the container's own group, so the walk still finds that one.
+std::uint64_t cgroup_limit_along(const std::filesystem::path& root, const std::string& group, const char* file) {
   std::uint64_t lowest = 0;
-  for (;;) {
+  for (std::filesystem::path dir = std::filesystem::path(root) += group;; dir = dir.parent_path()) {
     const std::uint64_t v = read_cgroup_limit(dir / file);
     if (v != 0 && (lowest == 0 || v < lowest)) lowest = v;
-    if (dir == root || !dir.has_relative_path() || dir.parent_path() == dir) break;
-    dir = dir.parent_path();
-    if (dir.string().size() < root.string().size()) break;
+    if (dir.native().size() <= root.native().size()) break;  // the root read (each parent is shorter)
   }
   return lowest;
 }
@@ -298,12 +296,10 @@ std::uint64_t memory_limit_bytes(std::string* source) {
     const std::string path = line.substr(c2 + 1);
     if (path.empty() || path[0] != '/') continue;
     std::uint64_t v = 0;
-    if (controllers.empty()) {
-      v = cgroup_limit_along(std::filesystem::path("/sys/fs/cgroup") += path, "/sys/fs/cgroup", "memory.max");
-    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
-      v = cgroup_limit_along(std::filesystem::path("/sys/fs/cgroup/memory") += path, "/sys/fs/cgroup/memory",
-                             "memory.limit_in_bytes");
-    }
+    if (controllers.empty())
+      v = cgroup_limit_along("/sys/fs/cgroup", path, "memory.max");
+    else if (("," + controllers + ",").find(",memory,") != std::string::npos)
+      v = cgroup_limit_along("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes");
     if (v != 0 && (limit == 0 || v < limit)) {
       limit = v;
       if (source) *source = "its control group's limit";
