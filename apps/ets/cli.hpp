@@ -95,11 +95,11 @@ class StopSignals {
   std::unique_ptr<Saved> saved_;
 };
 
-/// Bytes of memory this process may use: physical memory, or its control group's limit when lower (a container, a
-/// Slurm or Kubernetes job); `source` says which. 0 when neither can be read. Sizes a user asks for (bench's
-/// --windows) are checked against it before they are allocated: where the kernel overcommits, or a control group
-/// caps memory, an allocation past it succeeds and the process is killed while it fills the memory, instead of
-/// getting std::bad_alloc.
+/// Bytes of memory this process may use: physical memory, its control group's limit (a container, a Slurm or
+/// Kubernetes job) or what is left of its address-space limit (ulimit -v), the lowest; `source` says which. 0 when
+/// none can be read. Sizes a user asks for (bench's --windows) are checked against it before they are allocated:
+/// where the kernel overcommits, or a control group caps memory, an allocation past it succeeds and the process is
+/// killed while it fills the memory, instead of getting std::bad_alloc.
 std::uint64_t memory_limit_bytes(std::string* source = nullptr);
 
 /// Bytes of one copy of a network's weights (every cell's matrices and biases, the head), as a double: the sizes a
@@ -148,11 +148,15 @@ bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hard
 
 /// JSON string body: escapes quotes, backslashes and control characters (the CLI's JSON is hand-formatted).
 std::string json_escape(const std::string& s);
-/// fixed(v, prec), or null when not finite (JSON has no NaN or infinity: unknown measurements print as null).
+/// fixed_or_exact(v, prec), or null when not finite (JSON has no NaN or infinity: unknown measurements print as
+/// null).
 std::string json_number(double v, int prec = 3);
 /// v with prec decimals; from 1e15 on in exponent form, so an absurd value (a trace claiming 1e308 µs) prints as
 /// "1.000e+308" and not as 300 digits.
 std::string fixed(double v, int prec);
+/// fixed(v, prec), except that a value other than zero which would print as zero (0.000) prints in its shortest
+/// exact form ("5e-324"): where 0 means "not measured", a tiny measurement must not read as none.
+std::string fixed_or_exact(double v, int prec);
 /// One CSV field: quoted (with doubled quotes) when it holds a comma, quote or newline.
 std::string csv_field(const std::string& s);
 /// Median (the mean of the middle two for an even count); NaN when v is empty.

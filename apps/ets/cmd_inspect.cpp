@@ -48,13 +48,13 @@ int run_inspect(const Args& args) {
       all += out;
     } else {
       all += fmt::format("{}\n  format {}, device '{}', {} iteration(s), median measured {}{}\n", path, format,
-                             device, its.size(), std::isfinite(med) ? fixed(med, 1) + " us" : "n/a",
+                             device, its.size(), std::isfinite(med) ? fixed_or_exact(med, 1) + " us" : "n/a",
                              predicted < 0 ? std::string()
                                            : fmt::format(", predict uses iteration {}", its[predicted].iteration));
       all += "  iteration      ops  measured_us       sum_us  gap_share\n";
       for (const auto& t : its)
         all += fmt::format("  {:>9} {:>8} {:>12} {:>12} {:>10}\n", t.iteration, t.ops.size(),
-                           t.has_measurement() ? fixed(t.measured_us, 1) : "n/a", fixed(t.sum_us(), 1),
+                           t.has_measurement() ? fixed_or_exact(t.measured_us, 1) : "n/a", fixed(t.sum_us(), 1),
                            std::isfinite(share(t)) ? fmt::format("{:.4f}", share(t)) : "n/a");
     }
   }

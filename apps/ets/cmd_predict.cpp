@@ -169,7 +169,7 @@ int run_predict(const Args& a) {
         if (int n = ++seen[name]; n > 1) name += fmt::format(" #{}", n);
         const double us = m.at(j, e).iteration_us;
         s += fmt::format("{}\n    \"{}\": {{\"null\": {}}}", j ? "," : "", json_escape(gavel_key(name)),
-                         us > 0 && std::isfinite(1e6 / us) ? fmt::format("{:.6f}", 1e6 / us) : "null");
+                         us > 0 && std::isfinite(1e6 / us) ? json_number(1e6 / us, 6) : "null");
       }
       s += "\n  }";
     }
@@ -193,6 +193,11 @@ int run_predict(const Args& a) {
   auto comparable = [&](const ExecutionTrace& t, std::size_t e) {
     return t.has_measurement() && measured_on_model_hardware(t, hardware[e], envs[e]);
   };
+  // A measurement is never shown as 0 (which would read as none): below 1e-3 ms in exact form, and in µs where
+  // the ms value would underflow (5e-324 µs).
+  auto measured_ms = [](double us) {
+    return us / 1e3 == 0 && us != 0 ? fmt::format("{} us", us) : fixed_or_exact(us / 1e3, 3) + " ms";
+  };
   // Every row is computed before any is printed: a prediction failing for a later trace prints nothing.
   std::vector<std::string> backend;  // where each env's network runs ("cpu-eigen", "cuda-cudnn")
   for (const auto& e : envs) backend.push_back(predictor.backend_name(e));
@@ -209,7 +214,7 @@ int run_predict(const Args& a) {
                                 "\"update\":{}}},\"unknown_ops\":{},\"backend\":\"{}\"}}",
                                 json_escape(ids[j]), t.iteration, json_escape(envs[e]), json_escape(env_path[envs[e]]), t.ops.size(),
                                 json_number(d.iteration_us), t.has_measurement() ? json_number(t.measured_us) : "null", json_number(d.lo_us), json_number(d.hi_us),
-                                std::isfinite(err) ? fmt::format("{:.6f}", err) : "null", json_number(d.time_us),
+                                json_number(err, 6), json_number(d.time_us),
                                 json_number(d.gap_us), json_number(d.forward_us), json_number(d.backward_us), json_number(d.update_us), d.unknown_ops,
                                 json_escape(backend[e])) +
                 "\n";
@@ -222,11 +227,11 @@ int run_predict(const Args& a) {
                                         fixed(est.hi_us / 1e3, 3),
                                         !t.has_measurement() ? std::string("n/a")
                                         : !comparable(t, e)
-                                            ? fmt::format("{} ms on '{}' (other hardware: no error)",
-                                                          fixed(t.measured_us / 1e3, 3), t.meta.environment)
+                                            ? fmt::format("{} on '{}' (other hardware: no error)",
+                                                          measured_ms(t.measured_us), t.meta.environment)
                                         : std::isfinite(err)
-                                            ? fmt::format("{} ms ({:+.1f}%)", fixed(t.measured_us / 1e3, 3), 100 * err)
-                                            : fixed(t.measured_us / 1e3, 3) + " ms",
+                                            ? fmt::format("{} ({:+.1f}%)", measured_ms(t.measured_us), 100 * err)
+                                            : measured_ms(t.measured_us),
                                         t.ops.size(), t.iteration) +
                 "\n";
       }

@@ -190,7 +190,7 @@ int run_train(const Args& a) {
   const double wall_s = seconds_so_far();
   // -1 means "not validated"; a diverged validation can be NaN or infinite: JSON gets null for all three
   const auto metric = [](double v) {
-    return std::isfinite(v) && v >= 0 ? fmt::format("{:.6f}", v) : std::string("null");
+    return v >= 0 ? json_number(v, 6) : std::string("null");
   };
   if (a.flag("--json")) {
     std::string history;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <signal.h>  // sigaction
+#include <sys/resource.h>  // getrlimit
 #include <unistd.h>  // sysconf
 
 #include <fmt/format.h>
@@ -239,7 +240,13 @@ std::string fixed(double v, int prec) {
   return s;
 }
 
-std::string json_number(double v, int prec) { return std::isfinite(v) ? fixed(v, prec) : "null"; }
+std::string fixed_or_exact(double v, int prec) {
+  // 0.5e-prec rounds to zero at prec decimals (half-to-even at exactly that); below it, the shortest exact form
+  if (v != 0 && std::fabs(v) <= 0.5 * std::pow(10.0, -prec)) return fmt::format("{}", v);
+  return fixed(v, prec);
+}
+
+std::string json_number(double v, int prec) { return std::isfinite(v) ? fixed_or_exact(v, prec) : "null"; }
 
 double median(std::vector<double> v) {
   if (v.empty()) return std::nan("");
@@ -303,6 +310,19 @@ std::uint64_t memory_limit_bytes(std::string* source) {
     if (v != 0 && (limit == 0 || v < limit)) {
       limit = v;
       if (source) *source = "its control group's limit";
+    }
+  }
+  // An address-space limit (ulimit -v, set by some batch systems) bounds what is left of it: the mappings the
+  // process has already (the binary, its libraries, thread stacks) count against it.
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    std::uint64_t used = 0;
+    std::ifstream statm("/proc/self/statm");  // first field: the address space in pages
+    if (statm >> used && page > 0) used *= static_cast<std::uint64_t>(page);
+    const std::uint64_t v = as.rlim_cur > used ? static_cast<std::uint64_t>(as.rlim_cur) - used : 1;
+    if (limit == 0 || v < limit) {
+      limit = v;
+      if (source) *source = "what is left of its address-space limit, ulimit -v";
     }
   }
   return limit;

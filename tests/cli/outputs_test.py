@@ -292,18 +292,27 @@ check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"model
 p = run("train", "--data", "no-such-data", "--out", "never.etsm", "--hidden", "65536", "--layers", "64")
 check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"Adam" in p.stderr
       and not os.path.exists("never.etsm"), f"train of 64 layers of H = 65536: rc {p.returncode} {p.stderr!r}")
-# an allocation that fails all the same (here under an address-space limit below the 3 GiB asked for) is reported
-# with the same id, not "unexpected error: std::bad_alloc" (under ASan a failed allocation aborts by design)
+# an address-space limit (ulimit -v) below the 3 GiB asked for is seen before anything is allocated, and named
 with open(ets, "rb") as fh:
     asan = b"__asan_init" in fh.read()
-if not asan:
+if not asan:  # ASan reserves terabytes of address space: it cannot run under such a limit
     import resource
     cap = 1 << 30
     p = subprocess.run([ets, "bench", "--no-peers", "--rounds", "1", "--hidden", "64", "--windows", "1000000"],
                        capture_output=True, timeout=120, env=dict(os.environ, TMPDIR=tmp),
                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
-    check(p.returncode == 1 and b"ets.cli.3" in p.stderr and b"out of memory" in p.stderr and not os.listdir(tmp),
+    check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"need 3.0 GiB" in p.stderr
+          and b"address-space limit" in p.stderr and not os.listdir(tmp),
           f"bench under a 1 GiB address-space limit: rc {p.returncode} {p.stderr!r} left {os.listdir(tmp)}")
+    # an allocation that fails all the same (here under a data-segment limit, ulimit -d, which the check does not
+    # read) is reported with the same id, not "unexpected error: std::bad_alloc" (under ASan a failed allocation
+    # aborts by design)
+    p = subprocess.run([ets, "bench", "--no-peers", "--rounds", "1", "--hidden", "64", "--windows", "1000000"],
+                       capture_output=True, timeout=120, env=dict(os.environ, TMPDIR=tmp),
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (cap, cap)))
+    check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"address-space" not in p.stderr
+          and not os.listdir(tmp),
+          f"bench under a 1 GiB data limit: rc {p.returncode} {p.stderr!r} left {os.listdir(tmp)}")
 
 # sizes beyond what a model file holds are usage errors (exit 2, before any work), as in `ets train`
 for option, value in (("--layers", "65"), ("--width", "5000"), ("--hidden", "70000"), ("--hidden", "64,0")):

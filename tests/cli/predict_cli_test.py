@@ -353,6 +353,24 @@ with tempfile.TemporaryDirectory() as tmp:
         failures.append(f"inspect --json of DBL_MAX µs ({e}): {p.stdout[:300]}")
     p = subprocess.run([ets, "inspect", top], capture_output=True, text=True)
     check(p.returncode == 0 and "n/a" not in p.stdout, f"inspect text of DBL_MAX µs: {p.stdout[:400]}")
+    # a measurement too small for the printed decimals is shown in exact form, never as 0 (which reads as "not
+    # measured"): 5e-324 µs (the smallest double) and 2e-7 µs, in JSON and in text
+    for tiny in (5e-324, 2e-7):
+        small = etst(f"tiny-{tiny}.etst", [(tiny, [relu(10.0, 1.0)])])
+        p = subprocess.run([ets, "predict", small, "--model", model_a, "--json"], capture_output=True, text=True)
+        rows = [json.loads(line) for line in p.stdout.splitlines()] if p.returncode == 0 else []
+        check(rows and all(r["measured_us"] == tiny for r in rows),
+              f"predict --json of {tiny} µs: rc {p.returncode} {p.stdout[:300]} {p.stderr[:200]}")
+        p = subprocess.run([ets, "predict", small, "--model", model_a], capture_output=True, text=True)
+        shown = re.search(r"measured ([0-9.e+-]+) (ms|us)", p.stdout)
+        check(p.returncode == 0 and shown and float(shown.group(1)) * (1e3 if shown.group(2) == "ms" else 1) > 0,
+              f"predict text of {tiny} µs: rc {p.returncode} {p.stdout[:300]}")
+        p = subprocess.run([ets, "inspect", small, "--json"], capture_output=True, text=True)
+        check(p.returncode == 0 and json.loads(p.stdout)["iterations"][0]["measured_us"] == tiny,
+              f"inspect --json of {tiny} µs: {p.stdout[:300]}")
+        p = subprocess.run([ets, "inspect", small], capture_output=True, text=True)
+        shown = re.search(r"median measured ([0-9.e+-]+) us", p.stdout)
+        check(p.returncode == 0 and shown and float(shown.group(1)) > 0, f"inspect text of {tiny} µs: {p.stdout[:300]}")
     # the times overflow their sum while the gaps do not: the share is unknown, not 0
     over = etst("time-overflow.etst", [(0, [relu(1e308, 1e308), relu(1e308, 0.0)])])
     p = subprocess.run([ets, "inspect", over, "--json"], capture_output=True, text=True)
