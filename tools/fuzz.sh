@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang) and runs each for SECONDS, printing execs/s and corpus size per target.
-# Usage: tools/fuzz.sh [SECONDS=60] [target...]   (targets: kineto_json nsight_sqlite ets_csv ets_trace model_file)
+# Usage: tools/fuzz.sh [SECONDS=60] [target...]   (targets: kineto_json pytorch_et nsight_sqlite ets_csv ets_trace model_file)
 # Env: ETS_FUZZ_BUILD_DIR (default build-fuzz), ETS_FUZZ_JOBS (build parallelism, default nproc),
 #      ETS_FUZZ_ARGS (extra libFuzzer flags), ETS_SHARED_DATA (default ../shared/data),
 #      ETS_FUZZ_PARALLEL (targets fuzzed at once, default nproc: each target still gets SECONDS of its own core).
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 [[ $# -gt 0 ]] && shift
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(kineto_json nsight_sqlite ets_csv ets_trace model_file)
+[[ ${#targets[@]} -eq 0 ]] && targets=(kineto_json pytorch_et nsight_sqlite ets_csv ets_trace model_file)
 build=${ETS_FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${ETS_FUZZ_JOBS:-$(nproc)}
 shared=${ETS_SHARED_DATA:-$(pwd)/../shared/data}

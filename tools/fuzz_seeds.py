@@ -95,6 +95,22 @@ INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10000, 12000, 0, 1, 7, 1, 1, 2, 2
 """
 
 
+PYTORCH_ET = b"""{"schema":"1.0.1","pid":1,"time":"2024-01-01","start_ts":0,"finish_ts":9,"nodes":[
+{"name":"[pytorch|profiler|execution_trace|thread]","id":1,"parent":1,"seq_id":-1,"inputs":[],"input_shapes":[],"input_types":[]},
+{"name":"ProfilerStep#2","id":2,"parent":1,"seq_id":-1},
+{"name":"aten::conv2d","id":3,"parent":2,"seq_id":4,"inputs":[[],[],[],[1,1],[0,0],[1,1],1],
+ "input_shapes":[[8,3,32,32],[16,3,3,3],[16],[],[],[],[]],
+ "input_types":["Tensor(float)","Tensor(float)","Tensor(float)","GenericList[Int,Int]","GenericList[Int,Int]","GenericList[Int,Int]","Int"]},
+{"name":"aten::convolution","id":4,"parent":3,"seq_id":-1,"inputs":[[[1,2],[3]]],"input_shapes":[[8,3,32,32]],"input_types":["Tensor(float)"]},
+{"name":"autograd::engine::evaluate_function: ConvolutionBackward0","id":5,"parent":1,"seq_id":-1},
+{"name":"aten::convolution_backward","id":6,"parent":5,"seq_id":4,"inputs":[[]],"input_shapes":[[8,16,30,30]],"input_types":["Tensor(float)"]},
+{"name":"Optimizer.step#SGD.step","id":7,"parent":2,"seq_id":-1},
+{"name":"torch::autograd::AccumulateGrad","id":8,"parent":7,"ctrl_deps":7,"seq_id":-1,"inputs":[[]],"input_shapes":[[16]],"input_types":["Tensor(float)"]},
+{"name":"ProfilerStep#3","id":9,"parent":1,"seq_id":-1},
+{"name":"aten::relu","id":10,"parent":9,"seq_id":5,"inputs":[true],"input_shapes":[[4,4]],"input_types":["Tensor(half)"]}]}
+"""
+
+
 def nsight_db(path):
     if os.path.exists(path):
         os.remove(path)
@@ -132,6 +148,14 @@ def main():
     put(c, "min.csv", b"op,dir,params,flops,bytes,kStartTime,kEndTime,space,seq,kernels,kduration,batch,input_type\n"
         b"203,1,\"[8, 3, 32, 32, 16, 30, 30, 3, 3, 0, 0, 1, 1, 1, 1, 1, 4]\",1000,2000,100,200,5,1,1,100,8,1\n"
         b"152,2,\"[4, 8, 16, 30, 30]\",10,20,205,300,0,1,1,95,8,1\n")
+
+    e = os.path.join(out, "fuzz_pytorch_et")
+    put(e, "two_steps.json", PYTORCH_ET)
+    for rel in ["kineto-gpu/hta/execution_trace__benchmark_simple_add_et.json.gz",
+                "kineto-gpu/param/linear_et.json.gz", "kineto-gpu/param/resnet_et_2023-07-12.json.gz"]:
+        p = os.path.join(shared, rel)
+        if os.path.exists(p):
+            put(e, os.path.basename(rel).replace(".gz", ""), read_maybe_gz(p))
 
     t = os.path.join(out, "fuzz_ets_trace")
     put(t, "two_iterations.etst", ETS_TRACE)

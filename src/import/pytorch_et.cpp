@@ -37,16 +37,21 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Argument lists nest two or three levels (a list of int lists); deeper ones are not arguments ETS reads, and a
+// hostile file nesting 100,000 levels would overflow the stack of a recursive reader.
+constexpr int kMaxArgumentDepth = 8;
+
 // Integer scalars and (nested) int lists as text, so fill_from_args can read stride / padding / groups.
-std::string concrete_text(od::value v) {
+std::string concrete_text(od::value v, int depth = 0) {
   switch (v.type()) {
     case od::json_type::number: return std::string(trim(v.raw_json_token()));
     case od::json_type::boolean: return v.get_bool() ? "1" : "0";
     case od::json_type::array: {
+      if (depth >= kMaxArgumentDepth) return "";
       std::string s = "[";
       bool first = true;
       for (auto e : v.get_array()) {
-        const std::string inner = concrete_text(e.value());
+        const std::string inner = concrete_text(e.value(), depth + 1);
         if (inner.empty()) return "";
         if (!first) s += ", ";
         s += inner;
@@ -168,6 +173,53 @@ bool profiler_step(std::string_view name, std::int64_t& index) {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+// A node and its ancestors, from the node outwards to the root (the first node without a known parent, or its
+// own parent): whether one is an operator, the phase of the outermost autograd / optimizer scope among them, and
+// the nearest ProfilerStep#N.
+struct Chain {
+  bool has_operator = false;
+  Phase phase = Phase::Forward;
+  bool phase_set = false;
+  std::int64_t step = -1;       // N
+  std::int64_t step_node = -1;  // that step node's id
+};
+
+std::vector<Chain> parent_chains(const std::vector<Node>& nodes,
+                                 const std::unordered_map<std::int64_t, std::size_t>& by_id) {
+  enum : unsigned char { unseen, on_path, done };
+  std::vector<unsigned char> state(nodes.size(), unseen);
+  std::vector<Chain> chain(nodes.size());
+  std::vector<std::size_t> path;
+  for (std::size_t start = 0; start < nodes.size(); ++start) {
+    // Up the parents until a node already computed (or the root, or a cycle: a parent on this very path counts
+    // as none), then back down, each node from its parent's chain. Iterative: chains may be 100,000s deep.
+    for (std::size_t k = start; state[k] == unseen;) {
+      state[k] = on_path;
+      path.push_back(k);
+      const auto it = by_id.find(nodes[k].parent);
+      if (it == by_id.end() || it->second == k) break;
+      k = it->second;
+    }
+    while (!path.empty()) {
+      const std::size_t k = path.back();
+      path.pop_back();
+      const Node& n = nodes[k];
+      const auto it = by_id.find(n.parent);
+      Chain c = it != by_id.end() && it->second != k && state[it->second] == done ? chain[it->second] : Chain{};
+      c.has_operator = c.has_operator || is_operator(n.name);
+      if (!c.phase_set) {  // the outermost scope wins: only a node with no scope above it sets the phase
+        if (starts_with(n.name, "autograd::engine::evaluate_function")) c.phase = Phase::Backward, c.phase_set = true;
+        if (starts_with(n.name, "Optimizer.")) c.phase = Phase::Update, c.phase_set = true;
+      }
+      std::int64_t index = -1;
+      if (profiler_step(n.name, index)) c.step = index, c.step_node = n.id;  // the nearest step wins
+      chain[k] = c;
+      state[k] = done;
+    }
+  }
+  return chain;
+}
+
 // ET argument types to the Kineto spellings fill_from_args understands (tensors by dtype, the rest by kind).
 RawArgs raw_args(const Node& n) {
   RawArgs a;
@@ -245,24 +297,16 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
     if (profiler_step(n.name, step)) steps.emplace_back(n.id, step);
   }
   std::sort(steps.begin(), steps.end());
+  // What a node's chain of parents says about its children, computed once per node: a walk from every operator
+  // to the root was quadratic in the depth (a 3 MB chain of nested nodes took 1.5 minutes).
+  const std::vector<Chain> chain = parent_chains(nodes, by_id);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    std::int64_t step = -1, step_node = -1;
     if (!is_operator(nodes[i].name)) continue;
-    bool nested = false;
-    Phase phase = Phase::Forward;
-    std::int64_t p = nodes[i].parent;
-    for (std::size_t guard = 0; guard < nodes.size(); ++guard) {  // bounded: a cyclic parent chain must end
-      const auto it = by_id.find(p);
-      if (it == by_id.end()) break;
-      const Node& a = nodes[it->second];
-      if (is_operator(a.name)) nested = true;
-      if (starts_with(a.name, "autograd::engine::evaluate_function")) phase = Phase::Backward;
-      if (starts_with(a.name, "Optimizer.")) phase = Phase::Update;
-      if (step_node < 0 && profiler_step(a.name, step)) step_node = a.id;
-      if (a.parent == p) break;
-      p = a.parent;
-    }
-    if (nested) continue;
+    const auto parent = by_id.find(nodes[i].parent);
+    const Chain up = parent == by_id.end() ? Chain{} : chain[parent->second];
+    if (up.has_operator) continue;  // nested: its time is its outermost operator's
+    const Phase phase = up.phase;
+    std::int64_t step = up.step, step_node = up.step_node;
     // Backward ops run on autograd threads outside the step's subtree; ids are handed out in start order
     // across threads, so they belong to the last step that started before them.
     if (step < 0 && !steps.empty()) {

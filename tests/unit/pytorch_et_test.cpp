@@ -2,6 +2,8 @@
 // members), checked against the architectures they record (ResNet-18 / ResNet-50 conv counts, stem conv shape).
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <zlib.h>
 
 #include <cmath>
@@ -260,4 +262,43 @@ TEST_CASE("ET: two ProfilerStep nodes of one number stay two iterations, with wa
   CHECK(t[1].ops[1].phase == ets::Phase::Backward);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("[ets.et.6]") != std::string::npos);
+}
+
+TEST_CASE("ET: deep nesting is read without recursion, and each node's chain of parents once") {
+  // An argument nested 100,000 levels deep (200 KB): the recursive argument reader overflowed the stack (SIGSEGV,
+  // through the C API as well). The op is kept; its argument is not one ETS reads.
+  const int depth = 100000;
+  const std::string deep_args = R"({"schema": "1.0.1", "nodes": [{"name": "aten::relu", "id": 3, "parent": 0,)"
+                                R"( "inputs": [)" + std::string(depth, '[') + std::string(depth, ']') +
+                                R"J(], "input_shapes": [[2, 3]], "input_types": ["Tensor(float)"]}]})J";
+  const auto a = read_et(deep_args, "deep_args.json");
+  REQUIRE(a.size() == 1);
+  REQUIRE(a[0].ops.size() == 1);
+  CHECK(a[0].ops[0].inputs.at(0).dims == std::vector<std::int64_t>{2, 3});
+
+  // 50,000 operators each nested in the one before, inside a backward scope inside an optimizer scope inside
+  // ProfilerStep#4: one op (the outermost), its phase from the outermost scope, its step the nearest. Walking
+  // every node's ancestors took time quadratic in the depth (a 3 MB chain took 1.5 minutes).
+  std::string chain = R"({"schema": "1.0.1", "nodes": [
+    {"name": "[pytorch|profiler|execution_trace|thread]", "id": 1, "parent": 1},
+    {"name": "ProfilerStep#4", "id": 2, "parent": 1},
+    {"name": "Optimizer.step#SGD.step", "id": 3, "parent": 2},
+    {"name": "autograd::engine::evaluate_function: MulBackward0", "id": 4, "parent": 3},
+    {"name": "ProfilerStep#9", "id": 5, "parent": 4})";
+  const int ops = 50000;
+  for (int i = 0; i < ops; ++i)
+    chain += fmt::format(R"(,{{"name": "aten::mul", "id": {}, "parent": {}}})", 6 + i, 5 + i);
+  // a cycle of two scopes (malformed) above another op: it is still an outermost op, of the optimizer, in no step
+  // subtree (so in the last step started before its id, as a backward op on the autograd thread is)
+  chain += R"(,{"name": "Optimizer.zero_grad#SGD.zero_grad", "id": 900001, "parent": 900002},
+               {"name": "record_param_comms", "id": 900002, "parent": 900001},
+               {"name": "aten::zero_", "id": 900003, "parent": 900001}]})";
+  const auto c = read_et(chain, "chain.json");
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].iteration == 9);  // the nearest step of the chain
+  REQUIRE(c[0].ops.size() == 2);
+  CHECK(c[0].ops[0].raw_name == "aten::mul");
+  CHECK(c[0].ops[0].phase == ets::Phase::Update);
+  CHECK(c[0].ops[1].raw_name == "aten::zero_");
+  CHECK(c[0].ops[1].phase == ets::Phase::Update);
 }
