@@ -189,6 +189,36 @@ TEST_CASE("GPU: nested spans roll up to the outermost op; phases from enclosing 
   CHECK(its[0].ops[2].phase == Phase::Update);
 }
 
+TEST_CASE("GPU: a launch belongs to the innermost span still open at it, in any order the launches are listed") {
+  // Spans that ended before a launch are passed over for it and every later one; their parents still count.
+  AssemblyInput in;
+  in.host = {span("aten::conv2d", 0, 100), span("aten::convolution", 10, 90), span("aten::_convolution", 20, 30),
+             span("aten::relu", 200, 300), span("aten::clamp_min", 210, 220)};
+  in.launches = {launch(6, 250), launch(1, 95), launch(3, 50), launch(2, 25), launch(5, 215)};  // not in time order
+  in.device = {kernel(1000, 1001, 2), kernel(1002, 1003, 3), kernel(1004, 1005, 1), kernel(1010, 1011, 5),
+               kernel(1012, 1013, 6)};
+  const auto its = assemble_gpu(in);
+  REQUIRE(its.size() == 1);
+  REQUIRE(its[0].ops.size() == 2);
+  CHECK(its[0].ops[0].name == "conv2d");
+  CHECK(its[0].ops[0].kernels == 3);  // at 25 (innermost), at 50 (its child ended), at 95 (both children ended)
+  CHECK(its[0].ops[1].name == "relu");
+  CHECK(its[0].ops[1].kernels == 2);
+
+  // A chain of 3,000 nested spans, each launch after the innermost spans have ended: every launch finds the op.
+  AssemblyInput deep;
+  const int depth = 3000;
+  for (int i = 0; i < depth; ++i) deep.host.push_back(span(i == 0 ? "aten::linear" : "aten::mm", i, 2.0 * depth - i));
+  for (int i = 0; i < depth; ++i) {
+    deep.launches.push_back(launch(i + 1, 1.5 * depth + 0.25 * i));  // inside the outer half of the chain
+    deep.device.push_back(kernel(10.0 * depth + i, 10.0 * depth + i + 0.5, i + 1));
+  }
+  const auto d = assemble_gpu(deep);
+  REQUIRE(d.size() == 1);
+  REQUIRE(d[0].ops.size() == 1);
+  CHECK(d[0].ops[0].kernels == static_cast<std::uint32_t>(depth));
+}
+
 TEST_CASE("CPU: outermost ops, gap to next start, last gap to the next iteration; bookkeeping filtered") {
   AssemblyInput in;
   in.steps = {{0, 0, 100, 100}, {1, 100, 200, 100}};
