@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -12,12 +13,14 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 #include <sqlite3.h>
 
 #include "ets/error.hpp"
+#include "ets/log.hpp"
 #include "ets/trace.hpp"
 #include "import/importers.hpp"
 #include "import/op_normalize.hpp"
@@ -92,9 +95,36 @@ struct Range {
 struct Launch {
   std::int64_t start, end, tid, corr;
 };
+// Nsight's global thread id holds the process in its upper bits and the thread in the low 24
+// (globalPid = globalTid with those zeroed). Correlation ids are unique only within a process.
+std::int64_t process_of(std::int64_t global_tid) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(global_tid) & ~std::uint64_t{0xFFFFFF});
+}
+struct CorrKey {
+  std::int64_t process, corr;
+  bool operator==(const CorrKey& o) const { return process == o.process && corr == o.corr; }
+};
+struct CorrKeyHash {
+  std::size_t operator()(const CorrKey& k) const {
+    return std::hash<std::int64_t>()(k.corr) ^ (std::hash<std::int64_t>()(k.process) * 0x9E3779B97F4A7C15ull);
+  }
+};
 struct Kernel {
   std::int64_t start, end;
 };
+
+// Keeps the iteration markers of one process (and their indices, element for element).
+void iterations_of_process(std::vector<Range>& iterations, std::vector<std::int64_t>& index, std::int64_t process) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < iterations.size(); ++i)
+    if (process_of(iterations[i].tid) == process) {
+      iterations[kept] = std::move(iterations[i]);
+      index[kept] = index[i];
+      ++kept;
+    }
+  iterations.resize(kept);
+  index.resize(kept);
+}
 
 bool icontains(std::string_view s, std::string_view needle) {
   if (needle.size() > s.size()) return false;
@@ -198,14 +228,27 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     if (!has_table(db, path, t))
       ETS_THROW(Errc::unsupported, "ets.nsight.4", "'{}' has no {} table, which ETS needs to form ops", path, t);
 
-  std::unordered_multimap<std::int64_t, Kernel> kernels;
+  // Kernels by (process, correlation id): in a capture of several processes (torchrun) each reuses the same ids.
+  // An export without the kernel's process (globalPid) joins by correlation id alone.
+  std::unordered_multimap<CorrKey, Kernel, CorrKeyHash> kernels;
+  bool by_process = true;
   {
-    Stmt s = prepare(db, "SELECT start, end, correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId IS NOT NULL", path);
+    Stmt s = prepare(db,
+                     "SELECT start, end, correlationId, globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL "
+                     "WHERE correlationId IS NOT NULL",
+                     path, false);
+    if (!s) {
+      by_process = false;
+      s = prepare(db, "SELECT start, end, correlationId, 0 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId IS NOT NULL",
+                  path);
+    }
     each_row(db, s.get(), path, "reading kernels", [&](sqlite3_stmt* r) {
       const Kernel k{sqlite3_column_int64(r, 0), sqlite3_column_int64(r, 1)};
-      if (k.end >= k.start) kernels.emplace(sqlite3_column_int64(r, 2), k);
+      if (k.end >= k.start)
+        kernels.emplace(CorrKey{process_of(sqlite3_column_int64(r, 3)), sqlite3_column_int64(r, 2)}, k);
     });
   }
+  const auto key_of = [&](const Launch& l) { return CorrKey{by_process ? process_of(l.tid) : 0, l.corr}; };
   std::vector<Launch> launches;
   {
     Stmt s = prepare(db,
@@ -215,7 +258,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     each_row(db, s.get(), path, "reading runtime calls", [&](sqlite3_stmt* r) {
       const Launch l{sqlite3_column_int64(r, 0), sqlite3_column_int64(r, 1), sqlite3_column_int64(r, 2),
                      sqlite3_column_int64(r, 3)};
-      if (kernels.count(l.corr)) launches.push_back(l);
+      if (kernels.count(key_of(l))) launches.push_back(l);
     });
   }
   std::vector<Range> ranges;
@@ -280,7 +323,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     if (g->tid != l.tid || l.start < g->start || l.end > g->end) continue;
     auto& b = ops[g];
     b.range = g;
-    auto [lo, hi] = kernels.equal_range(l.corr);
+    auto [lo, hi] = kernels.equal_range(key_of(l));
     for (; lo != hi; ++lo) b.kernels.push_back(lo->second);
   }
   if (ops.empty())
@@ -288,6 +331,27 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
               "'{}': no NVTX range contains a kernel launch ({} ranges, {} launches, {} kernels); "
               "capture with NVTX ranges around operators (e.g. torch.autograd.profiler.emit_nvtx)",
               path, ranges.size(), launches.size(), kernels.size());
+  // One process per import, as with a Kineto file (one rank): the processes of a multi-process capture run their
+  // iterations side by side, and their ops in one sequence would be neither's. The one kept is the one with
+  // iteration markers, and of those (or of all, without markers) the one with the most ops.
+  {
+    std::map<std::int64_t, std::pair<bool, std::size_t>> processes;  // process -> (has markers, ops)
+    for (const auto& [g, b] : ops) ++processes[process_of(g->tid)].second;
+    if (processes.size() > 1) {
+      for (const auto& m : iterations)
+        if (auto it = processes.find(process_of(m.tid)); it != processes.end()) it->second.first = true;
+      const auto chosen = std::max_element(processes.begin(), processes.end(), [](const auto& a, const auto& b) {
+                            return a.second < b.second;
+                          })->first;
+      for (auto it = ops.begin(); it != ops.end();) it = process_of(it->first->tid) == chosen ? std::next(it) : ops.erase(it);
+      iterations_of_process(iterations, iteration_index, chosen);
+      log(LogLevel::warn,
+          "[ets.nsight.8] '{}': kernels launched by {} processes; importing process {} ({} ops, the {}), as one "
+          "import holds one process",
+          path, processes.size(), (static_cast<std::uint64_t>(chosen) >> 24) & 0xFFFFFF, ops.size(),
+          processes[chosen].first ? "one with iteration markers and the most ops" : "one with the most ops");
+    }
+  }
 
   // Phase markers: user ranges that say backward / optimizer (e.g. record_function("backward")).
   std::vector<const Range*> backward_marks, update_marks;

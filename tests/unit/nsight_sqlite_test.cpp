@@ -12,9 +12,11 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ets/error.hpp"
+#include "ets/log.hpp"
 #include "ets/trace.hpp"
 #include "ets/tracer.hpp"
 #include "import/importers.hpp"
@@ -76,9 +78,9 @@ struct Builder {
     exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (" + std::to_string(s) + "," + std::to_string(e) + ",0," +
                  std::to_string(tid) + "," + std::to_string(corr) + ",1,0,NULL)");
   }
-  void kernel(std::int64_t s, std::int64_t e, std::int64_t corr) {
+  void kernel(std::int64_t s, std::int64_t e, std::int64_t corr, std::int64_t global_pid = 1) {
     exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (" + std::to_string(s) + "," + std::to_string(e) +
-                 ",0,1,7," + std::to_string(corr) + ",1,2,2)");
+                 ",0,1,7," + std::to_string(corr) + "," + std::to_string(global_pid) + ",2,2)");
   }
 };
 
@@ -322,4 +324,44 @@ TEST_CASE("Nsight reader: a WAL-mode export is read without creating files besid
   REQUIRE(mem.size() == before.size());
   CHECK(mem.front().ops.size() == before.front().ops.size());
   CHECK(mem.front().measured_us == before.front().measured_us);
+}
+
+TEST_CASE("Nsight: a capture of two processes imports one, its kernels joined within it (ets.nsight.8)") {
+  // torchrun-style: two processes (global ids: pid in the upper bits, thread in the low 24) reuse correlation ids.
+  // Joined by id alone, each launch took the other process's kernel as well (time 20 instead of 10, 2 kernels).
+  const std::int64_t a = std::int64_t{100} << 24, b = std::int64_t{200} << 24;
+  TempDir dir;
+  const std::string path = (dir.path / "two_processes.sqlite").string();
+  sqlite3* db = new_capture(path);
+  Builder w{db};
+  w.range(1000, 90000, a | 7, "ProfilerStep#3");  // only process a marks iterations
+  w.range(2000, 3000, a | 7, "aten::relu");
+  w.launch(2100, 2200, a | 7, 5);
+  w.kernel(10000, 20000, 5, a);
+  w.range(2000, 3000, b | 9, "aten::relu");
+  w.launch(2100, 2200, b | 9, 5);
+  w.kernel(30000, 40000, 5, b);
+  w.range(4000, 5000, b | 9, "aten::sigmoid");  // process b has more ops, but no markers
+  w.launch(4100, 4200, b | 9, 6);
+  w.kernel(41000, 42000, 6, b);
+  sqlite3_close(db);
+  std::vector<std::string> warnings;
+  ets::set_log_sink([&](ets::LogLevel, std::string_view m) { warnings.emplace_back(m); }, ets::LogLevel::warn);
+  std::vector<ets::ExecutionTrace> traces;
+  try {
+    traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
+  } catch (...) {
+    ets::set_log_sink({});
+    throw;
+  }
+  ets::set_log_sink({});
+  REQUIRE(traces.size() == 1);
+  CHECK(traces[0].iteration == 3);
+  REQUIRE(traces[0].ops.size() == 1);
+  CHECK(traces[0].ops[0].kernels == 1);
+  CHECK(traces[0].ops[0].time_us == Approx(10.0));
+  CHECK(traces[0].start_us == Approx(10.0));
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("[ets.nsight.8]") != std::string::npos);
+  CHECK(warnings[0].find("process 100") != std::string::npos);
 }
