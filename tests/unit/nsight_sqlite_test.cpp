@@ -365,3 +365,43 @@ TEST_CASE("Nsight: a capture of two processes imports one, its kernels joined wi
   CHECK(warnings[0].find("[ets.nsight.8]") != std::string::npos);
   CHECK(warnings[0].find("process 100") != std::string::npos);
 }
+
+TEST_CASE("Nsight: overlapping iteration markers and phase marks, ops asked in any order") {
+  // Each op joins the first iteration, in start order, that holds its range's start; a phase mark other than the op
+  // itself must contain it on its thread.
+  TempDir dir;
+  const std::string path = (dir.path / "overlap.sqlite").string();
+  sqlite3* db = new_capture(path);
+  Builder w{db};
+  w.range(0, 100000, 1, "ProfilerStep#1");
+  w.range(50000, 200000, 1, "ProfilerStep#2");   // begins before step 1 ends
+  w.range(55000, 58000, 1, "aten::optimizer_like_op");  // an op whose own name says optimizer: not inside a mark
+  w.range(60000, 99000, 1, "Optimizer.step#SGD.step");
+  w.range(61000, 62000, 1, "aten::add_");          // in step 1 (first by start) and inside the optimizer mark
+  w.range(120000, 121000, 1, "aten::mul");         // step 1 has ended: step 2
+  w.range(40000, 41000, 1, "aten::relu");          // only step 1 holds it
+  w.range(40000, 41000, 2, "backward");            // a backward mark, but on another thread
+  w.range(130000, 140000, 2, "backward");
+  w.range(131000, 132000, 2, "aten::mm");          // on thread 2 inside the mark; at 131,000 only step 2 holds it
+  const std::int64_t launches[][2] = {{55100, 1}, {61100, 2}, {120100, 3}, {40100, 4}, {131100, 5}};
+  for (const auto& l : launches) {
+    w.launch(l[0], l[0] + 10, l[1] == 5 ? 2 : 1, l[1]);
+    w.kernel(300000 + 1000 * l[1], 300000 + 1000 * l[1] + 100, l[1]);
+  }
+  sqlite3_close(db);
+  const auto traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
+  REQUIRE(traces.size() == 2);
+  REQUIRE(traces[0].ops.size() == 3);  // relu, optimizer_like_op, add_ (step 1), by their kernels' order
+  CHECK(traces[0].iteration == 1);
+  CHECK(traces[0].ops[0].raw_name == "aten::optimizer_like_op");
+  CHECK(traces[0].ops[0].phase == ets::Phase::Forward);
+  CHECK(traces[0].ops[1].raw_name == "aten::add_");
+  CHECK(traces[0].ops[1].phase == ets::Phase::Update);
+  CHECK(traces[0].ops[2].raw_name == "aten::relu");
+  CHECK(traces[0].ops[2].phase == ets::Phase::Forward);
+  REQUIRE(traces[1].ops.size() == 2);
+  CHECK(traces[1].iteration == 2);
+  CHECK(traces[1].ops[0].raw_name == "aten::mul");
+  CHECK(traces[1].ops[1].raw_name == "aten::mm");
+  CHECK(traces[1].ops[1].phase == ets::Phase::Backward);
+}
