@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "ets/aggregator.hpp"
@@ -30,12 +31,28 @@ ETS_INLINE Prediction Aggregator::aggregate(const WindowBatch& batch, const floa
     ETS_CHECK(batch.trace_index[i] == batch.trace_index[0], Errc::invalid_argument, "ets.aggregate.7",
               "batch holds several traces ({} and {}); use aggregate_all", batch.trace_index[0],
               batch.trace_index[i]);
-  auto all = aggregate_all(batch, pred, count, -1);
-  return all.empty() ? Prediction{} : std::move(all.back());
+  ETS_CHECK(n == 0 || batch.trace_index[0] >= 0, Errc::invalid_argument, "ets.aggregate.4",
+            "window 0 refers to trace {}, a negative index", n == 0 ? 0 : batch.trace_index[0]);
+  auto one = aggregate_range(batch, pred, count, n == 0 ? 0 : batch.trace_index[0], n == 0 ? 0 : 1);
+  return one.empty() ? Prediction{} : std::move(one.front());
 }
 
 ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& batch, const float* pred,
                                                              std::size_t count, int traces) const {
+  if (traces < 0) {
+    // 1 + the largest index, in 64 bits: INT32_MAX + 1 overflowed an int (undefined behaviour)
+    std::int64_t largest = -1;
+    for (auto t : batch.trace_index) largest = std::max<std::int64_t>(largest, t);
+    ETS_CHECK(largest < std::numeric_limits<int>::max(), Errc::invalid_argument, "ets.aggregate.4",
+              "a window refers to trace {}: 1 + that is more traces than an int counts", largest);
+    traces = static_cast<int>(largest + 1);
+  }
+  return aggregate_range(batch, pred, count, 0, traces);
+}
+
+ETS_INLINE std::vector<Prediction> Aggregator::aggregate_range(const WindowBatch& batch, const float* pred,
+                                                               std::size_t count, std::int64_t first,
+                                                               int traces) const {
   ETS_CHECK(spec_.fitted(), Errc::invalid_argument, "ets.aggregate.8",
             "FeatureSpec is not fitted (a moved-from Aggregator?)");
   const int nwin = batch.windows, width = batch.width;
@@ -53,16 +70,17 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
             "predictions hold {} values, expected windows × width × 2 = {}", count, positions * 2);
 
   // Ops per trace: 1 + the largest op index any window of that trace holds.
-  int ntr = traces;
-  if (ntr < 0) {
-    ntr = 0;
-    for (auto t : batch.trace_index) ntr = std::max(ntr, t + 1);
-  }
+  const int ntr = std::max(traces, 0);
+  // Each window's trace, counted from `first`; checked here, used below.
+  const auto trace_of = [&](int k) {
+    return static_cast<std::size_t>(static_cast<std::int64_t>(batch.trace_index[static_cast<std::size_t>(k)]) - first);
+  };
   std::vector<std::int64_t> ops(static_cast<std::size_t>(ntr), 0), real(static_cast<std::size_t>(ntr), 0);
   for (int k = 0; k < nwin; ++k) {
-    const int t = batch.trace_index[static_cast<std::size_t>(k)];
+    const std::int64_t t = static_cast<std::int64_t>(batch.trace_index[static_cast<std::size_t>(k)]) - first;
     ETS_CHECK(t >= 0 && t < ntr, Errc::invalid_argument, "ets.aggregate.4",
-              "window {} refers to trace {}, outside [0, {})", k, t, ntr);
+              "window {} refers to trace {}, outside [{}, {})", k, batch.trace_index[static_cast<std::size_t>(k)],
+              first, first + ntr);
     for (int p = 0; p < width; ++p) {
       const std::size_t pos = static_cast<std::size_t>(k) * static_cast<std::size_t>(width) + static_cast<std::size_t>(p);
       if (!batch.mask[pos]) continue;
@@ -79,7 +97,7 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
   for (int t = 0; t < ntr; ++t)
     ETS_CHECK(ops[static_cast<std::size_t>(t)] <= real[static_cast<std::size_t>(t)], Errc::invalid_argument,
               "ets.aggregate.5", "trace {} has op indices up to {} but only {} real positions: some op is covered by no window",
-              t, ops[static_cast<std::size_t>(t)] - 1, real[static_cast<std::size_t>(t)]);
+              first + t, ops[static_cast<std::size_t>(t)] - 1, real[static_cast<std::size_t>(t)]);
   std::vector<std::size_t> base(static_cast<std::size_t>(ntr) + 1, 0);
   for (int t = 0; t < ntr; ++t)
     base[static_cast<std::size_t>(t) + 1] = base[static_cast<std::size_t>(t)] + static_cast<std::size_t>(ops[static_cast<std::size_t>(t)]);
@@ -95,7 +113,7 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
   const auto& lay = spec_.layout();
 
   for (int k = 0; k < nwin; ++k) {
-    const std::size_t t = static_cast<std::size_t>(batch.trace_index[static_cast<std::size_t>(k)]);
+    const std::size_t t = trace_of(k);
     for (int p = 0; p < width; ++p) {
       const std::size_t pos = static_cast<std::size_t>(k) * static_cast<std::size_t>(width) + static_cast<std::size_t>(p);
       if (!batch.mask[pos]) continue;
@@ -144,7 +162,7 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
     for (std::size_t i = 0; i < pr.ops.size(); ++i) {
       const Acc& a = acc[base[t] + i];
       ETS_CHECK(a.count > 0, Errc::invalid_argument, "ets.aggregate.5",
-                "op {} of trace {} is covered by no window", i, t);
+                "op {} of trace {} is covered by no window", i, first + static_cast<std::int64_t>(t));
       Prediction::Op& o = pr.ops[i];
       o.windows = a.count;
       o.lo_us = a.lo;
@@ -166,8 +184,8 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
     // Each position is finite, yet sums of huge ones can overflow (what an ets::Error says, not an inf returned).
     ETS_CHECK(std::isfinite(pr.iteration_us) && std::isfinite(pr.forward_us) && std::isfinite(pr.backward_us) &&
                   std::isfinite(pr.update_us),
-              Errc::invalid_argument, "ets.aggregate.3", "the predictions of trace {} overflow when summed ({} µs)", t,
-              pr.iteration_us);
+              Errc::invalid_argument, "ets.aggregate.3", "the predictions of trace {} overflow when summed ({} µs)",
+              first + static_cast<std::int64_t>(t), pr.iteration_us);
   }
 
   // Interval: weighted quantiles of each window's relative deviation from its op's mean, applied to the total
@@ -175,7 +193,7 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_all(const WindowBatch& 
   std::vector<std::vector<std::pair<double, double>>> dev(result.size());
   for (std::size_t op_t = 0; op_t < result.size(); ++op_t) dev[op_t].reserve(static_cast<std::size_t>(ops[op_t]) * 3);
   for (int k = 0; k < nwin; ++k) {
-    const std::size_t t = static_cast<std::size_t>(batch.trace_index[static_cast<std::size_t>(k)]);
+    const std::size_t t = trace_of(k);
     for (int p = 0; p < width; ++p) {
       const std::size_t pos = static_cast<std::size_t>(k) * static_cast<std::size_t>(width) + static_cast<std::size_t>(p);
       if (!batch.mask[pos]) continue;

@@ -32,7 +32,7 @@ class Aggregator {
   const Options& options() const noexcept { return options_; }
 
   /// pred: windows × width × 2 normalised (time, gap), the predictor's output for `batch`. The batch must
-  /// come from one trace (ets.aggregate.7 otherwise); an empty batch gives an empty prediction. Throws
+  /// come from one trace (ets.aggregate.7 otherwise), of any index ≥ 0; an empty batch gives an empty prediction. Throws
   /// ets.aggregate.1 / .2 (shapes), .4 / .5 (bad op indices) and .3 for a non-finite or overflowing prediction
   /// (never a NaN result); aggregate_all throws the same.
   ETS_INLINE Prediction aggregate(const WindowBatch& batch, const float* pred, std::size_t count) const;
@@ -40,7 +40,8 @@ class Aggregator {
     return aggregate(batch, pred.data(), pred.size());
   }
 
-  /// One Prediction per trace index 0 … traces−1 (traces < 0: 1 + the largest trace_index in the batch).
+  /// One Prediction per trace index 0 … traces−1 (traces < 0: 1 + the largest trace_index in the batch, which
+  /// must be below 2^31 − 1, ets.aggregate.4).
   ETS_INLINE std::vector<Prediction> aggregate_all(const WindowBatch& batch, const float* pred, std::size_t count,
                                                    int traces = -1) const;
   std::vector<Prediction> aggregate_all(const WindowBatch& batch, const std::vector<float>& pred,
@@ -49,6 +50,11 @@ class Aggregator {
   }
 
  private:
+  // Predictions of traces first … first + traces − 1 (the windows' trace_index less `first`): aggregate() asks
+  // for its one trace alone, whatever its index, so its cost is bounded by the batch.
+  ETS_INLINE std::vector<Prediction> aggregate_range(const WindowBatch& batch, const float* pred, std::size_t count,
+                                                     std::int64_t first, int traces) const;
+
   FeatureSpec spec_;
   Options options_;
 };

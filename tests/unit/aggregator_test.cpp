@@ -265,6 +265,22 @@ TEST_CASE("inconsistent batches and predictions are rejected") {
   auto far = b;
   far.op_index.back() = std::numeric_limits<std::int32_t>::max();
   CHECK(error_id([&] { agg.aggregate(far, pred); }) == "ets.aggregate.5");
+  // a trace index far beyond the batch: aggregate() of one trace costs what the batch costs, whatever the index
+  // (it built 1 + index predictions: 20,000,000 took 3 GB), and 2^31 − 1 is no longer an int overflow (1 + it)
+  const ets::Prediction want = agg.aggregate(b, pred);
+  for (const std::int32_t index : {20000000, std::numeric_limits<std::int32_t>::max()}) {
+    auto renamed = b;
+    for (auto& t : renamed.trace_index) t = index;
+    same_prediction(agg.aggregate(renamed, pred), want);
+  }
+  idx = b;
+  idx.trace_index[0] = -2;  // negative: as before, whether every window says it or not
+  CHECK(error_id([&] { agg.aggregate(idx, pred); }) == "ets.aggregate.7");
+  for (auto& t : idx.trace_index) t = -2;
+  CHECK(error_id([&] { agg.aggregate(idx, pred); }) == "ets.aggregate.4");
+  idx = b;
+  for (auto& t : idx.trace_index) t = std::numeric_limits<std::int32_t>::max();
+  CHECK(error_id([&] { agg.aggregate_all(idx, pred); }) == "ets.aggregate.4");  // 2^31 predictions: not an int
   ets::Aggregator::Options bad;
   bad.interval_lo = 0.9;
   bad.interval_hi = 0.1;
