@@ -165,9 +165,13 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
             "labels must be a log1p transform with finite means and positive scales (transform '{}', time {} / {}, "
             "gap {} / {})",
             ln.transform, ln.time_mean, ln.time_scale, ln.gap_mean, ln.gap_scale);
+  // A metadata key holds up to 65,535 bytes (u16 length), "provenance." included: any name that fits is one the
+  // reader gives back (an ETS-only cap of 200 bytes refused to save models that parse_model had loaded).
+  constexpr std::size_t kMaxProvenanceName = 65535 - sizeof("provenance.") + 1;
   for (const auto& [k, v] : m.provenance)
-    ETS_CHECK(!k.empty() && k.size() <= 200, Errc::invalid_argument, "ets.model.10",
-              "provenance key '{}' must have 1..200 bytes", k);
+    ETS_CHECK(k.size() <= kMaxProvenanceName, Errc::invalid_argument, "ets.model.10",
+              "provenance key '{}…' has {} bytes, more than a metadata key holds ({})", k.substr(0, 40), k.size(),
+              kMaxProvenanceName);
 
   std::vector<Meta> meta;
   // The cell is the architecture: a reader that predates the GRU rejects "bigru" by name (ets.model.11).

@@ -367,6 +367,19 @@ TEST_CASE("serialize_model refuses what parse_model would refuse: a non-finite w
   ets::ModelFile m = sample_model(7);
   for (int i = 0; i < 65536; ++i) m.provenance["k" + std::to_string(i)] = "v";
   CHECK(write_error(m) == "ets.model.10");
+  // any provenance name a metadata key holds (u16 length, "provenance." included) round-trips, an empty one too:
+  // the writer refused names of over 200 bytes, or empty, that the reader loads (so a loaded model could not be
+  // saved again); one byte more than the key holds is refused
+  m = sample_model(7);
+  m.provenance[""] = "empty name";
+  m.provenance[std::string(240, 'k')] = "long name";
+  m.provenance[std::string(65535 - 11, 'n')] = "longest name";
+  const auto round = ets::serialize_model(m);
+  const ets::ModelFile back = ets::parse_model(round.data(), round.size());
+  CHECK(back.provenance == m.provenance);
+  CHECK(ets::serialize_model(back) == round);
+  m.provenance[std::string(65535 - 10, 'n')] = "too long";
+  CHECK(write_error(m) == "ets.model.10");
   // below the reader's limit, it loads
   m = sample_model(7);
   for (int i = 0; i < 1000; ++i) m.provenance["k" + std::to_string(i)] = "v";
