@@ -6,6 +6,10 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "ets/log.hpp"
 
 namespace ets_test {
 
@@ -18,6 +22,20 @@ inline std::string shared_data(const std::string& rel) {
 }
 
 inline bool have_shared(const std::string& rel) { return std::filesystem::exists(shared_data(rel)); }
+
+/// Collects the library's warnings while it lives (the process-wide log sink), and removes the sink on the way
+/// out, also when a REQUIRE or an exception ends the test early.
+class CapturedWarnings {
+ public:
+  CapturedWarnings() {
+    ets::set_log_sink([this](ets::LogLevel, std::string_view m) { lines.emplace_back(m); }, ets::LogLevel::warn);
+  }
+  ~CapturedWarnings() { ets::set_log_sink({}); }
+  CapturedWarnings(const CapturedWarnings&) = delete;
+  CapturedWarnings& operator=(const CapturedWarnings&) = delete;
+
+  std::vector<std::string> lines;
+};
 
 }  // namespace ets_test
 

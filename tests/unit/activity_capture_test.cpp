@@ -10,6 +10,7 @@
 
 #include "ets/log.hpp"
 #include "import/activity_capture.hpp"
+#include "test_support.hpp"
 
 using ets::import::ActivityApi;
 using ets::import::ActivityCapture;
@@ -176,11 +177,10 @@ TEST_CASE("records CUPTI could not time are dropped, counted in one warning, and
   c.markers.push_back({0, 500, ActivityMarker::Flag::Start, 11, "aten::mul"});  // its End alone is unpaired
   c.markers.push_back({at(1170), 500, ActivityMarker::Flag::End, 11, {}});
   c.markers.push_back({0, 501, ActivityMarker::Flag::Instant, 11, "mark"});
-  std::vector<std::string> warnings;
-  ets::set_log_sink([&](ets::LogLevel, std::string_view m) { warnings.emplace_back(m); }, ets::LogLevel::warn);
+  ets_test::CapturedWarnings log;
   const auto in = ets::import::capture_to_assembly_input(c, {});
   const auto traces = ets::import::assemble_capture(c, {});
-  ets::set_log_sink({});
+  const std::vector<std::string> warnings = log.lines;
   REQUIRE(in.steps.size() == 2);
   CHECK(in.steps[0].start_us == Approx(0).margin(1e-9));  // the origin is the earliest timed record
   CHECK(in.steps[1].start_us == Approx(1000));

@@ -364,22 +364,23 @@ TEST_CASE("bad inputs: each manifest case ends in its documented id or warning, 
       act = it->second(tmp.path);
     }
 
-    std::vector<std::string> warnings;
-    ets::set_log_sink([&](ets::LogLevel, std::string_view m) { warnings.emplace_back(m); }, ets::LogLevel::warn);
     std::string thrown_id, thrown_what;
     Outcome out;
     bool threw = false;
-    try {
-      out = act();
-    } catch (const ets::Error& e) {
-      threw = true;
-      thrown_id = e.id();
-      thrown_what = e.what();
-    } catch (const std::exception& e) {
-      ets::set_log_sink({});
-      FAIL("non-ets exception: " << e.what());
+    std::vector<std::string> warnings;
+    {
+      ets_test::CapturedWarnings log;
+      try {
+        out = act();
+      } catch (const ets::Error& e) {
+        threw = true;
+        thrown_id = e.id();
+        thrown_what = e.what();
+      } catch (const std::exception& e) {
+        FAIL("non-ets exception: " << e.what());
+      }
+      warnings = log.lines;
     }
-    ets::set_log_sink({});
     std::string logged;
     for (const auto& w : warnings) logged += "\n  warning: " + w;
     INFO("threw " << thrown_what << logged);

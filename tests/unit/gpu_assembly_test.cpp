@@ -9,6 +9,7 @@
 
 #include "ets/log.hpp"
 #include "import/gpu_assembly.hpp"
+#include "test_support.hpp"
 
 using namespace ets;
 using namespace ets::import;
@@ -135,10 +136,9 @@ TEST_CASE("GPU: an iteration whose device work starts inside the previous one is
   in.host = {span("aten::a", 10, 11), span("aten::b", 20, 21), span("aten::to", 110, 111), span("aten::c", 120, 121)};
   in.launches = {launch(1, 10.5), launch(2, 20.5), launch(3, 110.5), launch(4, 120.5)};
   in.device = {kernel(40, 45, 1), kernel(50, 60, 2), kernel(45, 55, 3, 16), kernel(70, 80, 4)};
-  std::vector<std::string> warnings;
-  ets::set_log_sink([&](ets::LogLevel, std::string_view m) { warnings.emplace_back(m); }, ets::LogLevel::warn);
+  ets_test::CapturedWarnings log;
   const auto its = assemble_gpu(in);
-  ets::set_log_sink({});
+  const std::vector<std::string> warnings = log.lines;
   REQUIRE(its.size() == 2);
   REQUIRE(its[1].ops.size() == 2);
   CHECK(its[1].start_us == 60);  // at the end of step 1's device work

@@ -345,16 +345,9 @@ TEST_CASE("Nsight: a capture of two processes imports one, its kernels joined wi
   w.launch(4100, 4200, b | 9, 6);
   w.kernel(41000, 42000, 6, b);
   sqlite3_close(db);
-  std::vector<std::string> warnings;
-  ets::set_log_sink([&](ets::LogLevel, std::string_view m) { warnings.emplace_back(m); }, ets::LogLevel::warn);
-  std::vector<ets::ExecutionTrace> traces;
-  try {
-    traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
-  } catch (...) {
-    ets::set_log_sink({});
-    throw;
-  }
-  ets::set_log_sink({});
+  ets_test::CapturedWarnings log;
+  const auto traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
+  const std::vector<std::string> warnings = log.lines;
   REQUIRE(traces.size() == 1);
   CHECK(traces[0].iteration == 3);
   REQUIRE(traces[0].ops.size() == 1);

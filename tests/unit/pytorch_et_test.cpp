@@ -241,16 +241,9 @@ TEST_CASE("ET: two ProfilerStep nodes of one number stay two iterations, with wa
     {"name": "[pytorch|profiler|execution_trace|thread]", "id": 6, "parent": 0, "seq_id": -1},
     {"name": "autograd::engine::evaluate_function: SigmoidBackward0", "id": 7, "parent": 6, "seq_id": -1},
     {"name": "aten::sigmoid_backward", "id": 8, "parent": 7, "seq_id": 2}]})J";
-  std::vector<std::string> warnings;
-  ets::set_log_sink([&](ets::LogLevel, std::string_view m) { warnings.emplace_back(m); }, ets::LogLevel::warn);
-  std::vector<ets::ExecutionTrace> t;
-  try {
-    t = read_et(et, "dup.json");
-  } catch (...) {
-    ets::set_log_sink({});
-    throw;
-  }
-  ets::set_log_sink({});
+  ets_test::CapturedWarnings log;
+  const std::vector<ets::ExecutionTrace> t = read_et(et, "dup.json");
+  const std::vector<std::string> warnings = log.lines;
   REQUIRE(t.size() == 2);
   CHECK(t[0].iteration == 3);
   CHECK(t[1].iteration == 3);
