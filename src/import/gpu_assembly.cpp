@@ -8,6 +8,7 @@
 #include <limits>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ets/log.hpp"
 #include "import/op_normalize.hpp"
@@ -355,7 +356,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   std::vector<std::uint32_t> nk(ops.size(), 0);
   std::vector<const DeviceActivity*> loose;
   std::size_t unmatched = 0;  // a correlation id no launch carries: attributed by time below, reported once
-  std::vector<std::int64_t> devices;
+  std::unordered_set<std::int64_t> devices;  // a set: a vector searched per activity was devices × activities
   for (const DeviceActivity& a : in.device) {
     if (a.kind == DeviceKind::Communication || !(a.end_us >= a.start_us)) continue;
     std::int64_t slot = -1;
@@ -371,7 +372,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     if (slot >= 0 && !ops[static_cast<std::size_t>(slot)].bookkeeping) {
       iv[static_cast<std::size_t>(slot)].emplace_back(a.start_us, a.end_us);
       ++nk[static_cast<std::size_t>(slot)];
-      if (std::find(devices.begin(), devices.end(), a.device) == devices.end()) devices.push_back(a.device);
+      devices.insert(a.device);
     } else if (!linked || slot < 0) {
       loose.push_back(&a);
       unmatched += !linked && a.correlation >= 0;
@@ -433,7 +434,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
         "iteration's device work, and their work before it counts in the previous iteration", in.meta.source_path, early_groups, earliest_by);
   // Activities without a launch (or whose launch lies outside every op) fall to the op window holding their start.
   for (const DeviceActivity* a : loose) {
-    if (!devices.empty() && std::find(devices.begin(), devices.end(), a->device) == devices.end()) continue;
+    if (!devices.empty() && devices.count(a->device) == 0) continue;
     auto it = std::upper_bound(seq.begin(), seq.end(), a->start_us, [](double t, const Seq& s) { return t < s.start; });
     if (it == seq.begin()) continue;
     --it;

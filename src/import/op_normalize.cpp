@@ -109,8 +109,9 @@ std::string conv_by_rank(const std::string& n, int weight_rank) {
 }
 
 std::string forward_name(std::string_view stripped, int weight_rank) {
-  std::string s(stripped);
-  while (!s.empty() && s.front() == '_') s.erase(s.begin());
+  // leading underscores cut at once: one erase each was quadratic in a (hostile) name's length
+  const std::size_t first = stripped.find_first_not_of('_');
+  std::string s(first == std::string_view::npos ? std::string_view() : stripped.substr(first));
   const auto& t = aten_table();
   auto it = t.find(s);
   if (it == t.end() && !s.empty() && s.back() == '_') {
@@ -157,17 +158,18 @@ double broadcast_numel(const std::vector<const std::vector<std::int64_t>*>& shap
   for (const auto* s : shapes) rank = std::max(rank, s->size());
   double n = 1, largest = 1;
   bool clash = false;
-  for (std::size_t j = 0; j < rank; ++j) {  // j-th dim from the end
-    std::int64_t d = 1;
-    for (const auto* s : shapes) {
-      if (j >= s->size()) continue;
+  // Each shape's own dims merged into the broadcast (j-th dim from the end): the sum of the ranks, not the largest
+  // rank times the number of shapes.
+  std::vector<std::int64_t> out(rank, 1);
+  for (const auto* s : shapes)
+    for (std::size_t j = 0; j < s->size(); ++j) {
       const std::int64_t e = std::max<std::int64_t>(0, (*s)[s->size() - 1 - j]);  // as numel(): unknown is 0
+      std::int64_t& d = out[j];
       if (e == d || e == 1) continue;
       if (d == 1) d = e;
       else clash = true;
     }
-    n *= static_cast<double>(d);
-  }
+  for (const std::int64_t d : out) n *= static_cast<double>(d);
   for (const auto* s : shapes) largest = std::max(largest, numel(*s));
   return clash ? largest : n;
 }
