@@ -246,7 +246,9 @@ std::vector<TensorInfo> range_sizes(std::string_view text) {
 }
 
 bool has_table(sqlite3* db, const std::string& path, const char* name) {
-  Stmt s = prepare(db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?1", path);
+  // Tables only: a view computes its rows (a recursive one without bound), so a file's size would not bound what
+  // reading it costs; views are also switched off on the connection (from_db).
+  Stmt s = prepare(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", path);
   sqlite3_bind_text(s.get(), 1, name, -1, SQLITE_STATIC);
   bool found = false;
   each_row(db, s.get(), path, "listing tables", [&](sqlite3_stmt*) { found = true; });
@@ -259,6 +261,9 @@ struct OpBuild {
 };
 
 std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
+#ifdef SQLITE_DBCONFIG_ENABLE_VIEW
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, nullptr);
+#endif
   if (!has_table(db, path, "CUPTI_ACTIVITY_KIND_KERNEL"))
     ETS_THROW(Errc::unsupported, "ets.nsight.3",
               "'{}' has no CUPTI_ACTIVITY_KIND_KERNEL table: the capture recorded no GPU kernels", path);
@@ -296,24 +301,37 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     each_row(db, s.get(), path, "reading runtime calls", [&](sqlite3_stmt* r) {
       const Launch l{sqlite3_column_int64(r, 0), sqlite3_column_int64(r, 1), sqlite3_column_int64(r, 2),
                      sqlite3_column_int64(r, 3)};
-      if (kernels.count(key_of(l))) launches.push_back(l);
+      if (kernels.find(key_of(l)) != kernels.end()) launches.push_back(l);  // count() walks every equal key
     });
   }
   std::vector<Range> ranges;
   {
-    // Push/pop (59) and start/end (60) ranges; text inline or, in newer exports, through StringIds.
-    const char* with_ids =
-        "SELECT n.start, n.end, n.globalTid, COALESCE(n.text, s.value, '') FROM NVTX_EVENTS n "
-        "LEFT JOIN StringIds s ON s.id = n.textId WHERE n.end IS NOT NULL AND n.eventType IN (59, 60)";
-    Stmt s = prepare(db, with_ids, path, false);
-    if (!s)
-      s = prepare(db,
-                  "SELECT start, end, globalTid, COALESCE(text, '') FROM NVTX_EVENTS "
-                  "WHERE end IS NOT NULL AND eventType IN (59, 60)",
-                  path);
+    // Push/pop (59) and start/end (60) ranges; text inline or, in newer exports, through StringIds. The strings
+    // are looked up here, not joined in SQL: a join multiplies rows where ids repeat (n events and n StringIds
+    // rows of one id gave n² ranges); the first row of an id counts.
+    const char* range_cols = "FROM NVTX_EVENTS WHERE end IS NOT NULL AND eventType IN (59, 60)";
+    Stmt s = prepare(db, std::string("SELECT start, end, globalTid, text, textId ") + range_cols, path, false);
+    const bool with_ids = static_cast<bool>(s);
+    if (!with_ids) s = prepare(db, std::string("SELECT start, end, globalTid, text, NULL ") + range_cols, path);
+    std::unordered_map<std::int64_t, std::string> strings;
+    if (with_ids) {
+      Stmt ids = prepare(db,
+                         "SELECT id, value FROM StringIds WHERE id IN "
+                         "(SELECT textId FROM NVTX_EVENTS WHERE textId IS NOT NULL)",
+                         path);
+      each_row(db, ids.get(), path, "reading NVTX strings",
+               [&](sqlite3_stmt* r) { strings.emplace(sqlite3_column_int64(r, 0), column_text(r, 1)); });
+    }
     each_row(db, s.get(), path, "reading NVTX ranges", [&](sqlite3_stmt* r) {
-      Range g{sqlite3_column_int64(r, 0), sqlite3_column_int64(r, 1), sqlite3_column_int64(r, 2), column_text(r, 3)};
-      if (g.end >= g.start) ranges.push_back(std::move(g));
+      Range g{sqlite3_column_int64(r, 0), sqlite3_column_int64(r, 1), sqlite3_column_int64(r, 2), {}};
+      if (g.end < g.start) return;
+      if (sqlite3_column_type(r, 3) != SQLITE_NULL) {
+        g.text = column_text(r, 3);
+      } else if (sqlite3_column_type(r, 4) != SQLITE_NULL) {
+        const auto it = strings.find(sqlite3_column_int64(r, 4));
+        if (it != strings.end()) g.text = it->second;
+      }
+      ranges.push_back(std::move(g));
     });
   }
   std::string device;
@@ -359,10 +377,14 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     if (it == outer.begin()) continue;
     const Range* g = *std::prev(it);
     if (g->tid != l.tid || l.start < g->start || l.end > g->end) continue;
+    // A launch's kernels are taken once: a second launch of the same id (malformed) gets none, instead of a copy of
+    // all of them each (n launches × k kernels of one id); a range holding only such launches is no op.
+    const auto [lo, hi] = kernels.equal_range(key_of(l));
+    if (lo == hi) continue;
     auto& b = ops[g];
     b.range = g;
-    auto [lo, hi] = kernels.equal_range(key_of(l));
-    for (; lo != hi; ++lo) b.kernels.push_back(lo->second);
+    for (auto k = lo; k != hi; ++k) b.kernels.push_back(k->second);
+    kernels.erase(lo, hi);
   }
   if (ops.empty())
     ETS_THROW(Errc::invalid_trace, "ets.nsight.6",

@@ -359,6 +359,32 @@ TEST_CASE("Nsight: a capture of two processes imports one, its kernels joined wi
   CHECK(warnings[0].find("process 100") != std::string::npos);
 }
 
+TEST_CASE("Nsight: views are not read, and repeated string ids do not multiply ranges") {
+  TempDir dir;
+  const std::string path = make_capture(dir.path);
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  // StringIds rows repeating id 3 (the relu range's text): joined in SQL, each NVTX range of that id became as
+  // many ranges as rows; the first row of an id counts
+  exec(db, "CREATE TABLE S2 AS SELECT * FROM StringIds; DROP TABLE StringIds;"
+           "CREATE TABLE StringIds (id INTEGER NOT NULL, value TEXT NOT NULL); INSERT INTO StringIds SELECT * FROM S2;"
+           "INSERT INTO StringIds VALUES (3, 'aten::sigmoid, seq = 12'), (3, 'aten::tanh, seq = 13');");
+  sqlite3_close(db);
+  const auto traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
+  REQUIRE(traces.size() == 2);
+  REQUIRE(traces[0].ops.size() == 4);
+  CHECK(traces[0].ops[1].raw_name == "aten::relu");
+  CHECK(traces[0].ops[1].kernels == 1);
+  // a kernel table that is a view (rows computed, without bound: a file's size would not bound the work)
+  const std::string view = (dir.path / "view.sqlite").string();
+  db = new_capture(view);
+  exec(db, "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS "
+           "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r LIMIT 100000000) "
+           "SELECT 10 * x AS start, 10 * x + 5 AS end, x AS correlationId, 0 AS globalPid FROM r");
+  sqlite3_close(db);
+  CHECK(error_id([&] { ets::import::read_nsight_sqlite(view, ets::import::Options{}); }) == "ets.nsight.3");
+}
+
 TEST_CASE("Nsight: overlapping iteration markers and phase marks, ops asked in any order") {
   // Each op joins the first iteration, in start order, that holds its range's start; a phase mark other than the op
   // itself must contain it on its thread.
