@@ -27,6 +27,26 @@ bool is_sqlite(const std::string& path) {
 
 }  // namespace
 
+void import::check_meta_size(const TraceMeta& meta, const std::string& path) {
+  const auto check = [&](const std::string& field, const std::string& value) {
+    ETS_CHECK(value.size() <= kMaxMetaField, Errc::invalid_trace, "ets.import.6",
+              "'{}': its metadata field '{}' holds {} bytes, more than the {} one may hold (each iteration keeps a "
+              "copy)",
+              path, field.substr(0, 64), value.size(), kMaxMetaField);
+  };
+  check("framework", meta.framework);
+  check("framework_version", meta.framework_version);
+  check("device", meta.device);
+  check("environment", meta.environment);
+  check("model", meta.model);
+  check("family", meta.family);
+  check("optimizer", meta.optimizer);
+  for (const auto& [k, v] : meta.extra) {
+    check("extra key", k);
+    check(k, v);
+  }
+}
+
 std::string Tracer::detect(const std::string& path) { return detect(path, LoadOptions{}); }
 
 std::string Tracer::detect(const std::string& path, const LoadOptions& options) {

@@ -800,6 +800,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   in.meta.batch_size = meta.batch_size;
   in.meta.optimizer = !meta.optimizer.empty() ? meta.optimizer : c.optimizer;
   if (meta.rank >= 0) in.meta.extra["rank"] = std::to_string(meta.rank);
+  check_meta_size(in.meta, path);
   in.steps = make_steps(c, pid, opt);
   if (c.bad_durations > 0)
     log(LogLevel::warn, "[ets.kineto.5] '{}': {} complete events have a negative, non-finite or non-numeric \"dur\"; "

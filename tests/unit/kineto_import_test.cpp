@@ -160,6 +160,19 @@ TEST_CASE("Kineto reader errors") {
   o.rank = 3;
   CHECK_THROWS_WITH(ets::import::read_kineto_json(R"({"distributedInfo": {"rank": 1}, "traceEvents": []})", "r.json", o),
                     Catch::Contains("ets.kineto.2"));
+  // a metadata string longer than one may hold: every iteration would keep a copy (a 1 MB model name in a file of
+  // 4,000 steps took 4 GB), so the file is refused before they are made; at the limit, it reads
+  const auto with_model = [](std::size_t bytes) {
+    return R"({"ets": {"model": ")" + std::string(bytes, 'm') + R"("}, "traceEvents": [)"
+           R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 10},)"
+           R"({"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 1, "dur": 5}]})";
+  };
+  CHECK(ets::import::read_kineto_json(with_model(4096), "m.json", {}).at(0).meta.model.size() == 4096);
+  CHECK_THROWS_WITH(ets::import::read_kineto_json(with_model(4097), "m.json", {}), Catch::Contains("ets.import.6"));
+  const std::string long_device = R"({"deviceProperties": [{"name": ")" + std::string(5000, 'g') +
+                                  R"("}], "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1,)"
+                                  R"( "tid": 1, "ts": 1, "dur": 5}]})";
+  CHECK_THROWS_WITH(ets::import::read_kineto_json(long_device, "d.json", {}), Catch::Contains("ets.import.6"));
 }
 
 TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv arguments follow each schema") {

@@ -359,6 +359,16 @@ TEST_CASE("Nsight: a capture of two processes imports one, its kernels joined wi
   CHECK(warnings[0].find("process 100") != std::string::npos);
 }
 
+TEST_CASE("Nsight: a GPU name longer than a metadata field may hold is refused (each iteration copies it)") {
+  TempDir dir;
+  const std::string path = make_capture(dir.path);
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  exec(db, "UPDATE TARGET_INFO_GPU SET name = '" + std::string(5000, 'g') + "'");
+  sqlite3_close(db);
+  CHECK(error_id([&] { ets::import::read_nsight_sqlite(path, ets::import::Options{}); }) == "ets.import.6");
+}
+
 TEST_CASE("Nsight: views are not read, and repeated string ids do not multiply ranges") {
   TempDir dir;
   const std::string path = make_capture(dir.path);

@@ -218,6 +218,8 @@ TEST_CASE("malformed Execution Traces raise documented ids") {
   CHECK(error_id(R"({"schema": "1.0.1", "nodes": [{"name": "aten::relu"}]})") == "ets.et.4");
   CHECK(error_id(R"({"schema": "1.0.1", "nodes": []})") == "ets.et.5");
   CHECK(error_id(R"({"schema": "1.0.1", "nodes": [{"name": 5, "id": 1}]})") == "ets.et.1");
+  // a schema string each iteration would copy, longer than a metadata field may hold
+  CHECK(error_id(R"({"schema": "1.0.)" + std::string(5000, '1') + R"(", "nodes": []})") == "ets.import.6");
   // a parent cycle must not hang
   CHECK(error_id(R"({"schema": "1.0.1", "nodes": [{"name": "aten::a", "id": 1, "parent": 2},
                                                   {"name": "aten::b", "id": 2, "parent": 1}]})") == "ets.et.5");
