@@ -434,9 +434,14 @@ namespace {
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 std::atomic<int> g_stop_signal{0};  // the first stopping signal received while a StopSignals lives; 0: none
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler sets it");
+// The first signal asks the command to stop at its next check; a second one ends it at once, removing the
+// temporary of any file being written first (a checkpoint or model under way), as on_ending_signal does.
 extern "C" void on_stop_signal(int sig) {
   int none = 0;
-  g_stop_signal.compare_exchange_strong(none, sig);
+  if (g_stop_signal.compare_exchange_strong(none, sig)) return;
+  ets::detail::remove_live_temporaries();
+  std::signal(sig, SIG_DFL);  // the signal is blocked in its handler: it ends the process once this returns
+  std::raise(sig);
 }
 }  // namespace
 
@@ -454,7 +459,8 @@ StopSignals::StopSignals() : saved_(std::make_unique<Saved>()) {
     struct sigaction act {};
     act.sa_handler = on_stop_signal;
     sigemptyset(&act.sa_mask);
-    act.sa_flags = SA_RESETHAND;
+    for (const int other : kStopSignals) sigaddset(&act.sa_mask, other);  // one handler runs at a time
+    act.sa_flags = 0;  // it stays for the second signal (SA_RESETHAND let that one end the process as it was)
     sigaction(kStopSignals[i], &act, nullptr);
   }
 }
