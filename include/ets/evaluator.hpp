@@ -45,9 +45,10 @@ class Evaluator {
     std::vector<double> predicted_us;                    ///< per trace, input order
   };
 
-  /// Ground truth: measured_us when the trace has it, else Σ(time + gap) of its labels.
+  /// Ground truth: measured_us when the trace has it, else Σ(time + gap) of its labels (NaN when that sum is past a
+  /// double's range).
   static double truth_us(const ExecutionTrace& trace) noexcept;
-  /// Whether a trace can be scored (validation, baseline tuning): at least one op and a positive truth_us().
+  /// Whether a trace can be scored (validation, baseline tuning): at least one op and a finite, positive truth_us().
   static bool scorable(const ExecutionTrace& trace) noexcept;
   /// "0-200", "200-400", …, "1000-1200", "1200+".
   static std::string ops_bucket(std::size_t ops);

@@ -23,9 +23,18 @@
 
 namespace ets {
 
-double Evaluator::truth_us(const ExecutionTrace& t) noexcept { return t.has_measurement() ? t.measured_us : t.sum_us(); }
+double Evaluator::truth_us(const ExecutionTrace& t) noexcept {
+  if (t.has_measurement()) return t.measured_us;
+  // A label sum past a double's range (finite labels of 1e308) is no truth: NaN, which no check of "> 0" passes;
+  // as infinity it made every relative error NaN, and so the whole split's MRE.
+  const double sum = t.sum_us();
+  return std::isfinite(sum) ? sum : std::numeric_limits<double>::quiet_NaN();
+}
 
-bool Evaluator::scorable(const ExecutionTrace& t) noexcept { return !t.ops.empty() && truth_us(t) > 0; }
+bool Evaluator::scorable(const ExecutionTrace& t) noexcept {
+  const double truth = truth_us(t);
+  return !t.ops.empty() && std::isfinite(truth) && truth > 0;
+}
 
 std::string Evaluator::ops_bucket(std::size_t ops) {
   if (ops >= 1200) return "1200+";
@@ -58,7 +67,7 @@ Evaluator::Metrics Evaluator::metrics(const std::vector<double>& pred, const std
   Metrics m;  // NaN until something labelled is scored: 0 would read as a perfect score
   double rel = 0, signed_rel = 0, se = 0;
   for (std::size_t i = 0; i < pred.size(); ++i) {
-    if (!(truth[i] > 0)) continue;  // an unlabelled trace has no error to report
+    if (!(truth[i] > 0) || !std::isfinite(truth[i])) continue;  // unlabelled (or no usable truth): no error
     rel += std::abs(pred[i] - truth[i]) / truth[i];
     signed_rel += (pred[i] - truth[i]) / truth[i];
     se += (pred[i] - truth[i]) * (pred[i] - truth[i]);
@@ -112,7 +121,7 @@ Evaluator::Method Evaluator::method(std::string name, const std::vector<Executio
 
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> fam, ops, dis;
   for (std::size_t i = 0; i < traces.size(); ++i) {
-    if (!(truth[i] > 0)) continue;  // unlabelled: in no group, so a group of only unlabelled traces is not listed
+    if (!(truth[i] > 0) || !std::isfinite(truth[i])) continue;  // unlabelled: in no group (nor listed alone)
     const std::string f = family_key(traces[i]);
     fam[f].first.push_back(pred[i]);
     fam[f].second.push_back(truth[i]);
@@ -238,7 +247,7 @@ Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::v
     if (id == t.meta.extra.end()) continue;
     const auto hit = again.find(id->second);
     const double truth = truth_us(t);
-    if (hit == again.end() || !(truth > 0)) continue;
+    if (hit == again.end() || !(truth > 0) || !std::isfinite(truth) || !std::isfinite(hit->second)) continue;
     const double diff = std::abs(hit->second - truth);
     rel += diff / truth;
     bound += diff / std::max(hit->second, truth);

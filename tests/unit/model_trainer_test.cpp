@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "ets/baseline.hpp"
@@ -386,4 +387,21 @@ TEST_CASE("evaluation metrics follow their definitions", "[train][eval]") {
   CHECK(ets::Evaluator::ops_bucket(1199) == "1000-1200");
   CHECK(ets::Evaluator::ops_bucket(5000) == "1200+");
   CHECK_THROWS_AS(ets::Evaluator::metrics({1}, {1, 2}), ets::Error);
+  // a truth past a double's range is none: the other traces are scored (it made the whole MRE NaN)
+  const double inf = std::numeric_limits<double>::infinity();
+  const auto with_inf = ets::Evaluator::metrics({150, 5, 7}, {100, inf, std::nan("")});
+  CHECK(with_inf.n == 1);
+  CHECK(with_inf.mre == Approx(0.5));
+  ets::ExecutionTrace huge;  // labels of 1e308 µs, finite each, whose sum overflows
+  for (int i = 0; i < 2; ++i) {
+    ets::OpRecord op;
+    op.name = "relu";
+    op.time_us = 1e308;
+    huge.ops.push_back(op);
+  }
+  CHECK(std::isnan(ets::Evaluator::truth_us(huge)));
+  CHECK_FALSE(ets::Evaluator::scorable(huge));
+  huge.ops.pop_back();
+  CHECK(ets::Evaluator::truth_us(huge) == 1e308);
+  CHECK(ets::Evaluator::scorable(huge));
 }
