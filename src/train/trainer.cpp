@@ -228,7 +228,9 @@ struct Trainer::Impl {
   /// Masked MAE sum and real-position count of flat weights p on a batch, sharded over threads.
   double masked_mae(const std::vector<float>& p, const WindowBatch& b) const {
     const int chunk = std::max(1, opt.batch);
-    std::vector<double> sums(static_cast<std::size_t>(threads), 0.0);
+    // one sum per shard, as run_shards makes them: at most one per window (a vector per thread asked for let
+    // threads = 2^30 allocate 8 GB for a batch of one window)
+    std::vector<double> sums(static_cast<std::size_t>(std::max(1, std::min(threads, b.windows))), 0.0);
     run_shards(threads, b.windows, [&](int s, int begin, int end) {
       auto eng = train::make_grad_engine(layout);
       std::vector<std::int32_t> idx;

@@ -359,6 +359,12 @@ TEST_CASE("trainer rejects inconsistent input with ets::Error", "[train]") {
     CHECK(e.id() == "ets.train.1");
   }
   CHECK(t.loss(ets::Trainer::init(lstm, 2), synthetic(4, 1)) > 0);
+  // more threads than windows: the same loss, one sum per shard (a sum per thread asked for let 2^30 threads
+  // allocate 8 GB for a batch of one window, and std::bad_alloc escape under a memory limit)
+  auto many = small_options();
+  many.threads = 1 << 30;
+  const ets::Trainer wide(ets::Trainer::init(lstm, 1), many);
+  CHECK(wide.loss(ets::Trainer::init(lstm, 2), synthetic(1, 1)) == t.loss(ets::Trainer::init(lstm, 2), synthetic(1, 1)));
 }
 
 TEST_CASE("validation that yields no number keeps the trained weights, not the starting ones", "[train]") {
