@@ -142,9 +142,11 @@ bool unsupported(cudnnStatus_t s) noexcept {
   return s == CUDNN_STATUS_BAD_PARAM || CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED;
 }
 
-/// Windows per cudnnRNNForward call: larger requests run in slices, which bounds the pinned staging buffers and the
-/// device buffers (~40 MB and ~80 MB per context at F = H = 102, width 12) whatever the caller's batch.
-constexpr int kMaxWindowsPerCall = 4096;
+/// Positions (windows × width) per cudnnRNNForward call: larger requests run in slices of whole windows, which
+/// bounds the pinned staging buffers and the device buffers (~40 MB and ~80 MB per context at F = H = 102) whatever
+/// the caller's batch and window width: 4,096 windows of the default width 12, fewer of wider ones (at least one).
+/// (Slicing by windows alone let windows of width 4,096 take 6.8 GB of pinned memory and tens of GB on the device.)
+constexpr int kMaxPositionsPerCall = 4096 * 12;
 
 }  // namespace
 
@@ -454,8 +456,9 @@ void CudnnBackend::forward(const float* x, int windows, int width, float* y) con
   // A context whose call failed may hold a half-set shape or a poisoned stream: drop it, never reuse.
   const auto in_stride = static_cast<std::size_t>(width) * static_cast<std::size_t>(impl_->config.input_size);
   const auto out_stride = static_cast<std::size_t>(width) * static_cast<std::size_t>(impl_->config.outputs);
+  const int per_call = std::max(1, kMaxPositionsPerCall / width);
   for (int first = 0, n = 0; first < windows; first += n) {  // first + n <= windows: no overflow
-    n = std::min(kMaxWindowsPerCall, windows - first);
+    n = std::min(per_call, windows - first);
     impl_->run(*ctx, x + static_cast<std::size_t>(first) * in_stride, n, width,
                y + static_cast<std::size_t>(first) * out_stride);
   }

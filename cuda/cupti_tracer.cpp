@@ -27,10 +27,14 @@ struct TracerState {
   std::mutex mu;  // guards everything below, filled from CUPTI's callbacks
   import::ActivityCapture capture;
   std::string first_error;
-  std::uint64_t errors = 0;
+  std::atomic<std::uint64_t> errors{0};  // also counted where the lock or the message could not be had
 
-  void fail(std::string what) noexcept {
+  // Formats inside its try block: a message built by the caller (fmt::format on a failed malloc, in a handler of
+  // std::bad_alloc) could throw out of a noexcept CUPTI callback, which ends the process.
+  template <typename... Args>
+  void fail(fmt::format_string<Args...> format, Args&&... args) noexcept {
     try {
+      std::string what = fmt::format(format, std::forward<Args>(args)...);
       std::lock_guard<std::mutex> lock(mu);
       if (errors++ == 0) first_error = std::move(what);
     } catch (...) {
@@ -69,7 +73,7 @@ void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_re
   *max_records = 0;  // as many as fit
   *buffer = static_cast<uint8_t*>(std::malloc(bytes));  // malloc alignment (16) exceeds CUPTI's 8
   *size = *buffer ? bytes : 0;
-  if (!*buffer && st) st->fail(fmt::format("could not allocate a {}-byte CUPTI activity buffer", bytes));
+  if (!*buffer && st) st->fail("could not allocate a {}-byte CUPTI activity buffer", bytes);
 }
 
 void append(TracerState& st, const CUpti_Activity* rec) {
@@ -137,10 +141,17 @@ void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* bu
         append(*st, rec);
       }
       size_t dropped = 0;
-      if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS)
+      const CUptiResult d = cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped);
+      if (d == CUPTI_SUCCESS) {
         st->capture.dropped += dropped;
+      } else {  // records may be lost and not counted: the capture cannot be trusted complete
+        const char* text = nullptr;
+        cuptiGetResultString(d, &text);
+        if (st->errors++ == 0)
+          st->first_error = fmt::format("cuptiActivityGetNumDroppedRecords: {}", text ? text : "?");
+      }
     } catch (const std::exception& e) {
-      st->fail(fmt::format("decoding a CUPTI buffer: {}", e.what()));
+      st->fail("decoding a CUPTI buffer: {}", e.what());
     } catch (...) {
       st->fail("decoding a CUPTI buffer: unknown exception");
     }
@@ -236,9 +247,12 @@ void CuptiTracer::start() {
 std::vector<ExecutionTrace> CuptiTracer::stop() {
   std::lock_guard<std::mutex> lock(g_start_stop);
   ETS_CHECK(state_->running, Errc::invalid_argument, "ets.cuda.13", "CuptiTracer::stop() without start()");
-  // Work still queued would otherwise be missing; a failure here (no context yet) is not the tracer's concern.
+  // Work still queued would otherwise be missing; a failure here (no context yet) is not the tracer's concern, and
+  // the error it leaves is cleared, but only when the caller had none pending (cudaGetLastError alone erased an
+  // unchecked launch error of the traced program).
+  const cudaError_t pending = cudaPeekAtLastError();
   (void)cudaDeviceSynchronize();
-  (void)cudaGetLastError();
+  if (pending == cudaSuccess) (void)cudaGetLastError();
   const auto [disable_all, flush_all] = detach(*state_);
 
   import::ActivityCapture capture;

@@ -10,12 +10,19 @@ namespace ets::cuda {
 bool device_available(std::string* why) noexcept {
   int count = 0;
   cudaError_t st = cudaGetDeviceCount(&count);
+  // The reason is best effort: building it may throw (std::bad_alloc), which must not leave this noexcept function.
   if (st != cudaSuccess) {
-    if (why) *why = fmt::format("no usable CUDA device: {}", cudaGetErrorString(st));
+    if (why) try {
+        *why = fmt::format("no usable CUDA device: {}", cudaGetErrorString(st));
+      } catch (...) {
+      }
     return false;
   }
   if (count == 0) {
-    if (why) *why = "no CUDA device present";
+    if (why) try {
+        *why = "no CUDA device present";
+      } catch (...) {
+      }
     return false;
   }
   return true;

@@ -25,8 +25,8 @@ struct CudnnOptions {
 /// persistent small-hidden kernels where cuDNN grants them for the config and shape, else on its standard algorithm
 /// (per-step kernels, several times slower for small batches); description() names the algorithms available.
 /// The head is one cuBLAS SGEMM over all positions; its bias is added on the host while the result is put back in
-/// the caller's batch-major order. Batches over 4,096 windows run in slices of 4,096, which bounds the pinned and
-/// device buffers of a call.
+/// the caller's batch-major order. Batches over 49,152 positions (4,096 windows of width 12) run in slices of whole
+/// windows of at most that many positions, which bounds the pinned and device buffers of a call.
 ///
 /// Thread safety: forward() is const and may run on many threads at once. Each concurrent call
 /// borrows a private execution context (stream, cuDNN and cuBLAS handles, descriptors, grow-only

@@ -131,7 +131,8 @@ TEST_CASE("cuDNN forward handles unidirectional nets, odd widths and shape chang
   require_device();
   const auto w = ets_test::random_lstm_weights(make_config(5, 8, 2, false), 3);
   ets::cuda::CudnnBackend backend(w);
-  for (auto [n, width] : {std::pair{3, 7}, std::pair{1, 1}, std::pair{9, 12}, std::pair{3, 7}}) {
+  // 60 windows of width 1,000 cross the backend's slices of 49,152 positions (49 windows, then 11)
+  for (auto [n, width] : {std::pair{3, 7}, std::pair{1, 1}, std::pair{9, 12}, std::pair{3, 7}, std::pair{60, 1000}}) {
     const auto x = random_input(static_cast<std::size_t>(n) * width * 5, 5u + n);
     std::vector<float> y(static_cast<std::size_t>(n) * width * 2);
     backend.forward(x.data(), n, width, y.data());
