@@ -253,6 +253,9 @@ for cid in ids:
         rec["probe"] = {"before": {"gemm_ms": 3.0 * f[0], "small_ops_ms": 2.0 * f[0]}}
     json.dump(rec, open(os.path.join(d, "pass%d.status.json" % a.p), "w"))
     print("DONE %s 1 0.01" % cid, flush=True)
+    if os.environ.get("STUB_DIE_AFTER") == cid:  # dies between configs, its marker still naming the finished one
+        open(os.path.join(a.raw, ".current-%d" % os.getpid()), "w").write(cid)
+        os._exit(3)
 if os.environ.get("STUB_SPEED"):  # the next worker runs at the next factor
     json.dump(json.load(open(os.environ["STUB_SPEED"]))[1:], open(os.environ["STUB_SPEED"], "w"))
 """)
@@ -263,6 +266,9 @@ TREE_COLLECT = os.path.join(tree, "tools", "collect", "collect.py")
 bad_ids = os.path.join(work, "bad-ids.txt")
 with open(bad_ids, "w") as fh:
     fh.write("mlp-0001\nbogus-1\n")
+twice_ids = os.path.join(work, "twice-ids.txt")
+with open(twice_ids, "w") as fh:
+    fh.write("mlp-0001\nmlp-0002\nmlp-0001  # again\n")  # the second run would be warm, in the same worker
 off_manifest = os.path.join(work, "off-manifest-ids.txt")
 with open(off_manifest, "w") as fh:
     fh.write("resnet-5\n")  # a known family, but no id of the manifest
@@ -273,6 +279,7 @@ for extra, word in ((["--configs", os.path.join(work, "no-such-ids.txt")], "no-s
                     (["--families", "mlp,resnt"], "known families: "),
                     (["--families", "resnt", "--print-ids"], "resnt"),
                     (["--configs", off_manifest], "resnet-5"),
+                    (["--configs", twice_ids], "named more than once (mlp-0001)"),
                     (["--families", ",", "--print-ids"], "names no family")):
     r = subprocess.run([sys.executable, TREE_COLLECT, "--out", refused, "--no-label", *extra], capture_output=True,
                        text=True)
@@ -289,6 +296,29 @@ left = sorted(os.listdir(os.path.join(stub_out, "collect"))) if os.path.isdir(os
 check(left == ["run.jsonl"], f"OUT/collect after clean passes: {left}")
 check(all(os.path.exists(os.path.join(stub_out, "raw", cid, f"pass{p}.status.json")) for cid in ids for p in (1, 2)),
       "the stub worker ran both passes of both configs")
+
+# ---- the worker's skip rule: the median warm-up iteration over --max-iter-s, decided as soon as it is certain (a
+# first warm-up paying one-off costs alone no longer drops a configuration); --rt is one of a pass's settings
+from tools.collect import env as E  # noqa: E402  (no torch at module level)
+for times, planned, want in (([2.3], 3, None), ([2.3, 1.7, 1.7], 3, False), ([2.3, 2.5], 3, True),
+                             ([1.0, 1.0, 1.0], 3, False), ([3.0], 1, True), ([2.1, 1.0, 2.2, 1.0], 4, True),
+                             ([], 0, False)):
+    check(E.warmup_too_slow(times, planned, 2.0) is want,
+          f"warmup_too_slow({times}, {planned}, 2.0) = {E.warmup_too_slow(times, planned, 2.0)}, not {want}")
+check(E.pass_settings(3, 6, False, 0, True) == {"warmup": 3, "iters": 6, "rt": True} and
+      E.pass_settings(3, 6, False, 0) == {"warmup": 3, "iters": 6},
+      f"--rt in a pass's settings: {E.pass_settings(3, 6, False, 0, True)}")
+
+# ---- a worker that dies between configs (after one's DONE, its marker still naming it) is not blamed on that
+# config: its good pass stays, and the rest run in a new worker (the finished pass was overwritten as crashed)
+die_out = os.path.join(work, "die-out")
+r = subprocess.run([sys.executable, TREE_COLLECT, "--out", die_out, "--configs", os.path.join(work, "ids.txt"),
+                    "--passes", "1", "--no-label"], capture_output=True, text=True,
+                   env={**os.environ, "STUB_DIE_AFTER": ids[0]})
+died = {cid: json.load(open(os.path.join(die_out, "raw", cid, "pass1.status.json"))) for cid in ids}
+check(r.returncode == 0 and all(st.get("ok") for st in died.values()) and
+      len({st["pid"] for st in died.values()}) == 2,
+      f"a worker dying after {ids[0]}: rc {r.returncode} {died} {r.stderr[-300:]}")
 
 # ---- --isolate: every pass of every config in a worker process of its own; a pass from a shared worker does not
 # count as done for an isolated collection (its label would depend on its neighbours), nor the other way round

@@ -84,7 +84,7 @@ class Collector:
             os.makedirs(d, exist_ok=True)
         self.log_path = os.path.join(self.state, "run.jsonl")
         self.ets = args.ets or _find_ets()
-        self.settings = E.pass_settings(args.warmup, args.iters, args.isolate, args.heap_mb)
+        self.settings = E.pass_settings(args.warmup, args.iters, args.isolate, args.heap_mb, getattr(args, "rt", False))
         self.speed_ref_path = os.path.join(self.state, "speed_ref.json")
 
     # ---- bookkeeping
@@ -144,6 +144,8 @@ class Collector:
                    "--export-nested", self.a.export_nested]
             if self.a.isolate:
                 cmd.append("--isolated")
+            if self.a.rt:
+                cmd.append("--rt")
             # stderr goes to a file, not a pipe: a worker that writes much to stderr while the collector reads stdout
             # would otherwise block both forever
             err_path = os.path.join(self.state, f"worker-pass{p}-{os.getpid()}.stderr")
@@ -181,6 +183,11 @@ class Collector:
                 with open(marker) as fh:
                     culprit = fh.read().strip()
                 os.remove(marker)
+            if culprit is not None and culprit in finished:
+                # it died after finishing that config (its DONE line came, its status is written): nothing to
+                # blame, and its good pass stays; the rest runs in a new worker (this one made progress)
+                self.log(ev="crash", config=None, after=culprit, **{"pass": p}, rc=rc, stderr=err[-500:])
+                continue
             if culprit is None and not finished:
                 # died before starting any config (an import error, a broken environment): blaming each config in
                 # turn would start one failing process per config; stop and say why
@@ -475,6 +482,10 @@ def select(args, ap=None) -> list:
         except (OSError, UnicodeDecodeError) as e:
             refuse(f"--configs {args.configs}: {e.strerror if isinstance(e, OSError) else e}")
         ids = [i for i in ids if i]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:  # run twice in one worker, the second time warm: neither the fresh-process rule nor one label
+            refuse(f"--configs {args.configs}: {len(twice)} id(s) named more than once ({', '.join(twice[:5])}"
+                   f"{', ...' if len(twice) > 5 else ''})")
         known = set(C.all_ids())  # the manifest's ids exactly: "resnet-5" or "resnet-0999" name nothing
         bad = [i for i in ids if i not in known]
         if bad:

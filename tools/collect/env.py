@@ -109,15 +109,33 @@ def pass_probe(status: dict):
     return {k: float(before[k]) for k in SPEED_PROBES}
 
 
-def pass_settings(warmup: int, iters: int, isolated: bool, heap_mb: int) -> dict:
+def pass_settings(warmup: int, iters: int, isolated: bool, heap_mb: int, rt: bool = False) -> dict:
     """The settings a pass records in its status and a collection compares before it counts the pass as done; the
-    worker writes and the collector expects the same dict, so both build it here."""
+    worker writes and the collector expects the same dict, so both build it here. --rt (SCHED_FIFO, throttled) is
+    one of them: a smoke run's passes must not count for a collection without it."""
     rec = {"warmup": warmup, "iters": iters}
     if isolated:
         rec["isolated"] = True
     if heap_mb:
         rec["heap_mb"] = heap_mb
+    if rt:
+        rec["rt"] = True
     return rec
+
+
+def warmup_too_slow(times: list, planned: int, limit_s: float):
+    """The skip rule for a configuration too slow to collect: its median warm-up iteration (of `planned`) is over
+    `limit_s`. Returns True once that is certain (enough warm-ups over the limit: the rest need not run), False once
+    every warm-up ran and the median is within it, None while undecided. Judging by the first slow warm-up alone
+    dropped configurations whose first iteration paid one-off costs (2.3, 1.7, 1.7 s: median 1.7)."""
+    if planned <= 0:
+        return False  # no warm-up planned: nothing to judge by
+    over = sum(1 for t in times if t > limit_s)
+    if over >= planned - planned // 2:  # the sorted median (index planned // 2) is then over the limit
+        return True
+    if len(times) < planned:
+        return None
+    return sorted(times)[len(times) // 2] > limit_s
 
 
 def minor_faults() -> int:

@@ -60,6 +60,9 @@ def main(argv=None) -> int:
     ap.add_argument("--floor", type=float, default=0.0, help="noise floor (relative), overrides card.json")
     ap.add_argument("--work", default="", help="scratch folder (default: a temporary one, removed afterwards)")
     ap.add_argument("--rt", action="store_true", help="pass --rt to the collector")
+    ap.add_argument("--speed-ref", default="", metavar="GEMM_MS,SMALL_OPS_MS",
+                    help="the labels' collection speed (drift.py --data FIRST prints it), passed to the collector: "
+                         "without it the scratch collection gates against its own first pass")
     ap.add_argument("--ets", default="")
     a = ap.parse_args(argv)
     ids = [c.strip() for c in a.configs.split(",") if c.strip()]
@@ -90,6 +93,8 @@ def main(argv=None) -> int:
            "--passes", str(a.passes), "--block", str(len(ids))]
     if a.rt:
         cmd.append("--rt")
+    if a.speed_ref:
+        cmd += ["--speed-ref", a.speed_ref]
     if a.ets:
         cmd += ["--ets", a.ets]
     rc = subprocess.call(cmd)

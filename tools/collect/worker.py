@@ -111,11 +111,11 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
         else:
             step()
         warm.append(time.perf_counter() - t)
-        if warm[-1] > args.max_iter_s:
-            break
-    med_warm = sorted(warm)[len(warm) // 2]
-    if med_warm > args.max_iter_s:
-        raise RuntimeError(f"too_slow: warm-up iteration {med_warm:.2f} s > --max-iter-s {args.max_iter_s}")
+        if envmod.warmup_too_slow(warm, args.warmup, args.max_iter_s) is not None:
+            break  # decided: too slow already (the rest need not run), or every warm-up done
+    if envmod.warmup_too_slow(warm, args.warmup, args.max_iter_s):
+        raise RuntimeError(f"too_slow: median warm-up iteration over --max-iter-s {args.max_iter_s} "
+                           f"({', '.join(f'{w:.2f}' for w in warm)} s)")
 
     out_dir = os.path.join(raw_dir, cfg["id"])
     os.makedirs(out_dir, exist_ok=True)
@@ -191,6 +191,8 @@ def main(argv=None) -> int:
     ap.add_argument("--env-out", default="", help="write the environment record (JSON) here")
     ap.add_argument("--isolated", action="store_true",
                     help="recorded in each status: the collector runs this process for one config only (--isolate)")
+    ap.add_argument("--rt", action="store_true",
+                    help="the collector runs this worker under SCHED_FIFO (chrt): recorded in the pass's settings")
     ap.add_argument("--heap-mb", type=int, default=0,
                     help="pre-fault this many MiB of heap before the first config (glibc settings HEAP_VARS; the "
                          "worker restarts itself with them when they are not set)")
@@ -228,7 +230,7 @@ def main(argv=None) -> int:
             rec["env"] = {k: env_rec.get(k) for k in ("environment", "threads", "blas_core", "gemm512_gflops",
                                                       "heap_mb")}
             # the settings the pass ran with: a resumed collection with other settings must not count it as done
-            rec["settings"] = envmod.pass_settings(args.warmup, args.iters, args.isolated, args.heap_mb)
+            rec["settings"] = envmod.pass_settings(args.warmup, args.iters, args.isolated, args.heap_mb, args.rt)
         except Exception as e:  # one failing config never stops a pass
             rec = {"ok": False, "config": cid, "pass": args.pass_no, "pid": os.getpid(),
                    "finished_unix": time.time(), "error": f"{type(e).__name__}: {e}",
