@@ -27,13 +27,14 @@ bool is_sqlite(const std::string& path) {
 
 }  // namespace
 
+void import::check_meta_field(const std::string& field, const std::string& value, const std::string& path) {
+  ETS_CHECK(value.size() <= kMaxMetaField, Errc::invalid_trace, "ets.import.6",
+            "'{}': its metadata field '{}' holds {} bytes, more than the {} one may hold (each iteration keeps a copy)",
+            path, field.substr(0, 64), value.size(), kMaxMetaField);
+}
+
 void import::check_meta_size(const TraceMeta& meta, const std::string& path) {
-  const auto check = [&](const std::string& field, const std::string& value) {
-    ETS_CHECK(value.size() <= kMaxMetaField, Errc::invalid_trace, "ets.import.6",
-              "'{}': its metadata field '{}' holds {} bytes, more than the {} one may hold (each iteration keeps a "
-              "copy)",
-              path, field.substr(0, 64), value.size(), kMaxMetaField);
-  };
+  const auto check = [&](const std::string& field, const std::string& value) { check_meta_field(field, value, path); };
   check("framework", meta.framework);
   check("framework_version", meta.framework_version);
   check("device", meta.device);

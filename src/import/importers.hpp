@@ -30,7 +30,9 @@ std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes = 0
 /// Longest metadata string (model, family, optimizer, device, ..., each extra key and value) an imported file may
 /// carry: every iteration keeps its own copy of the metadata, so a 1 MB name in a file of 4,000 steps took 4 GB.
 constexpr std::size_t kMaxMetaField = 4096;
-/// Throws ets.import.6 when a string of `meta` is longer than kMaxMetaField; called before the copies are made.
+/// Throws ets.import.6 when `value` (metadata field `field`) is longer than kMaxMetaField.
+void check_meta_field(const std::string& field, const std::string& value, const std::string& path);
+/// check_meta_field for every string of `meta`; called before the copies are made.
 void check_meta_size(const TraceMeta& meta, const std::string& path);
 
 Format detect_format(std::string_view head, const std::string& path);

@@ -339,11 +339,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     if (Stmt s = prepare(db, "SELECT name FROM TARGET_INFO_GPU LIMIT 1", path, false))
       each_row(db, s.get(), path, "reading the GPU name", [&](sqlite3_stmt* r) { device = column_text(r, 0); });
   }
-  {
-    TraceMeta probe;  // every iteration keeps a copy of the name
-    probe.device = device;
-    check_meta_size(probe, path);
-  }
+  check_meta_field("device", device, path);  // every iteration keeps a copy of the name
 
   // Split ranges into iteration markers and op candidates. When the capture names operators ("aten::..."),
   // module / user ranges wrapping them are not ops.

@@ -269,11 +269,7 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   }
   if (!have_nodes || schema.empty())
     ETS_THROW(Errc::parse, "ets.et.2", "'{}' is not a PyTorch Execution Trace (needs \"schema\" and \"nodes\")", path);
-  {
-    TraceMeta probe;  // every iteration keeps a copy of the schema
-    probe.extra["schema"] = schema;
-    check_meta_size(probe, path);
-  }
+  check_meta_field("schema", schema, path);  // every iteration keeps a copy of the schema
   // the schemas this reader was written against: PyTorch's 1.0.x and Chakra's 1.1.x-chakra.*
   const bool known = starts_with(schema, "1.0.") || (starts_with(schema, "1.1.") && schema.find("-chakra") != std::string::npos);
   if (!known)
