@@ -12,6 +12,7 @@
 
 #include "ets/log.hpp"
 #include "import/op_normalize.hpp"
+#include "import/skip_links.hpp"
 
 namespace ets::import {
 namespace {
@@ -306,27 +307,16 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
       const Launch &x = in.launches[a], &y = in.launches[b];
       return x.tid != y.tid ? x.tid < y.tid : x.ts_us < y.ts_us;
     });
-    constexpr std::int64_t kOpen = -2;  // not found ended yet; otherwise where to look instead (-1: nowhere)
-    std::vector<std::int64_t> link(h.size(), kOpen);
-    const auto open_at_or_above = [&](std::int64_t s) {
-      std::int64_t r = s;
-      while (r >= 0 && link[static_cast<std::size_t>(r)] != kOpen) r = link[static_cast<std::size_t>(r)];
-      while (s >= 0 && link[static_cast<std::size_t>(s)] != kOpen) {
-        const std::int64_t next = link[static_cast<std::size_t>(s)];
-        link[static_cast<std::size_t>(s)] = r;
-        s = next;
-      }
-      return r;
-    };
+    SkipLinks ended(h.size());  // a span found ended links to its parent
     for (std::size_t i : order) {
       const Launch& l = in.launches[i];
       const auto& v = per_tid.find(l.tid)->second;
       auto pos = std::upper_bound(v.begin(), v.end(), l.ts_us, [&](double t, std::size_t k) { return t < h[k].start_us; });
       if (pos == v.begin()) continue;
-      std::int64_t s = open_at_or_above(static_cast<std::int64_t>(*(pos - 1)));
+      std::int64_t s = ended.find(static_cast<std::int64_t>(*(pos - 1)));
       while (s >= 0 && !(l.ts_us < h[static_cast<std::size_t>(s)].end_us)) {
-        link[static_cast<std::size_t>(s)] = f.parent[static_cast<std::size_t>(s)];
-        s = open_at_or_above(f.parent[static_cast<std::size_t>(s)]);
+        ended.close(s, f.parent[static_cast<std::size_t>(s)]);
+        s = ended.find(f.parent[static_cast<std::size_t>(s)]);
       }
       launch_span[i] = s;
     }

@@ -24,6 +24,7 @@
 #include "ets/trace.hpp"
 #include "import/importers.hpp"
 #include "import/op_normalize.hpp"
+#include "import/skip_links.hpp"
 
 namespace ets::import {
 namespace {
@@ -485,17 +486,10 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     for (std::size_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
     std::sort(by_start.begin(), by_start.end(),
               [&](std::size_t a, std::size_t b) { return built[a].cpu_start < built[b].cpu_start; });
-    std::vector<std::size_t> next_open(order.size() + 1);  // j itself while open; else a later one to look at
-    for (std::size_t j = 0; j < next_open.size(); ++j) next_open[j] = j;
-    const auto first_open_from = [&](std::size_t j) {
-      std::size_t r = j;
-      while (next_open[r] != r) r = next_open[r];
-      while (next_open[j] != r) {
-        const std::size_t n = next_open[j];
-        next_open[j] = r;
-        j = n;
-      }
-      return r;
+    SkipLinks ended(order.size());  // an iteration found ended links to the next one
+    const auto first_open_from = [&](std::size_t j) {  // order.size(): none
+      const std::int64_t r = j < order.size() ? ended.find(static_cast<std::int64_t>(j)) : -1;
+      return r < 0 ? order.size() : static_cast<std::size_t>(r);
     };
     std::vector<std::size_t> group_of(built.size(), order.size());  // order.size(): none
     for (std::size_t i : by_start) {
@@ -507,7 +501,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
           order.begin());
       std::size_t j = first_open_from(0);
       while (j < started && !(cs < iterations[order[j]].end)) {
-        next_open[j] = j + 1;
+        ended.close(static_cast<std::int64_t>(j), j + 1 < order.size() ? static_cast<std::int64_t>(j + 1) : -1);
         j = first_open_from(j + 1);
       }
       if (j < started) group_of[i] = j;
