@@ -242,7 +242,8 @@ std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions
     if (s >= 0) groups[static_cast<std::size_t>(s)].push_back(t);
   }
   std::vector<ExecutionTrace> out;
-  for (std::size_t g = 0; g < groups.size(); ++g) {
+  const std::size_t emitted = whole ? 1 : groups.size() - std::min(opt.tail_steps, groups.size());
+  for (std::size_t g = 0; g < emitted; ++g) {
     if (groups[g].empty()) continue;
     // Successor = the next step in the list when it is adjacent and has ops.
     const HostSpan* next_first = nullptr;
@@ -451,10 +452,12 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   for (const Seq& s : seq) all.insert(all.end(), iv[s.slot].begin(), iv[s.slot].end());
   const BusyTime busy(std::move(all));
 
+  const std::size_t emitted = whole ? 1 : in.steps.size() - std::min(opt.tail_steps, in.steps.size());
   std::vector<ExecutionTrace> out;
   std::size_t i = 0;
   while (i < seq.size()) {
     const std::size_t g = seq[i].group;
+    if (g >= emitted) break;  // tail steps: they only closed the one before (seq is in step order)
     ExecutionTrace tr;
     tr.meta = in.meta;
     tr.iteration = whole ? 0 : in.steps[g].index;

@@ -83,6 +83,10 @@ struct AssemblyInput {
 struct AssemblyOptions {
   bool keep_incomplete = false;   ///< keep a last iteration that has neither a successor nor an end
   std::int64_t training_tid = -1; ///< CPU: the thread whose ops count (-1: the thread of most op candidates)
+  /// The last N steps were recorded only to close the one before: their first op ends its last gap, as for any
+  /// successor, and they are not returned (a profile's last step otherwise ends at its ProfilerStep# span's end,
+  /// short of the time between steps). Must be below the number of steps (the caller checks).
+  std::size_t tail_steps = 0;
 };
 
 /// GPU rule: op = outermost op candidate with at least one non-communication device activity; op start = its

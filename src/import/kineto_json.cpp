@@ -469,6 +469,8 @@ struct Meta {
   std::int64_t rank = -1;
   std::string device, framework_version, model, family, environment, optimizer;
   std::int64_t batch_size = 0;
+  // Trailing ProfilerStep#s recorded only to close the step before them (tools/trace_export.py); -2 = unreadable.
+  std::int64_t tail_steps = 0;
 };
 
 void read_meta_object(od::object obj, Meta& m) {
@@ -484,6 +486,10 @@ void read_meta_object(od::object obj, Meta& m) {
     else if (k == "environment" && !v.get_string().get(s)) m.environment = std::string(s);
     else if (k == "optimizer" && !v.get_string().get(s)) m.optimizer = std::string(s);
     else if (k == "batch_size") m.batch_size = get_int(v, 0);
+    else if (k == "tail_steps") {
+      std::int64_t n;
+      m.tail_steps = !v.get_int64().get(n) && n >= 0 ? n : -2;
+    }
   }
 }
 
@@ -802,6 +808,15 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   if (meta.rank >= 0) in.meta.extra["rank"] = std::to_string(meta.rank);
   check_meta_size(in.meta, path);
   in.steps = make_steps(c, pid, opt);
+  if (meta.tail_steps < 0)
+    ETS_THROW(Errc::invalid_trace, "ets.kineto.7", "'{}': \"ets\".\"tail_steps\" is not a non-negative integer", path);
+  const auto tail_steps = static_cast<std::size_t>(meta.tail_steps);
+  if (tail_steps > 0 && tail_steps >= in.steps.size())
+    ETS_THROW(Errc::invalid_trace, "ets.kineto.7",
+              "'{}' declares its last {} step(s) as recorded only to close the one before, but holds {} step(s)", path,
+              tail_steps, in.steps.size());
+  // kept with every iteration (and so in a label): a dataset tells how its periods were closed
+  if (tail_steps > 0) in.meta.extra["tail_steps"] = std::to_string(tail_steps);
   if (c.bad_durations > 0)
     log(LogLevel::warn, "[ets.kineto.5] '{}': {} complete events have a negative, non-finite or non-numeric \"dur\"; "
         "read as 0", path, c.bad_durations);
@@ -872,6 +887,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   };
   AssemblyOptions aopt;
   aopt.keep_incomplete = opt.keep_incomplete;
+  aopt.tail_steps = tail_steps;
   if (!gpu && !c.profiler_steps.empty()) aopt.training_tid = outer_only(c.profiler_steps, pid).front().tid;
   const std::vector<StepSpan> steps = in.steps;
   const TraceMeta meta_copy = in.meta;
@@ -882,7 +898,8 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   // Steps whose training thread ran no operator (HTA's cpu_only fixture: only gloo annotations on other threads)
   // still carry a measured iteration time; they come back with zero ops rather than as an error.
   if (out.empty())
-    for (const StepSpan& s : steps) {
+    for (std::size_t k = 0; k + tail_steps < steps.size(); ++k) {
+      const StepSpan& s = steps[k];
       if (!std::isfinite(s.end_us)) continue;
       ExecutionTrace t;
       t.meta = meta_copy;

@@ -237,6 +237,7 @@ ap.add_argument("--warmup", type=int)
 ap.add_argument("--iters", type=int)
 ap.add_argument("--isolated", action="store_true")
 ap.add_argument("--heap-mb", type=int, default=0)
+ap.add_argument("--tail-steps", type=int, default=0)
 a, _ = ap.parse_known_args()
 ids = open(a.ids).read().split()
 for cid in ids:
@@ -245,7 +246,8 @@ for cid in ids:
     open(os.path.join(d, "pass%d.json.gz" % a.p), "wb").close()
     rec = {"ok": True, "pass": a.p, "pid": os.getpid(), "process_ids": len(ids),
            "settings": dict({"warmup": a.warmup, "iters": a.iters}, **({"isolated": True} if a.isolated else {}),
-                            **({"heap_mb": a.heap_mb} if a.heap_mb else {}))}
+                            **({"heap_mb": a.heap_mb} if a.heap_mb else {}),
+                            **({"tail_steps": a.tail_steps} if a.tail_steps else {}))}
     if os.environ.get("STUB_ENV"):
         rec["env"] = {"environment": os.environ["STUB_ENV"]}
     if os.environ.get("STUB_SPEED"):  # JSON list of machine slowness factors, one per worker process (= pass)
@@ -308,6 +310,8 @@ for times, planned, want in (([2.3], 3, None), ([2.3, 1.7, 1.7], 3, False), ([2.
 check(E.pass_settings(3, 6, False, 0, True) == {"warmup": 3, "iters": 6, "rt": True} and
       E.pass_settings(3, 6, False, 0) == {"warmup": 3, "iters": 6},
       f"--rt in a pass's settings: {E.pass_settings(3, 6, False, 0, True)}")
+check(E.pass_settings(3, 6, False, 0, False, 1) == {"warmup": 3, "iters": 6, "tail_steps": 1},
+      f"--tail-steps in a pass's settings: {E.pass_settings(3, 6, False, 0, False, 1)}")
 
 # ---- a worker that dies between configs (after one's DONE, its marker still naming it) is not blamed on that
 # config: its good pass stays, and the rest run in a new worker (the finished pass was overwritten as crashed)
@@ -366,6 +370,29 @@ check(r.returncode == 2 and "--heap-mb" in r.stderr, f"--heap-mb -1 is refused: 
 r = subprocess.run(heap_cmd + [str(1 << 40)], capture_output=True, text=True)
 check(r.returncode == 2 and "of this machine's" in r.stderr and units_to_run(r.stderr) == -1,
       f"a pre-fault beyond 3/4 of the memory is refused before any pass: rc {r.returncode} {r.stderr[-300:]}")
+
+# ---- --tail-steps: one by default; passes without a tail step (as every collection before it had) are not
+# counted as done, so that no label mixes iterations ended at a ProfilerStep# span with ones ended by a successor
+tail_cmd = heap_cmd[:-1] + ["--heap-mb", "0"]
+check(all(st["settings"].get("tail_steps") == 1 for st in stub_statuses(stub_out).values()),
+      f"the default tail step reaches the worker: {stub_statuses(stub_out)}")
+r = subprocess.run(tail_cmd + ["--tail-steps", "0"], capture_output=True, text=True)
+check(r.returncode == 0 and units_to_run(r.stderr) == 2 * len(ids) and
+      all("tail_steps" not in st["settings"] for st in stub_statuses(stub_out).values()),
+      f"--tail-steps 0 over tailed passes runs them again, without a tail: {r.stderr[-300:]}")
+for st_path in (os.path.join(stub_out, "raw", cid, f"pass{p}.status.json") for cid in ids for p in (1, 2)):
+    st = json.load(open(st_path))
+    del st["settings"]  # a pass from before settings were recorded
+    json.dump(st, open(st_path, "w"))
+r = subprocess.run(tail_cmd, capture_output=True, text=True)
+check(r.returncode == 0 and units_to_run(r.stderr) == 2 * len(ids),
+      f"passes without settings (before the tail step) do not count for a tailed collection: {r.stderr[-300:]}")
+# reproduce.py re-collects committed labels the way they were taken: with their tail steps, none before them
+from tools.collect import reproduce as R  # noqa: E402
+check(R.tail_steps_of([{"tail_steps": 0}, {}]) == 0 and R.tail_steps_of([{"tail_steps": 1}]) == 1 and
+      R.tail_steps_of([{"tail_steps": 1}, {"tail_steps": 0}]) is None, "reproduce.py's --tail-steps of the labels")
+r = subprocess.run(tail_cmd + ["--tail-steps", "-1"], capture_output=True, text=True)
+check(r.returncode == 2 and "--tail-steps" in r.stderr, f"--tail-steps -1 is refused: rc {r.returncode}")
 
 # ---- the speed gate: a block's pass whose probes are off the environment's reference speed is set aside and run
 # again after a pause; when the retries run out the collector stops (exit 3) and a later run resumes
@@ -529,7 +556,7 @@ from tools.collect import collect as C  # noqa: E402
 redo = os.path.join(work, "redo")
 shutil.rmtree(redo, ignore_errors=True)
 col = C.Collector(argparse.Namespace(out=redo, raw="", ets="/bin/true", warmup=3, iters=6, isolate=False,
-                                     heap_mb=8192, passes=3))
+                                     heap_mb=8192, passes=3, tail_steps=1))
 for cid in ("resnet-0001", "resnet-0002"):
     os.makedirs(os.path.join(col.raw, cid), exist_ok=True)
     for p_ in (1, 2, 3):

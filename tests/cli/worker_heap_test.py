@@ -49,7 +49,7 @@ def run(tag, extra):
 env_rec, st = run("heap", ["--heap-mb", "64"])
 check(env_rec.get("heap_vars") is True and env_rec.get("heap_mb") == 64 and env_rec.get("heap_prefault_s", 0) > 0,
       f"--heap-mb 64 restarts the worker with the malloc settings and pre-faults: {env_rec}")
-check(st.get("ok") and st.get("settings") == {"warmup": 1, "iters": 5, "heap_mb": 64} and
+check(st.get("ok") and st.get("settings") == {"warmup": 1, "iters": 5, "heap_mb": 64, "tail_steps": 1} and
       (st.get("env") or {}).get("heap_mb") == 64, f"the status records the setting: {st}")
 check(isinstance(st.get("profile_minflt"), int) and st["profile_minflt"] >= 0,
       f"page faults while profiling recorded: {st.get('profile_minflt')}")
@@ -57,7 +57,7 @@ check(isinstance(st.get("profile_minflt"), int) and st["profile_minflt"] >= 0,
 env_rec, st = run("plain", [])
 check(env_rec.get("heap_vars") is False and env_rec.get("heap_mb") == 0 and env_rec.get("heap_prefault_s") == 0,
       f"without --heap-mb: no restart, no pre-fault: {env_rec}")
-check(st.get("ok") and st.get("settings") == {"warmup": 1, "iters": 5}, f"and nothing in the settings: {st}")
+check(st.get("ok") and st.get("settings") == {"warmup": 1, "iters": 5, "tail_steps": 1}, f"and nothing in the settings: {st}")
 
 r = subprocess.run([sys.executable, WORKER, "--ids", ids, "--pass", "1", "--raw", os.path.join(work, "bad"),
                     "--heap-mb", "-5"], capture_output=True, text=True, env=clean_env, timeout=120)

@@ -3,7 +3,10 @@
 # exporter fills them into the profiled steps' pooling ops, which torch 1.13's profiler leaves without them
 # (docs/dataset.md, *Pooling arguments*). Real zoo configurations, one warm-up and five profiled iterations each:
 # every profiled step is filled, and the canonical trace (`ets convert`) carries every forward max / avg pool's
-# kernel and stride, with the values the model was built with.
+# kernel and stride, with the values the model was built with. The worker profiles one tail step after the five
+# (--tail-steps, default 1) and declares it: the canonical trace holds the five, and each of them, the last one
+# too, lasts past its ProfilerStep# span to the next step's first op (before the tail step the last one ended at
+# its span's end, short of the time between steps).
 # Usage: worker_pools_test.py ETS WORK_DIR   (exit 77 = skipped: no torch)
 import gzip
 import json
@@ -57,10 +60,31 @@ for cid in CONFIGS:
         check(False, f"{cid}: no raw trace")
         continue
     with gzip.open(path, "rt") as fh:
-        summary = json.load(fh)["ets"].get("pool_args")
-    check(summary is not None and summary["calls"] > 0 and summary["filled_steps"] == summary["steps"] == 5,
-          f"{cid}: every profiled step filled: {summary}")
-    pools = [p[:3] for p in forward_pools(ets, path, os.path.join(work, cid + ".etst"))]
+        doc = json.load(fh)
+    summary = doc["ets"].get("pool_args")
+    check(summary is not None and summary["calls"] > 0 and summary["filled_steps"] == summary["steps"] == 5 + 1,
+          f"{cid}: every profiled step filled (five and the tail step): {summary}")
+    etst = os.path.join(work, cid + ".etst")
+    pools = [p[:3] for p in forward_pools(ets, path, etst)]
+    # the importer counts times from the first timed event in the file (src/import/kineto_json.cpp)
+    origin = next(e["ts"] for e in doc["traceEvents"] if "ts" in e and len(e.get("ph", "")) == 1)
+    step_end = {int(e["name"].split("#")[1]): e["ts"] + e["dur"] - origin for e in doc["traceEvents"]
+                if e.get("name", "").startswith("ProfilerStep#")}
+    iterations = []
+    with open(etst) as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if "trace" in rec:
+                iterations.append([rec["trace"]["iteration"], rec["trace"]["start_us"], 0.0])
+            elif "n" in rec:
+                iterations[-1][2] += rec["t"] + rec["g"]
+    check(doc["ets"].get("tail_steps") == 1 and len(step_end) == 6 and len(iterations) == 5 and
+          [it[0] for it in iterations] == sorted(step_end)[:5],
+          f"{cid}: six steps profiled, the tail declared, five iterations read: {sorted(step_end)} "
+          f"{[it[0] for it in iterations]}")
+    past = [round(start + period - step_end[n], 3) for n, start, period in iterations]
+    check(all(p > 0.001 for p in past), f"{cid}: every iteration, the last too, ends past its step's span "
+          f"by the time between steps (µs): {past}")
     want = expected_pools(cid)
     check(pools and len(pools) % len(want) == 0 and pools == want * (len(pools) // len(want)),
           f"{cid}: pool kernels and strides in the trace {pools[:8]} match the model's {want}")

@@ -202,6 +202,10 @@ std::map<std::string, std::function<Action(const fs::path&)>> generators() {
     return kineto({step_event(1, 100, 100), op_event("aten::mm", 110, "10"), step_event(1, 200, 100),
                    op_event("aten::mm", 210, "10"), step_event(2, 300, 100), op_event("aten::mm", 310, "10")});
   });
+  g["kineto_tail_steps_all"] = trace_gen("tail.json", [] {
+    std::string s = two_steps("10");
+    return s.insert(1, "\"ets\":{\"tail_steps\":2},");
+  });
   g["kineto_million_ops"] = [](const fs::path& dir) -> Action {
     std::string s = "{\"traceEvents\":[" + step_event(1, 0, 1e6) + ",\n" + step_event(2, 1e6, 1e6);
     s.reserve(80'000'000);

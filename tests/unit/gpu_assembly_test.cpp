@@ -238,6 +238,43 @@ TEST_CASE("CPU: outermost ops, gap to next start, last gap to the next iteration
   CHECK(sum(its[1]) == 200 - 104);  // last iteration runs to its ProfilerStep end
 }
 
+TEST_CASE("tail steps close the step before them and are not returned, on both rules") {
+  // CPU: three steps; the third is a tail, so the second's last gap runs to the third's first op (204), not to the
+  // second's ProfilerStep end (200), and the third is dropped.
+  AssemblyInput cpu;
+  cpu.steps = {{0, 0, 100, 100}, {1, 100, 200, 100}, {2, 200, 300, 100}};
+  cpu.host = {span("aten::conv2d", 5, 20), span("aten::relu", 25, 30), span("aten::conv2d", 104, 120),
+              span("aten::relu", 124, 190), span("aten::conv2d", 204, 220), span("aten::relu", 224, 290)};
+  AssemblyOptions tail;
+  tail.tail_steps = 1;
+  const auto untailed = assemble_cpu(cpu);
+  REQUIRE(untailed.size() == 3);
+  CHECK(sum(untailed[1]) == 204 - 104);
+  CHECK(sum(untailed[2]) == 300 - 204);  // ends at its span's end: 4 µs short of the time between steps
+  const auto its = assemble_cpu(cpu, tail);
+  REQUIRE(its.size() == 2);
+  CHECK(its[1].iteration == 1);
+  CHECK(its[1].ops.back().gap_us == 204 - 190);
+  CHECK(sum(its[1]) == 204 - 104);
+  tail.tail_steps = 2;
+  const auto one = assemble_cpu(cpu, tail);
+  REQUIRE(one.size() == 1);
+  CHECK(sum(one[0]) == 104 - 5);
+
+  // GPU: the second step's last op's gap runs to the tail step's first kernel (250), not to its step end (200)
+  AssemblyInput gpu;
+  gpu.steps = {{1, 0, 100, 100}, {2, 100, 200, 100}, {3, 200, 300, 100}};
+  gpu.host = {span("aten::conv2d", 10, 20), span("aten::conv2d", 110, 120), span("aten::conv2d", 210, 220)};
+  gpu.launches = {launch(1, 12), launch(2, 112), launch(3, 212)};
+  gpu.device = {kernel(50, 60, 1), kernel(150, 160, 2), kernel(250, 260, 3)};
+  tail.tail_steps = 1;
+  const auto g = assemble_gpu(gpu, tail);
+  REQUIRE(g.size() == 2);
+  CHECK(g[1].iteration == 2);
+  CHECK(g[1].ops.back().gap_us == Approx(250 - 160));
+  CHECK(assemble_gpu(gpu).size() == 3);
+}
+
 TEST_CASE("communication kernels are recognised by name") {
   CHECK(is_communication_kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"));
   CHECK(is_communication_kernel("ncclDevKernel_AllGather_RING_LL"));

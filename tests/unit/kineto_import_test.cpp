@@ -175,6 +175,41 @@ TEST_CASE("Kineto reader errors") {
   CHECK_THROWS_WITH(ets::import::read_kineto_json(long_device, "d.json", {}), Catch::Contains("ets.import.6"));
 }
 
+TEST_CASE("Kineto \"ets\".\"tail_steps\": trailing steps recorded only to close the one before") {
+  const auto doc = [](const std::string& ets_meta) {
+    std::string s = "{" + ets_meta + "\"traceEvents\": [";
+    for (int k = 0; k < 3; ++k) {
+      const int t = 100 * k;
+      s += fmt::format(R"({}{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, )"
+                       R"("ts": {}, "dur": 90}},)", k ? "," : "", k, t);
+      s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {}, "dur": 20}},)",
+                       t + 5);
+      s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": {}, "dur": 40}})",
+                       t + 40);
+    }
+    return s + "]}";
+  };
+  // Without the key every step is an iteration, and the last one ends at its span's end (290), 15 µs short of the
+  // 100 µs the others last.
+  const auto all = ets::import::read_kineto_json(doc(""), "t.json", {});
+  REQUIRE(all.size() == 3);
+  CHECK(all[1].sum_us() == Approx(100));
+  CHECK(all[2].sum_us() == Approx(85));
+  const auto tailed = ets::import::read_kineto_json(doc(R"("ets": {"tail_steps": 1}, )"), "t.json", {});
+  REQUIRE(tailed.size() == 2);
+  CHECK(tailed[1].iteration == 1);
+  CHECK(tailed[1].sum_us() == Approx(100));
+  CHECK(tailed[1].ops.back().gap_us == Approx(205 - 180));
+  CHECK(tailed[1].meta.extra.at("tail_steps") == "1");  // a label made of these iterations says how they ended
+  CHECK(all[1].meta.extra.count("tail_steps") == 0);
+  CHECK(ets::import::read_kineto_json(doc(R"("ets": {"tail_steps": 0}, )"), "t.json", {}).size() == 3);
+  // a count that leaves nothing, or that is not a non-negative integer, is refused
+  for (const char* bad : {"3", "7", "-1", "1.5", "\"1\"", "null"})
+    CHECK_THROWS_WITH(
+        ets::import::read_kineto_json(doc(fmt::format(R"("ets": {{"tail_steps": {}}}, )", bad)), "t.json", {}),
+        Catch::Contains("ets.kineto.7"));
+}
+
 TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv arguments follow each schema") {
   // One step of ops without a "flops" field, so FLOPs and bytes come from the shapes.
   const std::string op = R"({{"ph": "X", "cat": "cpu_op", "name": "{0}", "pid": 7, "tid": 7, "ts": {1}, "dur": 5, "args": {{"External id": {2}, "Input Dims": {3}, "Input type": {4}, "Concrete Inputs": {5}}}}})";

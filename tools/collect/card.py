@@ -61,7 +61,8 @@ def read_label(path: str) -> dict:
             "disagreement": float(x.get("label.disagreement", "nan")),
             "disagrees": x.get("label.disagrees") == "1",
             "sum_discrepancy": float(x.get("label.sum_discrepancy", "nan")),
-            "single_pass_deviation": float(x.get("label.single_pass_deviation", "nan"))}
+            "single_pass_deviation": float(x.get("label.single_pass_deviation", "nan")),
+            "tail_steps": int(x.get("tail_steps", "0"))}
 
 
 def load_dir(data: str) -> dict:

@@ -84,7 +84,8 @@ class Collector:
             os.makedirs(d, exist_ok=True)
         self.log_path = os.path.join(self.state, "run.jsonl")
         self.ets = args.ets or _find_ets()
-        self.settings = E.pass_settings(args.warmup, args.iters, args.isolate, args.heap_mb, getattr(args, "rt", False))
+        self.settings = E.pass_settings(args.warmup, args.iters, args.isolate, args.heap_mb, getattr(args, "rt", False),
+                                        args.tail_steps)
         self.speed_ref_path = os.path.join(self.state, "speed_ref.json")
 
     # ---- bookkeeping
@@ -113,8 +114,9 @@ class Collector:
             # this collection's settings (a --quick pass into the same --out is not a full pass)
             settings = st.get("settings")
             # a label's passes all ran one way: a pass counts only for a collection with its own --isolate and
-            # --heap-mb (one from before either existed, without settings, only with neither)
-            same = settings == self.settings if settings is not None else not (self.a.isolate or self.a.heap_mb)
+            # --heap-mb and --tail-steps (one from before any existed, without settings, only with none of them)
+            same = settings == self.settings if settings is not None else not (
+                self.a.isolate or self.a.heap_mb or self.a.tail_steps)
             trace = os.path.join(self.raw, cid, f"pass{p}.json.gz")
             return not (same and os.path.exists(trace))
         return self.a.retry_failed
@@ -139,7 +141,8 @@ class Collector:
                 fh.write("\n".join(todo) + "\n")
             cmd = (["chrt", "-f", "10"] if self.a.rt else []) + [sys.executable, "-u", os.path.join(HERE, "worker.py"), "--ids", ids_file, "--pass", str(p),
                    "--raw", self.raw, "--device", self.a.device, "--warmup", str(self.a.warmup),
-                   "--iters", str(self.a.iters), "--max-iter-s", str(self.a.max_iter_s),
+                   "--iters", str(self.a.iters), "--tail-steps", str(self.a.tail_steps),
+                   "--max-iter-s", str(self.a.max_iter_s),
                    "--env-out", os.path.join(self.state, f"env-pass{p}.json"), "--heap-mb", str(self.a.heap_mb),
                    "--export-nested", self.a.export_nested]
             if self.a.isolate:
@@ -523,6 +526,10 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=None, help="unprofiled warm-up iterations (default 3; 1 with --quick)")
     ap.add_argument("--iters", type=int, default=None,
                     help="profiled iterations per pass, ≥ 5 (default 6; 5 with --quick)")
+    ap.add_argument("--tail-steps", type=int, default=1,
+                    help="profiled steps after the last labelled one, recorded only so that its first op closes the "
+                         "labelled one's last gap (default 1; 0: the last labelled iteration ends at its ProfilerStep# "
+                         "span, as collections before 2026-12-04 did; docs/dataset.md)")
     ap.add_argument("--max-iter-s", type=float, default=None,
                     help="skip configs whose warm-up iteration is slower (default 2.0; 1.0 with --quick)")
     ap.add_argument("--export-nested", default="needed", choices=["needed", "all"],
@@ -574,6 +581,8 @@ def main(argv=None) -> int:
         ap.error("--iters, --passes and --warmup must be ≥ 1")
     if args.block < 1:
         ap.error("--block must be ≥ 1")
+    if args.tail_steps < 0:
+        ap.error("--tail-steps must be ≥ 0")
     if args.heap_mb < 0:
         ap.error("--heap-mb must be ≥ 0 (0: off)")
     try:

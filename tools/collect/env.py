@@ -109,11 +109,16 @@ def pass_probe(status: dict):
     return {k: float(before[k]) for k in SPEED_PROBES}
 
 
-def pass_settings(warmup: int, iters: int, isolated: bool, heap_mb: int, rt: bool = False) -> dict:
+def pass_settings(warmup: int, iters: int, isolated: bool, heap_mb: int, rt: bool = False,
+                  tail_steps: int = 0) -> dict:
     """The settings a pass records in its status and a collection compares before it counts the pass as done; the
     worker writes and the collector expects the same dict, so both build it here. --rt (SCHED_FIFO, throttled) is
-    one of them: a smoke run's passes must not count for a collection without it."""
+    one of them: a smoke run's passes must not count for a collection without it. So is --tail-steps: a pass
+    without a tail step ends its last iteration at its ProfilerStep# span (short of the time between steps), and
+    a label must not mix the two."""
     rec = {"warmup": warmup, "iters": iters}
+    if tail_steps:
+        rec["tail_steps"] = tail_steps
     if isolated:
         rec["isolated"] = True
     if heap_mb:

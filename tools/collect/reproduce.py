@@ -52,6 +52,13 @@ def floor_of(data: str, given: float):
     return None, "card.json has no noise figure"
 
 
+def tail_steps_of(labels: list):
+    """The --tail-steps the committed labels were collected with (their extra "tail_steps"; none before it
+    existed), so that the scratch collection closes its last iterations the same way; None when they disagree."""
+    found = {lab.get("tail_steps", 0) for lab in labels}
+    return found.pop() if len(found) == 1 else None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--configs", default=DEFAULT, help=f"comma-separated config ids (default {DEFAULT})")
@@ -83,6 +90,11 @@ def main(argv=None) -> int:
     if missing:
         print(f"reproduce: no committed label for {', '.join(missing)} under {a.data}/traces", file=sys.stderr)
         return 2
+    tail = tail_steps_of([read_label(label_path(a.data, c)) for c in ids])
+    if tail is None:
+        print("reproduce: the labels named were collected with different --tail-steps; reproduce them apart",
+              file=sys.stderr)
+        return 2
     tmp = None if a.work else tempfile.TemporaryDirectory(prefix="ets-reproduce-")
     work = a.work or tmp.name
     ids_file = os.path.join(work, "ids.txt")
@@ -90,7 +102,7 @@ def main(argv=None) -> int:
     with open(ids_file, "w") as fh:
         fh.write("\n".join(ids) + "\n")
     cmd = [sys.executable, os.path.join(HERE, "collect.py"), "--out", work, "--configs", ids_file,
-           "--passes", str(a.passes), "--block", str(len(ids))]
+           "--passes", str(a.passes), "--block", str(len(ids)), "--tail-steps", str(tail)]
     if a.rt:
         cmd.append("--rt")
     if a.speed_ref:

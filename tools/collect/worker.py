@@ -1,6 +1,7 @@
 # One collection pass in one fresh process: builds each listed configuration, warms up, profiles, exports raw JSON.
 # Run by collect.py (never imports torch before the environment is fixed); one failing config never stops the pass.
 """Usage: python -m tools.collect.worker --ids FILE --pass N --raw DIR [--device cpu|cuda] [--warmup W] [--iters I]
+       [--tail-steps T]
 
 Writes, per config, ``DIR/<id>/pass<N>.json.gz`` (Kineto-style trace) and ``DIR/<id>/pass<N>.status.json``
 (``{"ok": bool, ...}``), both atomically. Before each config it writes ``DIR/.current-<pid>`` so that the parent can
@@ -125,6 +126,11 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
     extra = {"config_id": cfg["id"], "family": cfg["family"], "pass": pass_no,
              "batch_size": cfg["knobs"]["batch_size"], "optimizer": cfg["knobs"]["optimizer"],
              "environment": env_rec["environment"], "device": env_rec["device_name"]}
+    if args.tail_steps:
+        # The last profiled step has no successor: its period would end at its ProfilerStep# span, short of the
+        # time between steps (prof.step() and the loop: 80-134 us on a 1.4 ms iteration). The tail steps after it
+        # are profiled only so that it ends where the others do; the importer drops them.
+        extra["tail_steps"] = args.tail_steps
     exported = []
 
     def ready(prof):
@@ -132,10 +138,8 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
             # a CUDA build of torch has real Kineto: its own exporter keeps kernels, flows and args
             plain = tmp[:-3]
             prof.export_chrome_trace(plain)
-            import gzip
-            import shutil
-            with open(plain, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
-                shutil.copyfileobj(src, dst)
+            from trace_export import add_ets_metadata
+            add_ets_metadata(plain, tmp, extra)  # gzipped, with the "ets" object the importer reads (tail_steps)
             os.remove(plain)
         else:
             from trace_export import export_kineto_json
@@ -156,9 +160,10 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
     try:
         with (skip_function_events() if dev == "cpu" else contextlib.nullcontext()), \
                 torch.profiler.profile(activities=acts, record_shapes=True, with_flops=True,
-                                       schedule=torch.profiler.schedule(wait=0, warmup=1, active=args.iters),
+                                       schedule=torch.profiler.schedule(wait=0, warmup=1,
+                                                                                 active=args.iters + args.tail_steps),
                                        on_trace_ready=ready) as prof:
-            for _ in range(1 + args.iters):
+            for _ in range(1 + args.iters + args.tail_steps):
                 step()
                 prof.step()
     finally:
@@ -185,6 +190,10 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=6)
+    ap.add_argument("--tail-steps", type=int, default=1,
+                    help="steps profiled after the --iters labelled ones and declared in the trace (\"ets\": "
+                         "{\"tail_steps\": N}): the importer ends the last labelled iteration at the first tail "
+                         "op, as every other one ends at its successor's, and drops the tail (0: none)")
     ap.add_argument("--max-iter-s", type=float, default=2.0)
     ap.add_argument("--export-nested", default="needed", choices=["needed", "all"],
                     help="ops nested in the outermost ops that the CPU export writes (tools/trace_export.py)")
@@ -199,6 +208,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.heap_mb < 0:
         ap.error("--heap-mb must be >= 0")
+    if args.tail_steps < 0:
+        ap.error("--tail-steps must be >= 0")
     if args.heap_mb and not envmod.heap_vars_set():
         # glibc reads its malloc settings once, at process start
         os.execve(sys.executable, [sys.executable, "-u", os.path.abspath(__file__), *(argv or sys.argv[1:])],
@@ -230,7 +241,8 @@ def main(argv=None) -> int:
             rec["env"] = {k: env_rec.get(k) for k in ("environment", "threads", "blas_core", "gemm512_gflops",
                                                       "heap_mb")}
             # the settings the pass ran with: a resumed collection with other settings must not count it as done
-            rec["settings"] = envmod.pass_settings(args.warmup, args.iters, args.isolated, args.heap_mb, args.rt)
+            rec["settings"] = envmod.pass_settings(args.warmup, args.iters, args.isolated, args.heap_mb, args.rt,
+                                                   args.tail_steps)
         except Exception as e:  # one failing config never stops a pass
             rec = {"ok": False, "config": cid, "pass": args.pass_no, "pid": os.getpid(),
                    "finished_unix": time.time(), "error": f"{type(e).__name__}: {e}",
