@@ -54,7 +54,8 @@ class Labeler {
   explicit Labeler(Options options);
 
   /// Labels one configuration. Every iteration of every pass must carry the same op sequence (normalised names
-  /// and phases; shapes may vary, as data-dependent ops make them), and passes that name their model and batch size the same ones — else ets.label.2
+  /// and phases; shapes may vary, as data-dependent ops make them), and passes that name their model and batch size the same ones
+  /// and were profiled with the same tail steps (meta.extra "tail_steps", absent = 0) — else ets.label.2
   /// naming the first difference; empty input → ets.label.1; an iteration
   /// with a non-positive or non-finite period → ets.label.3; labels off measured_us by more than the tolerance →
   /// ets.label.4; passes with different iteration counts → ets.label.6. The template for op attributes (shapes, hyper-parameters, FLOPs) is the first iteration of the

@@ -50,6 +50,17 @@ void check_aligned(const ExecutionTrace& ref, const ExecutionTrace& it, std::siz
               "pass {} iteration {} is of another job than pass 1 iteration 1: model '{}' batch size {}, not '{}' "
               "batch size {}",
               pass + 1, iter + 1, it.meta.model, it.meta.batch_size, ref.meta.model, ref.meta.batch_size);
+  // A pass without a tail step ends its last iteration at its ProfilerStep# span, short of the time between steps
+  // (docs/dataset.md, Labels): one label never mixes the two.
+  const auto tail = [](const ExecutionTrace& t) {
+    const auto f = t.meta.extra.find("tail_steps");
+    return f == t.meta.extra.end() ? std::string("0") : f->second;
+  };
+  if (tail(ref) != tail(it))
+    ETS_THROW(Errc::invalid_trace, "ets.label.2",
+              "pass {} iteration {} was profiled with {} tail step(s), pass 1 iteration 1 with {}: its passes' last "
+              "iterations end differently",
+              pass + 1, iter + 1, tail(it), tail(ref));
   const std::size_t n = std::min(ref.ops.size(), it.ops.size());
   for (std::size_t j = 0; j < n; ++j) {
     const OpRecord& a = ref.ops[j];

@@ -238,6 +238,15 @@ TEST_CASE("Labeler: misaligned, empty and invalid input raise documented ids") {
   CHECK(error_id([&] { Labeler().label({{named}, {other_model}}); }) == "ets.label.2");
   CHECK(error_id([&] { Labeler().label({{named}, {other_batch}}); }) == "ets.label.2");
   CHECK_NOTHROW(Labeler().label({{named}, {a}}));
+  // a pass profiled with a tail step ends its last iteration at the tail's first op, one without at its span:
+  // one label never mixes the two (an explicit 0 is the same as none)
+  auto tailed = a, untailed = a;
+  tailed.meta.extra["tail_steps"] = "1";
+  untailed.meta.extra["tail_steps"] = "0";
+  CHECK(error_id([&] { Labeler().label({{tailed}, {a}}); }) == "ets.label.2");
+  CHECK(error_id([&] { Labeler().label({{a}, {tailed}}); }) == "ets.label.2");
+  CHECK_NOTHROW(Labeler().label({{tailed}, {tailed}}));
+  CHECK_NOTHROW(Labeler().label({{untailed}, {a}}));
   // passes of different lengths: with [9], [9] and twelve iterations of 4 µs every iteration of the third lies
   // below the 9 µs label, and the bracket's per-op labels summed to 7.7 µs, 15% off it
   CHECK(error_id([&] { Labeler().label({{a}, {a, a}}); }) == "ets.label.6");
