@@ -16,7 +16,8 @@ struct DatasetSplit {
   std::vector<ExecutionTrace> traces; ///< every iteration of every file, in file order
 
   /// Trace files of a split: DIR/traces/<split>/ when it exists, else DIR/<split>/ (*.etst, *.etst.gz).
-  /// ets.eval.1 when neither directory exists.
+  /// ets.eval.1 when neither directory exists; ets.eval.5 when it holds both x.etst and x.etst.gz (one
+  /// configuration twice).
   static std::vector<std::string> list(const std::string& dir, const std::string& split);
   /// Loads list(dir, split) with Tracer::load on `threads` threads (0 = the CPUs this process may use). A file that
   /// fails to load throws its own ets::Error naming the file.

@@ -37,6 +37,15 @@ std::vector<std::string> DatasetSplit::list(const std::string& dir, const std::s
     if (ends(".etst") || ends(".etst.gz")) files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
+  // x.etst beside x.etst.gz is one configuration twice (a decompressed copy left behind): it would count twice in
+  // training and in every figure, and which of the two is current cannot be told.
+  for (const std::string& f : files) {
+    if (f.size() < 3 || f.compare(f.size() - 3, 3, ".gz") != 0) continue;
+    const std::string plain = f.substr(0, f.size() - 3);
+    ETS_CHECK(!std::binary_search(files.begin(), files.end(), plain), Errc::invalid_argument, "ets.eval.5",
+              "dataset split directory {} holds both {} and {}: one configuration twice; keep one of them", d.string(),
+              fs::path(plain).filename().string(), fs::path(f).filename().string());
+  }
   return files;
 }
 

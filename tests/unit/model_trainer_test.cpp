@@ -169,6 +169,13 @@ TEST_CASE("a split directory lists its trace files and skips entries whose statu
   REQUIRE(files.size() == 1);
   CHECK(fs::path(files[0]).filename() == "a.etst.gz");
   CHECK(ets::DatasetSplit::load(dir.string(), "test", 1).traces.size() == 1);
+  // a decompressed copy beside its .gz is the configuration twice: refused, naming both, not counted twice
+  ets::write_trace_file((dir / "test" / "a.etst").string(), {ets_test::learnable_set(5, 1).front()});
+  CHECK_THROWS_WITH(ets::DatasetSplit::list(dir.string(), "test"),
+                    Catch::Contains("ets.eval.5") && Catch::Contains("a.etst and a.etst.gz"));
+  ets::write_trace_file((dir / "test" / "b.etst").string(), {ets_test::learnable_set(5, 1).front()});
+  fs::remove(dir / "test" / "a.etst");
+  CHECK(ets::DatasetSplit::list(dir.string(), "test").size() == 2);  // b.etst alone, a.etst.gz alone: both kept
   fs::remove_all(dir);
 }
 
