@@ -81,6 +81,8 @@ int run_train(const Args& a) {
   const double budget_s = 60.0 * number_option(a, "--max-minutes", 15.0);
   if (budget_s < 0) throw std::invalid_argument("--max-minutes must be >= 0 (0 = no time budget)");
   t.anneal_within_budget = a.flag("--anneal-to-budget");
+  if (t.anneal_within_budget && budget_s == 0)
+    throw std::invalid_argument("--anneal-to-budget follows the time budget: it needs --max-minutes > 0");
   t.max_windows_per_epoch = integer_option(a, "--max-windows", 0, 0, std::numeric_limits<long long>::max());
   t.checkpoint_path = a.value("--checkpoint");
   t.resume = a.flag("--resume");

@@ -59,7 +59,8 @@ class Trainer {
     double max_seconds = 0;
     /// Cosine schedule with max_seconds: the decay follows the budget's elapsed fraction when that is ahead of the
     /// step count, so the learning rate reaches its floor as the budget runs out. The weights then depend on the
-    /// machine's speed, not only on the seed and thread count.
+    /// machine's speed, not only on the seed and thread count. Without max_seconds > 0 or with another schedule
+    /// there is nothing to follow: ets.train.8.
     bool anneal_within_budget = false;
     /// > 0: Polyak averaging. An exponential moving average of the weights, updated after every step with decay
     /// min(ema_decay, (1 + step) / (10 + step)), is what gets validated, kept as best and returned; the raw weights

@@ -207,6 +207,11 @@ struct Trainer::Impl {
               opt.batch, opt.epochs, opt.lr, opt.eval_every_epochs, opt.warmup_steps, opt.clip_norm, opt.patience,
               opt.min_lr_ratio, opt.step_every_epochs, opt.step_gamma, opt.min_delta, opt.weight_decay,
               opt.max_seconds, opt.ema_decay);
+    // Annealing to a budget needs the budget and the cosine it stretches; otherwise it would be silently ignored.
+    ETS_CHECK(!opt.anneal_within_budget || (opt.max_seconds > 0 && opt.schedule == Schedule::Cosine),
+              Errc::invalid_argument, "ets.train.8",
+              "anneal_within_budget needs a time budget (max_seconds > 0, got {}) and the cosine schedule",
+              opt.max_seconds);
   }
 
   /// time_progress: fraction of the time budget used (0 without one); the cosine follows whichever of step and

@@ -118,7 +118,8 @@ for args in (["--max-minutes", "-1"], ["--ema", "1"], ["--ema", "-0.5"], ["--cel
              # a thread count no host has; the model written over its own checkpoint
              ["--val-split", "traces/train"], ["--val-split", "train/"], ["--environment", "cpu\nx"],
              ["--threads", "100000"], ["--checkpoint", os.path.join(work, ".", "never.etsm")],
-             ["--checkpoint", "-"]):  # "-" is not stdout here (and was a file named "-")
+             ["--checkpoint", "-"],  # "-" is not stdout here (and was a file named "-")
+             ["--anneal-to-budget", "--max-minutes", "0"]):  # no budget to follow: the flag would do nothing
     p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), *args],
                        capture_output=True, text=True)
     check(p.returncode == 2 and args[-2] in p.stderr, f"{args}: rc {p.returncode}; {p.stderr}")

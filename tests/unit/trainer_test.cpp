@@ -329,6 +329,12 @@ TEST_CASE("trainer rejects inconsistent input with ets::Error", "[train]") {
       {[](ets::Trainer::Options& x) { x.min_lr_ratio = 3; }, "ets.train.8"},
       {[](ets::Trainer::Options& x) { x.min_delta = -0.1; }, "ets.train.8"},
       {[](ets::Trainer::Options& x) { x.max_seconds = -1; }, "ets.train.8"},
+      // annealing to a budget without one, or without the cosine it stretches, would be silently ignored
+      {[](ets::Trainer::Options& x) { x.anneal_within_budget = true, x.max_seconds = 0; }, "ets.train.8"},
+      {[](ets::Trainer::Options& x) {
+         x.anneal_within_budget = true, x.max_seconds = 60, x.schedule = ets::Trainer::Schedule::Step;
+       },
+       "ets.train.8"},
       {[](ets::Trainer::Options& x) { x.lr = std::nan(""); }, "ets.train.8"},
       {[](ets::Trainer::Options& x) { x.beta1 = 1; }, "ets.train.6"},
       {[](ets::Trainer::Options& x) { x.beta2 = -0.5; }, "ets.train.6"},
