@@ -6,6 +6,10 @@
 #include <atomic>
 #include <exception>
 #include <filesystem>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <simdjson.h>
 
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
@@ -14,6 +18,52 @@
 namespace ets {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// DIR/manifest.json (tools/collect/collect.py --manifest) assigns every configuration its split. A label lying in
+// another split's folder would train on a held-out architecture, or score a trained one as unseen: refused. Splits
+// the manifest does not name (a user's own folders) and traces without a config id are not checked.
+void check_manifest(const std::string& dir, const std::string& split, const std::vector<std::string>& files,
+                    const std::vector<std::vector<ExecutionTrace>>& per_file) {
+  const fs::path manifest = fs::path(dir) / "manifest.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(manifest, ec)) return;
+  const auto bad = [&](const std::string& why) {
+    ETS_THROW(Errc::parse, "ets.eval.6", "'{}' is not a readable dataset manifest ({})", manifest.string(), why);
+  };
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (const auto err = parser.load(manifest.string()).get(doc)) bad(simdjson::error_message(err));
+  simdjson::dom::array configs;
+  if (doc["configs"].get_array().get(configs)) bad("no \"configs\" array");
+  std::unordered_map<std::string, std::string> split_of;
+  std::unordered_set<std::string> splits;
+  for (const auto c : configs) {
+    std::string_view id, s;
+    if (c["id"].get_string().get(id) || c["split"].get_string().get(s))
+      bad("a configuration without a string \"id\" and \"split\"");
+    split_of.emplace(std::string(id), std::string(s));
+    splits.emplace(s);
+  }
+  // "traces/test", "test/" and "test" name the same folder
+  std::string name = split;
+  while (!name.empty() && name.back() == '/') name.pop_back();
+  name = fs::path(name).filename().string();
+  if (splits.count(name) == 0) return;
+  for (std::size_t i = 0; i < files.size(); ++i)
+    for (const ExecutionTrace& t : per_file[i]) {
+      const auto id = t.meta.extra.find("config_id");
+      if (id == t.meta.extra.end()) continue;
+      const auto want = split_of.find(id->second);
+      ETS_CHECK(want == split_of.end() || want->second == name, Errc::invalid_argument, "ets.eval.7",
+                "{} (configuration {}) lies in split '{}', but {} assigns it to '{}': move it back, or the split "
+                "no longer holds what it claims (unseen architectures in test)",
+                files[i], id->second, name, manifest.string(), want->second);
+    }
+}
+
+}  // namespace
 
 std::vector<std::string> DatasetSplit::list(const std::string& dir, const std::string& split) {
   fs::path d = fs::path(dir) / "traces" / split;
@@ -70,6 +120,7 @@ DatasetSplit DatasetSplit::load(const std::string& dir, const std::string& split
   });
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+  check_manifest(dir, split, out.files, per_file);
   for (auto& v : per_file)
     for (auto& tr : v) out.traces.push_back(std::move(tr));
   return out;

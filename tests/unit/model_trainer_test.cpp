@@ -179,6 +179,36 @@ TEST_CASE("a split directory lists its trace files and skips entries whose statu
   fs::remove_all(dir);
 }
 
+TEST_CASE("a dataset's manifest keeps each configuration in its split", "[train][eval]") {
+  const fs::path dir = fs::temp_directory_path() / "ets_split_manifest_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "traces" / "train");
+  fs::create_directories(dir / "traces" / "mine");
+  auto t = ets_test::learnable_set(5, 1).front();
+  t.meta.extra["config_id"] = "vgg-0001";
+  ets::write_trace_file((dir / "traces" / "train" / "vgg-0001.etst.gz").string(), {t});
+  ets::write_trace_file((dir / "traces" / "mine" / "vgg-0001.etst.gz").string(), {t});
+  const auto manifest = [&](const std::string& text) { std::ofstream(dir / "manifest.json") << text; };
+  CHECK(ets::DatasetSplit::load(dir.string(), "train", 1).traces.size() == 1);  // no manifest: nothing to check
+  manifest(R"({"configs": [{"id": "vgg-0001", "split": "test"}, {"id": "mlp-0002", "split": "train"}]})");
+  // a held-out architecture in the training folder, under any spelling of the split
+  for (const char* split : {"train", "train/", "traces/train"})
+    CHECK_THROWS_WITH(ets::DatasetSplit::load(dir.string(), split, 1),
+                      Catch::Contains("ets.eval.7") && Catch::Contains("vgg-0001") && Catch::Contains("'test'"));
+  CHECK(ets::DatasetSplit::load(dir.string(), "mine", 1).traces.size() == 1);  // a split the manifest does not name
+  manifest(R"({"configs": [{"id": "vgg-0001", "split": "train"}]})");
+  CHECK(ets::DatasetSplit::load(dir.string(), "train", 1).traces.size() == 1);
+  t.meta.extra.erase("config_id");  // a trace that names no configuration is not checked
+  ets::write_trace_file((dir / "traces" / "train" / "vgg-0001.etst.gz").string(), {t});
+  manifest(R"({"configs": [{"id": "vgg-0001", "split": "test"}]})");
+  CHECK(ets::DatasetSplit::load(dir.string(), "train", 1).traces.size() == 1);
+  for (const char* broken : {"{", R"({"other": 1})", R"({"configs": [{"id": 3, "split": "train"}]})"}) {
+    manifest(broken);
+    CHECK_THROWS_WITH(ets::DatasetSplit::load(dir.string(), "train", 1), Catch::Contains("ets.eval.6"));
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("the test-retest figures compare re-collected labels with the traces' labels by config id", "[train][eval]") {
   auto traces = ets_test::learnable_set(4, 3, "famR");
   traces[0].meta.extra["config_id"] = "famR-0000";
