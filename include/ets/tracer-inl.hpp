@@ -39,8 +39,9 @@ ETS_INLINE Tracer::Scope Tracer::op(std::string name, Phase phase, std::vector<T
   // The one allocation that can fail (bad_alloc), made before any state changes; geometric, as push_back's own.
   if (open_.size() == open_.capacity()) open_.reserve(std::max<std::size_t>(16, 2 * open_.capacity()));
   // The first op after a step(): the iteration that step() closed ends here (its last gap runs to this op), unless
-  // an empty step() came between or it was taken already.
-  if (open_.empty() && !done_.empty() && done_.back().boundary_us == last_boundary_us_ &&
+  // an empty step() came between (told by the step count, not by time: a coarse clock gives two steps one time) or
+  // it was taken already.
+  if (open_.empty() && !done_.empty() && done_.back().generation == generation_ &&
       std::isnan(done_.back().next_first_us))
     done_.back().next_first_us = rec.start_us;
   Live l;
@@ -100,6 +101,7 @@ ETS_INLINE void Tracer::step() {
     d.boundary_us = t;
     d.prev_boundary_us = last_boundary_us_;
     d.iteration = next_iteration_++;
+    d.generation = generation_ + 1;  // what ++generation_ below makes it
   }
   open_.clear();
   nested_.clear();

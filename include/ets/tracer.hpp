@@ -126,6 +126,7 @@ class Tracer {
     double prev_boundary_us;  ///< the step() before (NaN for the first)
     double next_first_us = kUnknown;  ///< start of the next iteration's first op, once it has one
     std::int64_t iteration;
+    std::uint32_t generation;  ///< generation_ right after the step() that closed it
   };
 
   /// A scope opened while an op was open: folded into it, unless it outlives it (then it becomes the next op).
