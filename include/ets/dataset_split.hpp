@@ -20,7 +20,8 @@ struct DatasetSplit {
   /// configuration twice).
   static std::vector<std::string> list(const std::string& dir, const std::string& split);
   /// Loads list(dir, split) with Tracer::load on `threads` threads (0 = the CPUs this process may use). A file that
-  /// fails to load throws its own ets::Error naming the file. With DIR/manifest.json (tools/collect), a trace whose
+  /// fails to load throws its own ets::Error naming the file; two files carrying one extra "config_id" are one
+  /// configuration twice (ets.eval.5). With DIR/manifest.json (tools/collect), a trace whose
   /// extra "config_id" the manifest assigns to another split is refused (ets.eval.7; an unreadable manifest:
   /// ets.eval.6); splits the manifest does not name are not checked.
   static DatasetSplit load(const std::string& dir, const std::string& split, int threads = 0);

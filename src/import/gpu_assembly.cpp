@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "import/op_normalize.hpp"
 #include "import/skip_links.hpp"
@@ -243,6 +244,11 @@ std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions
   }
   std::vector<ExecutionTrace> out;
   const std::size_t emitted = whole ? 1 : groups.size() - std::min(opt.tail_steps, groups.size());
+  if (!whole && opt.tail_steps > 0 && (emitted >= groups.size() || groups[emitted].empty()))
+    ETS_THROW(Errc::invalid_trace, "ets.import.7",
+              "{}: the first of {} declared tail step(s) has no operator on the training thread, so it cannot close "
+              "the last labelled iteration (which would end at its step's span, as without a tail)",
+              in.meta.source_path, opt.tail_steps);
   for (std::size_t g = 0; g < emitted; ++g) {
     if (groups[g].empty()) continue;
     // Successor = the next step in the list when it is adjacent and has ops.
@@ -387,6 +393,14 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     double first = iv[k].front().first;
     for (const auto& p : iv[k]) first = std::min(first, p.first);
     groups[static_cast<std::size_t>(s)].push_back({k, first});
+  }
+  if (!whole && opt.tail_steps > 0) {
+    const std::size_t first_tail = in.steps.size() - std::min(opt.tail_steps, in.steps.size());
+    if (first_tail >= groups.size() || groups[first_tail].empty())
+      ETS_THROW(Errc::invalid_trace, "ets.import.7",
+                "{}: the first of {} declared tail step(s) has no operator with device work, so it cannot close the "
+                "last labelled iteration (which would end at its step's span, as without a tail)",
+                in.meta.source_path, opt.tail_steps);
   }
   std::vector<std::size_t> kept_groups;
   for (std::size_t g = 0; g < groups.size(); ++g) {

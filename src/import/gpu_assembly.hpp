@@ -85,7 +85,8 @@ struct AssemblyOptions {
   std::int64_t training_tid = -1; ///< CPU: the thread whose ops count (-1: the thread of most op candidates)
   /// The last N steps were recorded only to close the one before: their first op ends its last gap, as for any
   /// successor, and they are not returned (a profile's last step otherwise ends at its ProfilerStep# span's end,
-  /// short of the time between steps). Must be below the number of steps (the caller checks).
+  /// short of the time between steps). Must be below the number of steps (the caller checks); the first tail step
+  /// must have an op (with device work, on the GPU rule) to close it with, else ets.import.7.
   std::size_t tail_steps = 0;
 };
 

@@ -433,7 +433,9 @@ std::vector<Marker> outer_only(std::vector<Marker> v, std::int64_t pid) {
   return out;
 }
 
-std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, const Options& opt) {
+// keep_incomplete: keep a trailing marker-derived step that has no end (Options::keep_incomplete, or a declared
+// tail step: it only closes the one before and is dropped later).
+std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep_incomplete) {
   std::vector<StepSpan> steps;
   const double inf = std::numeric_limits<double>::infinity();
   auto ps = outer_only(c.profiler_steps, pid);
@@ -452,13 +454,13 @@ std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, const Opt
         for (const Marker& m : st)
           if (m.start >= zg[k].start) end = std::max(end, m.end);
         if (std::isfinite(end)) steps.push_back({static_cast<std::int64_t>(k), zg[k].start, end, end - zg[k].start});
-        else if (opt.keep_incomplete) steps.push_back({static_cast<std::int64_t>(k), zg[k].start, inf, kUnknown});
+        else if (keep_incomplete) steps.push_back({static_cast<std::int64_t>(k), zg[k].start, inf, kUnknown});
       }
     }
     return steps;
   }
   if (!st.empty()) {
-    if (opt.keep_incomplete) steps.push_back({0, -inf, st[0].end, kUnknown});
+    if (keep_incomplete) steps.push_back({0, -inf, st[0].end, kUnknown});
     for (std::size_t k = 1; k < st.size(); ++k)
       steps.push_back({static_cast<std::int64_t>(k), st[k - 1].end, st[k].end, st[k].end - st[k - 1].end});
   }
@@ -807,9 +809,9 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   in.meta.optimizer = !meta.optimizer.empty() ? meta.optimizer : c.optimizer;
   if (meta.rank >= 0) in.meta.extra["rank"] = std::to_string(meta.rank);
   check_meta_size(in.meta, path);
-  in.steps = make_steps(c, pid, opt);
   if (meta.tail_steps < 0)
     ETS_THROW(Errc::invalid_trace, "ets.kineto.7", "'{}': \"ets\".\"tail_steps\" is not a non-negative integer", path);
+  in.steps = make_steps(c, pid, opt.keep_incomplete || meta.tail_steps > 0);
   const auto tail_steps = static_cast<std::size_t>(meta.tail_steps);
   if (tail_steps > 0 && tail_steps >= in.steps.size())
     ETS_THROW(Errc::invalid_trace, "ets.kineto.7",

@@ -46,8 +46,8 @@ void check_manifest(const std::string& dir, const std::string& split, const std:
     split_of.emplace(std::string(id), std::string(s));
     splits.emplace(s);
   }
-  // "traces/test", "test/" and "test" name the same folder
-  std::string name = split;
+  // "traces/test", "test/", "./test/." and "test" name the same folder
+  std::string name = fs::path(split).lexically_normal().string();
   while (!name.empty() && name.back() == '/') name.pop_back();
   name = fs::path(name).filename().string();
   if (splits.count(name) == 0) return;
@@ -120,6 +120,17 @@ DatasetSplit DatasetSplit::load(const std::string& dir, const std::string& split
   });
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+  // One configuration in two files (a copy under another name) would count twice in training and in every figure.
+  std::unordered_map<std::string, std::size_t> file_of;  // config id -> first file holding it
+  for (std::size_t i = 0; i < per_file.size(); ++i)
+    for (const ExecutionTrace& t : per_file[i]) {
+      const auto id = t.meta.extra.find("config_id");
+      if (id == t.meta.extra.end()) continue;
+      const auto [at, fresh] = file_of.emplace(id->second, i);
+      ETS_CHECK(fresh || at->second == i, Errc::invalid_argument, "ets.eval.5",
+                "dataset split {} holds configuration {} twice, in {} and {}; keep one of them", split, id->second,
+                out.files[at->second], out.files[i]);
+    }
   check_manifest(dir, split, out.files, per_file);
   for (auto& v : per_file)
     for (auto& tr : v) out.traces.push_back(std::move(tr));

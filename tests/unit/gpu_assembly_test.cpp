@@ -273,6 +273,11 @@ TEST_CASE("tail steps close the step before them and are not returned, on both r
   CHECK(g[1].iteration == 2);
   CHECK(g[1].ops.back().gap_us == Approx(250 - 160));
   CHECK(assemble_gpu(gpu).size() == 3);
+  // a tail step without device work (or, on the CPU rule, without an op) closes nothing: refused
+  gpu.device.pop_back();
+  CHECK_THROWS_WITH(assemble_gpu(gpu, tail), Catch::Contains("ets.import.7"));
+  cpu.host.resize(4);
+  CHECK_THROWS_WITH(assemble_cpu(cpu, tail), Catch::Contains("ets.import.7"));
 }
 
 TEST_CASE("communication kernels are recognised by name") {

@@ -203,6 +203,32 @@ TEST_CASE("Kineto \"ets\".\"tail_steps\": trailing steps recorded only to close 
   CHECK(tailed[1].meta.extra.at("tail_steps") == "1");  // a label made of these iterations says how they ended
   CHECK(all[1].meta.extra.count("tail_steps") == 0);
   CHECK(ets::import::read_kineto_json(doc(R"("ets": {"tail_steps": 0}, )"), "t.json", {}).size() == 3);
+  // a tail step without an op cannot close anything: the last iteration would end at its span after all
+  std::string empty_tail = doc(R"("ets": {"tail_steps": 1}, )");
+  const auto cut = empty_tail.find(R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 205)");
+  REQUIRE(cut != std::string::npos);
+  empty_tail = empty_tail.substr(0, cut - 1) + "]}";  // the third step's span stays, its ops go
+  CHECK_THROWS_WITH(ets::import::read_kineto_json(empty_tail, "t.json", {}), Catch::Contains("ets.import.7"));
+  // Optimizer markers: the tail step is the trailing zero_grad# without a step# after it; it still closes the one
+  // before (which used to be dropped with it)
+  const auto markers = [](const std::string& ets_meta) {
+    std::string s = "{" + ets_meta + "\"traceEvents\": [";
+    for (int k = 0; k < 3; ++k) {
+      const int t = 100 * k;
+      s += fmt::format(R"({}{{"ph": "X", "cat": "user_annotation", "name": "Optimizer.zero_grad#SGD.zero_grad", )"
+                       R"("pid": 1, "tid": 1, "ts": {}, "dur": 2}},)", k ? "," : "", t);
+      s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {}, "dur": 20}})",
+                       t + 5);
+      if (k < 2)
+        s += fmt::format(R"(,{{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step", "pid": 1, )"
+                         R"("tid": 1, "ts": {}, "dur": 30}})", t + 40);
+    }
+    return s + "]}";
+  };
+  CHECK(ets::import::read_kineto_json(markers(""), "m.json", {}).size() == 2);
+  const auto closed = ets::import::read_kineto_json(markers(R"("ets": {"tail_steps": 1}, )"), "m.json", {});
+  REQUIRE(closed.size() == 2);
+  CHECK(closed[1].sum_us() == Approx(205 - 105));  // to the tail's first op, past its step#'s end (170)
   // a count that leaves nothing, or that is not a non-negative integer, is refused
   for (const char* bad : {"3", "7", "-1", "1.5", "\"1\"", "null"})
     CHECK_THROWS_WITH(

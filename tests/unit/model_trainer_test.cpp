@@ -176,6 +176,14 @@ TEST_CASE("a split directory lists its trace files and skips entries whose statu
   ets::write_trace_file((dir / "test" / "b.etst").string(), {ets_test::learnable_set(5, 1).front()});
   fs::remove(dir / "test" / "a.etst");
   CHECK(ets::DatasetSplit::list(dir.string(), "test").size() == 2);  // b.etst alone, a.etst.gz alone: both kept
+  CHECK(ets::DatasetSplit::load(dir.string(), "test", 1).traces.size() == 2);  // neither names its configuration
+  // ... but two files whose traces name one configuration are it twice, whatever the files are called
+  auto named = ets_test::learnable_set(5, 1).front();
+  named.meta.extra["config_id"] = "vgg-0007";
+  ets::write_trace_file((dir / "test" / "a.etst.gz").string(), {named});
+  ets::write_trace_file((dir / "test" / "b.etst").string(), {named});
+  CHECK_THROWS_WITH(ets::DatasetSplit::load(dir.string(), "test", 1),
+                    Catch::Contains("ets.eval.5") && Catch::Contains("vgg-0007"));
   fs::remove_all(dir);
 }
 
@@ -192,7 +200,7 @@ TEST_CASE("a dataset's manifest keeps each configuration in its split", "[train]
   CHECK(ets::DatasetSplit::load(dir.string(), "train", 1).traces.size() == 1);  // no manifest: nothing to check
   manifest(R"({"configs": [{"id": "vgg-0001", "split": "test"}, {"id": "mlp-0002", "split": "train"}]})");
   // a held-out architecture in the training folder, under any spelling of the split
-  for (const char* split : {"train", "train/", "traces/train"})
+  for (const char* split : {"train", "train/", "traces/train", "./train/."})
     CHECK_THROWS_WITH(ets::DatasetSplit::load(dir.string(), split, 1),
                       Catch::Contains("ets.eval.7") && Catch::Contains("vgg-0001") && Catch::Contains("'test'"));
   CHECK(ets::DatasetSplit::load(dir.string(), "mine", 1).traces.size() == 1);  // a split the manifest does not name
