@@ -361,19 +361,47 @@ def _write_json(doc: dict, path: str) -> str:
     return path
 
 
-def add_ets_metadata(src: str, dst: str, extra: dict) -> str:
+def _append_ets_object(opener, src: str, dst: str, tail: bytes, chunk: int) -> None:
+    seen_events, opened = False, False
+    with opener(src, "rb") as fin, (gzip.open(dst, "wb", compresslevel=6) if dst.endswith(".gz")
+                                    else open(dst, "wb")) as fout:
+        buf = b""  # read, not yet written: the last 64 bytes before any trailing blanks stay back for the closing '}'
+        while True:
+            data = fin.read(chunk)
+            if not data:
+                break
+            buf += data
+            if not opened and buf.strip():
+                if not buf.lstrip().startswith(b"{"):
+                    raise ValueError(f"{src}: not a Chrome JSON trace (no top-level object)")
+                opened = True
+            seen_events = seen_events or b'"traceEvents"' in buf  # buf keeps 64 bytes: a key cut by a read is seen
+            cut = len(buf.rstrip()) - 64
+            if cut > 0:
+                fout.write(buf[:cut])
+                buf = buf[cut:]
+        body = buf.rstrip()
+        if not opened or not seen_events or not body.endswith(b"}"):
+            raise ValueError(f"{src}: not a Chrome JSON trace (no top-level traceEvents, or not closed by a brace)")
+        fout.write(body[:-1] + b"," + tail)
+
+
+def add_ets_metadata(src: str, dst: str, extra: dict, chunk: int = 1 << 20) -> str:
     """Copies a Chrome JSON trace (e.g. real Kineto's export_chrome_trace) from `src` to `dst` (gzip when it ends
-    in .gz) with `extra` merged into its top-level "ets" object, the metadata ETS's importer reads (model, family,
-    batch_size, tail_steps, ...; docs/trace-format.md). Returns dst."""
+    in .gz) with an "ets" object holding `extra` added as the last top-level key, the metadata ETS's importer reads
+    (model, family, batch_size, tail_steps, ...; docs/trace-format.md). The trace's bytes are copied as they are,
+    streamed: parsing them in Python would round Kineto's epoch-µs timestamps with ns decimals
+    (1712195495519689.047) to ~0.25 µs and hold a GPU trace of hundreds of MB as objects. An "ets" key already in
+    the file stays; the importer reads both, the later (this one) winning where they overlap. Returns dst."""
     opener = gzip.open if src.endswith(".gz") else open
-    with opener(src, "rt") as fh:
-        doc = json.load(fh)
-    if not isinstance(doc, dict) or "traceEvents" not in doc:
-        raise ValueError(f"{src}: not a Chrome JSON trace (no top-level traceEvents)")
-    meta = doc.get("ets") if isinstance(doc.get("ets"), dict) else {}
-    meta.update(extra)
-    doc["ets"] = meta
-    return _write_json(doc, dst)
+    tail = json.dumps({"ets": extra}, separators=(",", ":"))[1:].encode()  # b'"ets":{...}}'
+    try:
+        _append_ets_object(opener, src, dst, tail, chunk)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(dst)  # no half-written trace left behind
+        raise
+    return dst
 
 
 def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: list | None = None,

@@ -30,12 +30,14 @@ shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 
 
-def write_label(path, cid, split, measured_us, ops_us):
+def write_label(path, cid, split, measured_us, ops_us, tail_steps=0):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     meta = {"framework_version": "1.13", "device": "test", "environment": "cpu-test", "model": "mlp",
             "family": "mlp", "optimizer": "sgd", "batch_size": 8, "measured_us": measured_us,
             "extra": {"config_id": cid, "split": split, "label.single_pass_deviation": "0.05",
                       "label.sum_discrepancy": "0"}}
+    if tail_steps:
+        meta["extra"]["tail_steps"] = str(tail_steps)
     with gzip.open(path, "wt") as fh:
         fh.write(json.dumps({"format": "ets-trace", "version": [1, 0]}) + "\n")
         fh.write(json.dumps({"trace": meta}) + "\n")
@@ -117,6 +119,27 @@ for name, blob in (("mlp-0003", None), ("mlp-0004", b"\x1f\x8b\x08\x00\x00\x00\x
     check(r.returncode == 0 and f"skipping {bad_label}" in r.stderr and card_bad.get("labelled") == 2,
           f"card with a damaged {name}: rc {r.returncode} {r.stderr[-300:]}")
     os.remove(bad_label)
+
+# ---- labels with and without a tail step are not one dataset: card.py refuses a retest of the other kind (and
+# writes no retest.json for it), and a dataset that mixes them; collect.py refuses to add labels of the other kind
+tail_again = os.path.join(work, "card-retest-tail")
+for cid, v in zip(("mlp-0001", "mlp-0002"), (110.0, 150.0)):
+    write_label(os.path.join(tail_again, "traces", "train", cid + ".etst.gz"), cid, "train", v, [v], tail_steps=1)
+before = open(os.path.join(data, "retest.json")).read()
+r = subprocess.run([sys.executable, CARD, "--data", data, "--retest", tail_again, "--no-doc"], capture_output=True,
+                   text=True)
+check(r.returncode == 2 and "--tail-steps 1" in r.stderr and open(os.path.join(data, "retest.json")).read() == before,
+      f"a retest with a tail step against labels without: rc {r.returncode} {r.stderr[-300:]}")
+write_label(os.path.join(data, "traces", "train", "mlp-0005.etst.gz"), "mlp-0005", "train", 100.0, [100.0],
+            tail_steps=1)
+r = subprocess.run([sys.executable, CARD, "--data", data, "--no-doc"], capture_output=True, text=True)
+check(r.returncode == 2 and "mixes labels" in r.stderr, f"a dataset mixing tail settings: rc {r.returncode} "
+      f"{r.stderr[-300:]}")
+r = subprocess.run([sys.executable, COLLECT, "--out", data, "--configs", os.path.join(work, "ids.txt"),
+                    "--ets", "/bin/true"], capture_output=True, text=True)
+check(r.returncode == 2 and "mlp-0001.etst.gz" in r.stderr and "--tail-steps 0" in r.stderr,
+      f"collect.py tops up labels without a tail step only with --tail-steps 0: rc {r.returncode} {r.stderr[-300:]}")
+os.remove(os.path.join(data, "traces", "train", "mlp-0005.etst.gz"))
 
 # ---- card.py on a --data (or --retest) without labels: exit 2, nothing written (not card.json, not the doc)
 from tools.collect import card as K  # noqa: E402
@@ -224,7 +247,7 @@ check(synced == ["file", "folder"] and open(target).read() == "durable", f"atomi
 # ---- collect.py in a copied tree whose worker is a stub (no torch, no timing): what a run leaves behind
 tree = os.path.join(work, "tree")
 os.makedirs(os.path.join(tree, "tools", "collect"))
-for f in ("__init__.py", "collect.py", "configs.py", "env.py", "zoo.py", "randwire.py", "randgen.py"):
+for f in ("__init__.py", "collect.py", "card.py", "configs.py", "env.py", "zoo.py", "randwire.py", "randgen.py"):
     shutil.copy(os.path.join(ROOT, "tools", "collect", f), os.path.join(tree, "tools", "collect", f))
 shutil.copy(os.path.join(ROOT, "tools", "atomic_file.py"), os.path.join(tree, "tools", "atomic_file.py"))
 with open(os.path.join(tree, "tools", "collect", "worker.py"), "w") as fh:
@@ -298,6 +321,41 @@ left = sorted(os.listdir(os.path.join(stub_out, "collect"))) if os.path.isdir(os
 check(left == ["run.jsonl"], f"OUT/collect after clean passes: {left}")
 check(all(os.path.exists(os.path.join(stub_out, "raw", cid, f"pass{p}.status.json")) for cid in ids for p in (1, 2)),
       "the stub worker ran both passes of both configs")
+
+# ---- trace_export.add_ets_metadata (the worker's CUDA path: real Kineto's export, then the "ets" object the importer
+# reads, tail_steps among it) copies the trace's bytes as they are: re-serialising them in Python rounded Kineto's
+# epoch-µs timestamps with ns decimals to ~0.25 µs. It refuses what is not a trace.
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import trace_export  # noqa: E402  (no torch at module level)
+meta = {"tail_steps": 1, "family": "f"}
+want_tail = b',"ets":{"tail_steps":1,"family":"f"}}'
+sources = {"synthetic": b'{"traceEvents": [{"ph": "X", "name": "k", "ts": 1712195495519689.047, "dur": 2.001}],\n'
+                        b' "ets": {"model": "m"}}\n\n'}
+hta = os.path.join(ROOT, "..", "shared", "data", "kineto-gpu", "hta",
+                   "ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+if os.path.exists(hta):
+    with gzip.open(hta, "rb") as fh:
+        sources["hta_ns_resolution"] = fh.read()
+for name, raw in sources.items():
+    src = os.path.join(work, f"meta-{name}.json")
+    with open(src, "wb") as fh:
+        fh.write(raw)
+    # reads that cut keys and the closing brace, and one read for the whole file
+    for chunk in (7 if name == "synthetic" else 4093, 1 << 20):
+        trace_export.add_ets_metadata(src, src + ".gz", meta, chunk=chunk)
+        with gzip.open(src + ".gz", "rb") as fh:
+            out = fh.read()
+        check(out == raw.rstrip()[:-1] + want_tail and json.loads(out)["ets"] == meta,
+              f"add_ets_metadata keeps {name}'s bytes (chunk {chunk}) and appends the metadata: ...{out[-120:]!r}")
+for bad in (b"[1, 2]", b'{"other": 1}', b'{"traceEvents": []', b"", b"   "):
+    with open(os.path.join(work, "meta-bad.json"), "wb") as fh:
+        fh.write(bad)
+    try:
+        trace_export.add_ets_metadata(os.path.join(work, "meta-bad.json"), os.path.join(work, "meta-bad.out"), meta)
+        check(False, f"add_ets_metadata accepted {bad!r}")
+    except ValueError as e:
+        check("Chrome JSON trace" in str(e) and not os.path.exists(os.path.join(work, "meta-bad.out")),
+              f"add_ets_metadata refuses {bad!r}, leaving no output: {e}")
 
 # ---- the worker's skip rule: the median warm-up iteration over --max-iter-s, decided as soon as it is certain (a
 # first warm-up paying one-off costs alone no longer drops a configuration); --rt is one of a pass's settings

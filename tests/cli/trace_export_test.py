@@ -287,23 +287,5 @@ doc = pool_profile(os.path.join(work, "pools-unmatched.json"), wrong)
 check(doc["ets"].get("pool_args", {}).get("filled_steps") == 0 and
       all(a == ["", "", ""] for _, a in pool_args(doc)), f"unmatched calls fill nothing: {pool_args(doc)[:3]}")
 
-# add_ets_metadata (the worker's CUDA path: real Kineto's export, then the "ets" object the importer reads) merges
-# into an existing "ets" object, keeps the events, writes gzip by the name, and refuses a file that is no trace
-plain = os.path.join(work, "chrome.json")
-with open(plain, "w") as fh:
-    json.dump({"traceEvents": [{"ph": "X", "name": "k", "ts": 1, "dur": 2}], "ets": {"model": "m"}}, fh)
-trace_export.add_ets_metadata(plain, plain + ".gz", {"tail_steps": 1, "family": "f"})
-with gzip.open(plain + ".gz", "rt") as fh:
-    merged = json.load(fh)
-check(merged["ets"] == {"model": "m", "tail_steps": 1, "family": "f"} and len(merged["traceEvents"]) == 1,
-      f"add_ets_metadata merges: {merged}")
-with open(plain, "w") as fh:
-    json.dump([1, 2], fh)
-try:
-    trace_export.add_ets_metadata(plain, plain + ".gz", {})
-    check(False, "add_ets_metadata accepted a JSON list")
-except ValueError as e:
-    check("traceEvents" in str(e), f"add_ets_metadata refuses a non-trace: {e}")
-
 finish(f"trace_export: {len(fast['events'])} events, {len(with_flops)} with FLOPs, identical with the skip; "
        f"pooling arguments filled in {len(hyper)} pool ops")

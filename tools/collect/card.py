@@ -65,6 +65,30 @@ def read_label(path: str) -> dict:
             "tail_steps": int(x.get("tail_steps", "0"))}
 
 
+def label_tail_steps(path: str) -> int:
+    """The tail steps a label's passes were profiled with (extra "tail_steps", absent = 0), from its first
+    iteration line alone: cheap enough to ask of every label of a dataset."""
+    with gzip.open(path, "rt") as fh:
+        for line in fh:
+            o = json.loads(line)
+            if "trace" in o:
+                return int(o["trace"].get("extra", {}).get("tail_steps", "0"))
+    raise ValueError(f"{path}: no iteration")
+
+
+def one_tail_setting(labels: dict, what: str) -> int:
+    """The one --tail-steps of a set of labels (read_label records); ValueError naming two configurations when they
+    differ: a label without a tail step ends its last iteration at its ProfilerStep# span, so the two kinds are
+    not one dataset (docs/dataset.md, Labels)."""
+    by = {}
+    for cid, r in sorted(labels.items()):
+        by.setdefault(r.get("tail_steps", 0), cid)
+    if len(by) > 1:
+        raise ValueError(f"{what} mixes labels collected with different --tail-steps: "
+                         + ", ".join(f"{n} ({cid}, ...)" for n, cid in sorted(by.items())))
+    return next(iter(by), 0)
+
+
 def load_dir(data: str) -> dict:
     out = {}
     for p in label_files(data):
@@ -210,7 +234,12 @@ def compute(data: str, retest: str = "", previous: dict | None = None, notes: li
         card["env_record"] = previous["env_record"]
         notes.append(f"no {os.path.join(data, 'collect', 'env-pass*.json')}: kept the previous card.json's "
                      f"env_record (the env table)")
-    again = retest_labels(data, retest)
+    tail = one_tail_setting(labels, f"--data {data}")
+    again = retest_labels(data, retest, tail)
+    if again and again.get("tail_steps", 0) != tail:  # a retest.json kept from before
+        raise ValueError(f"{os.path.join(data, RETEST_FILE)} holds labels collected with --tail-steps "
+                         f"{again.get('tail_steps', 0)}, the dataset's with {tail}: re-collect the retest with "
+                         f"--tail-steps {tail}")
     if again:
         card["retest"] = {"source": again["source"], "collected": again["collected"],
                           **retest_figures(labels, again["labels"])}
@@ -243,9 +272,10 @@ def label_files(data: str) -> list:
     return sorted(glob.glob(os.path.join(data, "traces", "**", "*.etst.gz"), recursive=True))
 
 
-def retest_labels(data: str, retest_dir: str = "") -> dict:
+def retest_labels(data: str, retest_dir: str = "", expect_tail: int | None = None) -> dict:
     """The test–retest re-collection's iteration labels. From `retest_dir` when given (then kept in
-    DATA/retest.json, a few KB, so later card runs keep the figure without the re-collected traces), else from
+    DATA/retest.json, a few KB, so later card runs keep the figure without the re-collected traces; not when its
+    labels were collected with other --tail-steps than `expect_tail`, the dataset's: ValueError), else from
     DATA/retest.json; {} when neither exists."""
     path = os.path.join(data, RETEST_FILE)
     if retest_dir:
@@ -253,10 +283,16 @@ def retest_labels(data: str, retest_dir: str = "") -> dict:
         if not again:
             raise ValueError(f"--retest {retest_dir}: none of its traces/**/*.etst.gz could be read")
         stamps = [os.path.getmtime(p) for p in label_files(retest_dir)]
+        tail = one_tail_setting(again, f"--retest {retest_dir}")
+        if expect_tail is not None and tail != expect_tail:
+            raise ValueError(f"--retest {retest_dir} was collected with --tail-steps {tail}, the dataset's labels with "
+                             f"{expect_tail}: re-collect the retest with --tail-steps {expect_tail}")
         doc = {"source": os.path.relpath(os.path.abspath(retest_dir), ROOT),
                "collected": time.strftime("%Y-%m-%d", time.gmtime(max(stamps))) if stamps else "",
                "labels": {cid: {"measured_us": r["measured_us"], "pass_median_us": r["pass_median_us"]}
                           for cid, r in sorted(again.items())}}
+        if tail:
+            doc["tail_steps"] = tail  # absent: 0, as in retest files from before the tail step
         # `ets eval` reads this file (DATA/retest.json): never leave a half-written one behind
         atomic_write(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
         return doc

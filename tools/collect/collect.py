@@ -325,8 +325,31 @@ class Collector:
         return ok
 
     # ---- driver
+    def other_tail_labels(self) -> list:
+        """Labels already in OUT collected with another --tail-steps than this run's: a dataset must close its
+        labels' last iterations one way (docs/dataset.md, Labels), so topping one up must keep its setting."""
+        from tools.collect.card import label_files, label_tail_steps
+        other = []
+        for path in label_files(self.out):
+            try:
+                n = label_tail_steps(path)
+                if n != self.a.tail_steps:
+                    other.append((path, n))
+            except (OSError, ValueError, EOFError):
+                continue  # an unreadable label is card.py's to report, not a setting to compare
+        return other
+
     def run(self, cfgs: list) -> int:
         P = self.a.passes
+        if not self.a.no_label:
+            other = self.other_tail_labels()
+            if other:
+                path, n = other[0]
+                sys.stderr.write(f"collect: {len(other)} labels in {self.out} (e.g. {os.path.basename(path)}) were "
+                                 f"collected with --tail-steps {n}, this run with {self.a.tail_steps}: pass "
+                                 f"--tail-steps {n} (the labels of one dataset end their iterations one way) or "
+                                 f"collect into another --out\n")
+                return 2
         pending = [c for c in cfgs if self.a.no_label or not os.path.exists(self.label_path(c))]
         if self.a.redo_unlabelled:
             self._forget_unlabelled(pending)
