@@ -129,6 +129,9 @@ def main():
     k = os.path.join(out, "fuzz_kineto_json")
     put(k, "gpu_min.json", KINETO_GPU)
     put(k, "cpu_min.json", KINETO_CPU)
+    # declared tail steps (the collector's worker writes one): ProfilerStep# and Optimizer-marker steps
+    put(k, "gpu_tail.json", KINETO_GPU.replace(b'"ets":{"model"', b'"ets":{"tail_steps":1,"model"', 1))
+    put(k, "cpu_tail.json", KINETO_CPU.replace(b'{"traceEvents":[', b'{"ets":{"tail_steps":1},"traceEvents":[', 1))
     put(k, "cpu_small_mlp.json", read_maybe_gz(os.path.join(data, "cpu_small_mlp.json.gz")))
     for rel in ["kineto-gpu/hta/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
                 "kineto-gpu/hta/cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
