@@ -22,7 +22,7 @@ double median(std::vector<double> v) {
   const double hi = v[mid];
   if (n % 2) return hi;
   const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return 0.5 * (lo + hi);
+  return lo / 2 + hi / 2;  // the same double as (lo + hi) / 2, without its overflow for periods above DBL_MAX / 2
 }
 
 // Source traces resolve 1 ns; rounding the labels to it drops float noise of the µs arithmetic (259.19299999999373)
@@ -138,14 +138,19 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
     const std::size_t m = std::max<std::size_t>(1, (samples + 5) / 6);
     below.resize(std::min(m, below.size()));
     above.resize(std::min(m, above.size()));
-    auto mean_period = [](const auto& v) {
-      double s = 0;
-      for (const auto& e : v) s += e.first;
-      return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+    // Mean distance of a group's periods from the label: each term is exact and ≥ 0 (> 0 above), so the weights
+    // below lie in [0, 1] even where periods tie with the label to the last bit. Means of the periods themselves
+    // could round across the label (four copies of L averaging one ulp above it), giving a weight of NaN or 2 and
+    // per-op labels outside every sample, while their sum still matched. Running means: no overflow.
+    auto mean_distance = [label_us](const auto& v) {
+      double mean = 0, k = 0;
+      for (const auto& e : v) mean += (std::abs(e.first - label_us) - mean) / ++k;
+      return mean;
     };
-    const double pb = mean_period(below), pa = mean_period(above);
-    // weight of the lower group: alpha·pb + (1 − alpha)·pa = label (pb ≤ label < pa); one-sided when the other is empty
-    const double alpha = above.empty() ? 1.0 : below.empty() ? 0.0 : (pa - label_us) / (pa - pb);
+    const double db = mean_distance(below), da = mean_distance(above);
+    // weight of the lower group: alpha·(label − db) + (1 − alpha)·(label + da) = label; one-sided when the other
+    // group is empty, or when every bracketing period is the label itself
+    const double alpha = above.empty() ? 1.0 : below.empty() ? 0.0 : da + db > 0 ? da / (da + db) : 1.0;
     for (const auto& e : below) bracket.emplace_back(e.second, alpha / static_cast<double>(below.size()));
     for (const auto& e : above) bracket.emplace_back(e.second, (1 - alpha) / static_cast<double>(above.size()));
   }

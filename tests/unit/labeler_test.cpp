@@ -201,6 +201,35 @@ TEST_CASE("Labeler: bracket statistic = weighted mean of the iterations nearest 
   CHECK(r.trace.meta.extra.at("label.method").find("bracketing") != std::string::npos);
 }
 
+TEST_CASE("Labeler: bracket weights stay in [0, 1] when periods tie with the label to the last bit") {
+  // Means of the bracketing periods can round across the label: four copies of L may average one ulp above it,
+  // six copies of L + 1 ulp to L itself. The weights then came out NaN (ets.label.4 on a NaN sum) or 2 and −1,
+  // giving an op a label outside all of its samples while the sum still matched.
+  for (const double L : {95647.393, 94834.921, 50000.0}) {
+    std::vector<ExecutionTrace> pass;
+    for (int i = 0; i < 3; ++i) pass.push_back(iteration({{"mm", Phase::Forward, L - 100, 0}}));
+    for (int i = 0; i < 4; ++i) pass.push_back(iteration({{"mm", Phase::Forward, L, 0}}));
+    for (int i = 0; i < 6; ++i) pass.push_back(iteration({{"mm", Phase::Forward, std::nextafter(L, 1e300), 0}}));
+    Labeler::Result r;
+    REQUIRE_NOTHROW(r = Labeler().label({pass}));
+    CHECK(r.trace.ops[0].time_us >= L - 100);
+    CHECK(r.trace.ops[0].time_us <= std::nextafter(L, 1e300));
+  }
+  // two ops whose samples are (12279.249, 12279.249) at period L and (22102.648, 2455.85) at L + 2 ulp: each op's
+  // label must lie among its own samples (it came out 2455.850 for the first op)
+  const double a = 12279.249, c = 22102.648, d = 2455.850000000006;
+  std::vector<ExecutionTrace> pass;
+  for (int i = 0; i < 3; ++i) pass.push_back(iteration({{"mm", Phase::Forward, a - 50, 0}, {"relu", Phase::Forward, a - 50, 0}}));
+  for (int i = 0; i < 4; ++i) pass.push_back(iteration({{"mm", Phase::Forward, a, 0}, {"relu", Phase::Forward, a, 0}}));
+  for (int i = 0; i < 6; ++i) pass.push_back(iteration({{"mm", Phase::Forward, c, 0}, {"relu", Phase::Forward, d, 0}}));
+  REQUIRE(pass[7].sum_us() > pass[3].sum_us());  // the premise: L + 2 ulp above L
+  const auto r = Labeler().label({pass});
+  CHECK(r.trace.ops[0].time_us >= a - 50);
+  CHECK(r.trace.ops[0].time_us <= c);
+  CHECK(r.trace.ops[1].time_us >= d);
+  CHECK(r.trace.ops[1].time_us <= a);
+}
+
 TEST_CASE("Labeler: pass-median op statistic follows the label when every pass has one slow iteration") {
   // Each pass: two fast iterations at its own speed (50 / 60 / 70) and one slow (200). The label is the middle
   // pass's median, 60. Pooled, the 9 samples sort 50 50 60 60 70 70 200 200 200: the op median is 70 (+16.7%).
