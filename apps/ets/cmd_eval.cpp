@@ -108,7 +108,7 @@ int run_eval(const Args& a) {
             "encode traces", model_path);
   const auto test = DatasetSplit::load(data, split, threads);
   std::size_t labelled = 0;
-  for (const auto& t : test.traces) labelled += Evaluator::truth_us(t) > 0;
+  for (const auto& t : test.traces) labelled += Evaluator::scorable(t);
   ETS_CHECK(labelled > 0, Errc::invalid_argument, "ets.eval.4",
             "split '{}' of '{}' holds no trace with a measured or labelled iteration time ({} traces): nothing to "
             "evaluate", split, data, test.traces.size());

@@ -27,7 +27,7 @@ class Evaluator {
     double rmse_ms = std::numeric_limits<double>::quiet_NaN();  ///< √mean((pred − true)²) in milliseconds
     /// Mean of (pred − true) / true: > 0 over-predicts, < 0 under-predicts on average.
     double bias = std::numeric_limits<double>::quiet_NaN();
-    std::size_t n = 0;   ///< traces with a positive truth; mre, rmse_ms and bias are NaN when it is 0
+    std::size_t n = 0;   ///< traces scored (method(): the scorable ones); mre, rmse_ms and bias are NaN when it is 0
   };
 
   /// One predictor's results on the evaluated traces.

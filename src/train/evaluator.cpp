@@ -115,8 +115,11 @@ Evaluator::Method Evaluator::method(std::string name, const std::vector<Executio
   Method m;
   m.name = std::move(name);
   m.predicted_us = pred;
+  // Only scorable traces count, as in validation and --val-scaled: a labelled iteration without ops is predicted
+  // as 0 and would add a 100% error to every figure.
   std::vector<double> truth(traces.size());
-  for (std::size_t i = 0; i < traces.size(); ++i) truth[i] = truth_us(traces[i]);
+  for (std::size_t i = 0; i < traces.size(); ++i)
+    truth[i] = scorable(traces[i]) ? truth_us(traces[i]) : std::numeric_limits<double>::quiet_NaN();
   m.all = metrics(pred, truth);
 
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> fam, ops, dis;

@@ -273,6 +273,8 @@ TEST_CASE("the pass-disagreement buckets hold the traces that carry a readable l
   std::vector<ets::ExecutionTrace> traces(dis.size());
   for (std::size_t i = 0; i < dis.size(); ++i) {
     traces[i].measured_us = 100;
+    traces[i].ops.emplace_back();  // scorable: an op and a truth
+    traces[i].ops.back().time_us = 100;
     if (!dis[i].empty()) traces[i].meta.extra["label.disagreement"] = dis[i];
   }
   const auto m = ets::Evaluator::method("x", traces, std::vector<double>{110, 90, 130, 100, 150, 70});
@@ -300,6 +302,16 @@ TEST_CASE("the pass-disagreement buckets hold the traces that carry a readable l
   CHECK(m2.by_ops[0].second.n == 6);
   CHECK(m2.all.n == 6);
   CHECK(std::isnan(m2.by_phase[0].mre));  // no breakdown: n = 0, so NaN, not a perfect 0
+  // a labelled iteration without ops is not scorable (as in validation and --val-scaled): its prediction, 0, would
+  // add a 100% error to every table
+  auto with_empty = traces;
+  with_empty.emplace_back();
+  with_empty.back().measured_us = 1000;
+  with_empty.back().meta.family = "empty";
+  const auto m3 = ets::Evaluator::method("x", with_empty, std::vector<double>{110, 90, 130, 100, 150, 70, 0});
+  CHECK(m3.all.n == 6);
+  CHECK(m3.all.mre == Approx(m.all.mre));
+  CHECK(m3.by_family.count("empty") == 0);
 }
 
 TEST_CASE("the op-type breakdown sums labels and predictions per family, type and phase", "[train][eval]") {
