@@ -162,6 +162,21 @@ std::int64_t step_of(const std::vector<StepSpan>& steps, double t) {
   return t < it->end_us ? static_cast<std::int64_t>(it - steps.begin()) : -1;
 }
 
+// How many steps (groups of ops, by step) are returned: all but the declared tail steps, which only close the step
+// before them with their first op; that first tail step must have one (`op_kind`: which ops count), else
+// ets.import.7. Without steps (whole) the one group is returned.
+template <typename Groups>
+std::size_t returned_steps(const Groups& groups, bool whole, const AssemblyOptions& opt, const std::string& source,
+                           const char* op_kind) {
+  if (whole || opt.tail_steps == 0) return groups.size();
+  const std::size_t n = groups.size() - std::min(opt.tail_steps, groups.size());
+  ETS_CHECK(n < groups.size() && !groups[n].empty(), Errc::invalid_trace, "ets.import.7",
+            "{}: the first of {} declared tail step(s) has no operator {}, so it cannot close the last labelled "
+            "iteration (which would end at its step's span, as without a tail)",
+            source, opt.tail_steps, op_kind);
+  return n;
+}
+
 void sort_steps(std::vector<StepSpan>& steps) {
   std::stable_sort(steps.begin(), steps.end(), [](const StepSpan& a, const StepSpan& b) { return a.start_us < b.start_us; });
 }
@@ -243,12 +258,7 @@ std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions
     if (s >= 0) groups[static_cast<std::size_t>(s)].push_back(t);
   }
   std::vector<ExecutionTrace> out;
-  const std::size_t emitted = whole ? 1 : groups.size() - std::min(opt.tail_steps, groups.size());
-  if (!whole && opt.tail_steps > 0 && (emitted >= groups.size() || groups[emitted].empty()))
-    ETS_THROW(Errc::invalid_trace, "ets.import.7",
-              "{}: the first of {} declared tail step(s) has no operator on the training thread, so it cannot close "
-              "the last labelled iteration (which would end at its step's span, as without a tail)",
-              in.meta.source_path, opt.tail_steps);
+  const std::size_t emitted = returned_steps(groups, whole, opt, in.meta.source_path, "on the training thread");
   for (std::size_t g = 0; g < emitted; ++g) {
     if (groups[g].empty()) continue;
     // Successor = the next step in the list when it is adjacent and has ops.
@@ -394,14 +404,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     for (const auto& p : iv[k]) first = std::min(first, p.first);
     groups[static_cast<std::size_t>(s)].push_back({k, first});
   }
-  if (!whole && opt.tail_steps > 0) {
-    const std::size_t first_tail = in.steps.size() - std::min(opt.tail_steps, in.steps.size());
-    if (first_tail >= groups.size() || groups[first_tail].empty())
-      ETS_THROW(Errc::invalid_trace, "ets.import.7",
-                "{}: the first of {} declared tail step(s) has no operator with device work, so it cannot close the "
-                "last labelled iteration (which would end at its step's span, as without a tail)",
-                in.meta.source_path, opt.tail_steps);
-  }
+  const std::size_t emitted = returned_steps(groups, whole, opt, in.meta.source_path, "with device work");
   std::vector<std::size_t> kept_groups;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     if (groups[g].empty()) continue;
@@ -466,7 +469,6 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   for (const Seq& s : seq) all.insert(all.end(), iv[s.slot].begin(), iv[s.slot].end());
   const BusyTime busy(std::move(all));
 
-  const std::size_t emitted = whole ? 1 : in.steps.size() - std::min(opt.tail_steps, in.steps.size());
   std::vector<ExecutionTrace> out;
   std::size_t i = 0;
   while (i < seq.size()) {
