@@ -6,6 +6,7 @@
 #include <atomic>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -23,9 +24,10 @@ namespace {
 
 // DIR/manifest.json (tools/collect/collect.py --manifest) assigns every configuration its split. A label lying in
 // another split's folder would train on a held-out architecture, or score a trained one as unseen: refused. Splits
-// the manifest does not name (a user's own folders) and traces without a config id are not checked.
+// the manifest does not name (a user's own folders) and traces without a config id are not checked. file_of: each
+// config id of the split and the file holding it.
 void check_manifest(const std::string& dir, const std::string& split, const std::vector<std::string>& files,
-                    const std::vector<std::vector<ExecutionTrace>>& per_file) {
+                    const std::map<std::string, std::size_t>& file_of) {
   const fs::path manifest = fs::path(dir) / "manifest.json";
   std::error_code ec;
   if (!fs::is_regular_file(manifest, ec)) return;
@@ -51,16 +53,13 @@ void check_manifest(const std::string& dir, const std::string& split, const std:
   while (!name.empty() && name.back() == '/') name.pop_back();
   name = fs::path(name).filename().string();
   if (splits.count(name) == 0) return;
-  for (std::size_t i = 0; i < files.size(); ++i)
-    for (const ExecutionTrace& t : per_file[i]) {
-      const auto id = t.meta.extra.find("config_id");
-      if (id == t.meta.extra.end()) continue;
-      const auto want = split_of.find(id->second);
-      ETS_CHECK(want == split_of.end() || want->second == name, Errc::invalid_argument, "ets.eval.7",
-                "{} (configuration {}) lies in split '{}', but {} assigns it to '{}': move it back, or the split "
-                "no longer holds what it claims (unseen architectures in test)",
-                files[i], id->second, name, manifest.string(), want->second);
-    }
+  for (const auto& [id, file] : file_of) {
+    const auto want = split_of.find(id);
+    ETS_CHECK(want == split_of.end() || want->second == name, Errc::invalid_argument, "ets.eval.7",
+              "{} (configuration {}) lies in split '{}', but {} assigns it to '{}': move it back, or the split no "
+              "longer holds what it claims (unseen architectures in test)",
+              files[file], id, name, manifest.string(), want->second);
+  }
 }
 
 }  // namespace
@@ -121,7 +120,7 @@ DatasetSplit DatasetSplit::load(const std::string& dir, const std::string& split
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
   // One configuration in two files (a copy under another name) would count twice in training and in every figure.
-  std::unordered_map<std::string, std::size_t> file_of;  // config id -> first file holding it
+  std::map<std::string, std::size_t> file_of;  // config id -> first file holding it (by id: a stable report order)
   for (std::size_t i = 0; i < per_file.size(); ++i)
     for (const ExecutionTrace& t : per_file[i]) {
       const auto id = t.meta.extra.find("config_id");
@@ -131,7 +130,7 @@ DatasetSplit DatasetSplit::load(const std::string& dir, const std::string& split
                 "dataset split {} holds configuration {} twice, in {} and {}; keep one of them", split, id->second,
                 out.files[at->second], out.files[i]);
     }
-  check_manifest(dir, split, out.files, per_file);
+  check_manifest(dir, split, out.files, file_of);
   for (auto& v : per_file)
     for (auto& tr : v) out.traces.push_back(std::move(tr));
   return out;
