@@ -110,8 +110,8 @@ int run_eval(const Args& a) {
   std::size_t labelled = 0;
   for (const auto& t : test.traces) labelled += Evaluator::scorable(t);
   ETS_CHECK(labelled > 0, Errc::invalid_argument, "ets.eval.4",
-            "split '{}' of '{}' holds no trace with a measured or labelled iteration time ({} traces): nothing to "
-            "evaluate", split, data, test.traces.size());
+            "split '{}' of '{}' holds no scorable trace (one with ops and a measured or labelled iteration time; {} "
+            "traces): nothing to evaluate", split, data, test.traces.size());
 
   // A model predicts for its own hardware: traces measured elsewhere are scored, but the user should know.
   std::size_t elsewhere = 0;

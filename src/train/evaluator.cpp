@@ -124,7 +124,7 @@ Evaluator::Method Evaluator::method(std::string name, const std::vector<Executio
 
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> fam, ops, dis;
   for (std::size_t i = 0; i < traces.size(); ++i) {
-    if (!(truth[i] > 0) || !std::isfinite(truth[i])) continue;  // unlabelled: in no group (nor listed alone)
+    if (std::isnan(truth[i])) continue;  // not scorable: in no group (nor listed alone)
     const std::string f = family_key(traces[i]);
     fam[f].first.push_back(pred[i]);
     fam[f].second.push_back(truth[i]);
