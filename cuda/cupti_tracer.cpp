@@ -41,6 +41,12 @@ struct TracerState {
       ++errors;  // the message is lost, the count is not
     }
   }
+  // A failed CUPTI call, recorded by a caller that holds `mu` already (so not through fail(), which takes it).
+  void fail_locked(const char* call, CUptiResult r) {
+    const char* text = nullptr;
+    cuptiGetResultString(r, &text);
+    if (errors++ == 0) first_error = fmt::format("{}: {}", call, text ? text : "?");
+  }
 };
 }  // namespace
 
@@ -133,9 +139,7 @@ void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* bu
         const CUptiResult r = cuptiActivityGetNextRecord(buffer, valid, &rec);
         if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
         if (r != CUPTI_SUCCESS) {
-          const char* text = nullptr;
-          cuptiGetResultString(r, &text);
-          if (st->errors++ == 0) st->first_error = fmt::format("cuptiActivityGetNextRecord: {}", text ? text : "?");
+          st->fail_locked("cuptiActivityGetNextRecord", r);
           break;
         }
         append(*st, rec);
@@ -145,10 +149,7 @@ void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* bu
       if (d == CUPTI_SUCCESS) {
         st->capture.dropped += dropped;
       } else {  // records may be lost and not counted: the capture cannot be trusted complete
-        const char* text = nullptr;
-        cuptiGetResultString(d, &text);
-        if (st->errors++ == 0)
-          st->first_error = fmt::format("cuptiActivityGetNumDroppedRecords: {}", text ? text : "?");
+        st->fail_locked("cuptiActivityGetNumDroppedRecords", d);
       }
     } catch (const std::exception& e) {
       st->fail("decoding a CUPTI buffer: {}", e.what());
