@@ -7,7 +7,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libeigen3-dev libfmt-dev catch2 libsimdjson-dev libsqlite3-dev zlib1g-dev
       clang libclang-rt-dev
       python3 python3-numpy python3-torch python3-torchvision python3-matplotlib pyflakes3
-      libopenblas0-pthread)
+      libopenblas0-pthread locales)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -37,8 +37,8 @@ class Evaluator {
     /// Groups hold only traces with a positive truth; a group without one is not listed.
     std::map<std::string, Metrics> by_family;            ///< meta.family ("" → "unknown")
     std::vector<std::pair<std::string, Metrics>> by_ops; ///< op-count buckets 0–200, …, 1200+ (empty ones skipped)
-    /// Buckets of the label's pass disagreement (label.disagreement, max/min − 1 of its timing passes): "<10%",
-    /// "10-25%", "25-50%", "50%+"; empty ones and traces that do not carry it are skipped.
+    /// Buckets of the label's pass disagreement (label.disagreement, max/min − 1 of its timing passes): "<=10%",
+    /// "10-25%", "25-50%", "50%+" (upper bounds inclusive); empty ones and traces that do not carry it are skipped.
     std::vector<std::pair<std::string, Metrics>> by_disagreement;
     bool has_phases = false;                             ///< per-phase predictions exist (per-op methods)
     std::array<Metrics, kPhaseCount> by_phase{};         ///< error of Σ(time + gap) per phase (n = 0 without)
@@ -52,7 +52,8 @@ class Evaluator {
   static bool scorable(const ExecutionTrace& trace) noexcept;
   /// "0-200", "200-400", …, "1000-1200", "1200+".
   static std::string ops_bucket(std::size_t ops);
-  /// "<10%", "10-25%", "25-50%", "50%+" for a pass disagreement of 0.07, 0.1, 0.3, 0.5, …; "" when not finite or < 0.
+  /// "<=10%", "10-25%", "25-50%", "50%+" for a pass disagreement of 0.1, 0.25, 0.5, 0.51, …: upper bounds inclusive,
+  /// as Labeler's flag (disagreement > threshold). "" when not finite or < 0.
   static std::string disagreement_bucket(double disagreement);
   static Metrics metrics(const std::vector<double>& predicted_us, const std::vector<double>& truth_us);
 

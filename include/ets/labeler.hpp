@@ -43,7 +43,7 @@ class Labeler {
     ExecutionTrace trace;                 ///< one iteration: per-op labels, measured_us = the label
     std::vector<double> pass_median_us;   ///< each pass's median period, in pass order
     std::vector<std::size_t> iterations;  ///< iterations used per pass
-    double disagreement = 0;              ///< max/min − 1 of pass_median_us
+    double disagreement = 0;              ///< max/min − 1 of pass_median_us, to 5 decimals as stored
     bool disagrees = false;               ///< disagreement > Options::disagreement_threshold
     double sum_discrepancy = 0;           ///< (Σ(time + gap) of the labels − measured_us) / measured_us
     double single_pass_deviation = 0;     ///< mean over passes of |pass median − measured_us| / measured_us

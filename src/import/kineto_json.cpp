@@ -18,6 +18,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "ets/detail/parse_number.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "import/gpu_assembly.hpp"
@@ -149,10 +150,7 @@ double get_number(od::value v, double fallback) {
   if (!v.get_double().get(d)) return d;
   std::string_view s;
   if (!v.get_string().get(s)) {
-    try {
-      return std::stod(std::string(s));
-    } catch (...) {
-    }
+    if (ets::detail::parse_double(s, d)) return d;
   }
   return fallback;
 }

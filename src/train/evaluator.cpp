@@ -17,6 +17,7 @@
 
 #include "ets/aggregator.hpp"
 #include "ets/bilstm_predictor.hpp"
+#include "ets/detail/parse_number.hpp"
 #include "ets/error.hpp"
 #include "ets/feature_spec.hpp"
 #include "train/parallel.hpp"
@@ -45,11 +46,9 @@ std::string Evaluator::ops_bucket(std::size_t ops) {
 namespace {
 // A number the labeler wrote into meta.extra (label.*), or NaN when the key is absent or holds no number.
 double extra_number(const ExecutionTrace& t, const char* key) {
-  const auto it = t.meta.extra.find(key);
-  if (it == t.meta.extra.end()) return std::numeric_limits<double>::quiet_NaN();
-  char* end = nullptr;
-  const double v = std::strtod(it->second.c_str(), &end);
-  return end == it->second.c_str() ? std::numeric_limits<double>::quiet_NaN() : v;
+  double v = std::numeric_limits<double>::quiet_NaN();
+  if (const auto it = t.meta.extra.find(key); it != t.meta.extra.end()) ets::detail::parse_double(it->second, v);
+  return v;
 }
 
 // The family a trace is grouped under: meta.family, "unknown" when it has none.
@@ -58,7 +57,8 @@ std::string family_key(const ExecutionTrace& t) { return t.meta.family.empty() ?
 
 std::string Evaluator::disagreement_bucket(double d) {
   if (!std::isfinite(d) || d < 0) return "";
-  return d < 0.10 ? "<10%" : d < 0.25 ? "10-25%" : d < 0.50 ? "25-50%" : "50%+";
+  // Upper bounds inclusive, as the labeler's flag (disagreement > threshold) and card.py's "more than" counts.
+  return d <= 0.10 ? "<=10%" : d <= 0.25 ? "10-25%" : d <= 0.50 ? "25-50%" : "50%+";
 }
 
 Evaluator::Metrics Evaluator::metrics(const std::vector<double>& pred, const std::vector<double>& truth) {
@@ -141,7 +141,7 @@ Evaluator::Method Evaluator::method(std::string name, const std::vector<Executio
     const std::string k = ops_bucket(lo);
     if (ops.count(k)) m.by_ops.emplace_back(k, metrics(ops[k].first, ops[k].second));
   }
-  for (double lo : {0.0, 0.10, 0.25, 0.50}) {
+  for (double lo : {0.0, 0.20, 0.30, 0.60}) {  // one value inside each bucket, in order
     const std::string k = disagreement_bucket(lo);
     if (dis.count(k)) m.by_disagreement.emplace_back(k, metrics(dis[k].first, dis[k].second));
   }

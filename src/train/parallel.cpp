@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <locale>
 #include <sstream>
 #include <vector>
+
+#include "ets/detail/parse_number.hpp"
 
 #if defined(__linux__)
 #include <sched.h>
@@ -43,25 +45,20 @@ int v2_limit(const fs::path& dir) {
   std::string text;
   if (!read_text(dir / "cpu.max", text)) return 0;
   std::istringstream in(text);
+  in.imbue(std::locale::classic());  // the kernel writes C-locale numbers, whatever the global locale
   std::string quota;
   double period = 0;
   if (!(in >> quota >> period) || quota == "max") return 0;
-  try {
-    return cpus_of(std::stod(quota), period);
-  } catch (const std::exception&) {
-    return 0;
-  }
+  double q = 0;
+  return ets::detail::parse_double(quota, q) ? cpus_of(q, period) : 0;
 }
 
 // cgroup v1 "cpu.cfs_quota_us" (-1: none) and "cpu.cfs_period_us".
 int v1_limit(const fs::path& dir) {
   std::string q, p;
   if (!read_text(dir / "cpu.cfs_quota_us", q) || !read_text(dir / "cpu.cfs_period_us", p)) return 0;
-  try {
-    return cpus_of(std::stod(q), std::stod(p));
-  } catch (const std::exception&) {
-    return 0;
-  }
+  double quota = 0, period = 0;
+  return ets::detail::parse_double(q, quota) && ets::detail::parse_double(p, period) ? cpus_of(quota, period) : 0;
 }
 
 // Smallest limit over `mount / rel` and each cgroup above it up to `mount`; only `mount` itself when `mount / rel`

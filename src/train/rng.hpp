@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <locale>
 #include <random>
 #include <sstream>
 #include <string>
@@ -37,12 +38,14 @@ class Rng {
   }
   std::string save() const {
     std::ostringstream o;
+    o.imbue(std::locale::classic());  // a global locale with digit grouping would write "12.345.678"
     o << gen_;
     return o.str();
   }
   /// false (and the generator unchanged) when s is not a saved state.
   bool load(const std::string& s) {
     std::istringstream i(s);
+    i.imbue(std::locale::classic());
     std::mt19937_64 g;
     i >> g;
     if (!i) return false;

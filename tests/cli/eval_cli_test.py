@@ -61,7 +61,7 @@ for path in glob.glob(os.path.join(data, "traces", "test", "*.etst.gz")):
 
 
 def bucket(d):
-    return "<10%" if d < 0.10 else "10-25%" if d < 0.25 else "25-50%" if d < 0.50 else "50%+"
+    return "<=10%" if d <= 0.10 else "10-25%" if d <= 0.25 else "25-50%" if d <= 0.50 else "50%+"
 
 
 if rows_mean and j_mean:

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "ets/error.hpp"
+#include "ets/evaluator.hpp"
 #include "ets/labeler.hpp"
 #include "ets/tracer.hpp"
 #include "test_support.hpp"
@@ -124,9 +125,30 @@ TEST_CASE("Labeler: disagreement flag and even-count medians") {
   CHECK(r.pass_median_us[1] == Approx(125));
   CHECK(r.trace.measured_us == Approx(115));
   CHECK(r.trace.ops[0].time_us == Approx(115));  // median of {100, 110, 120, 130}
-  CHECK(r.disagreement == Approx(125.0 / 105 - 1));
+  CHECK(r.disagreement == Approx(125.0 / 105 - 1).margin(5e-6));  // to 5 decimals, as stored
   CHECK(r.disagrees);
   CHECK(r.single_pass_deviation == Approx(10.0 / 115));
+}
+
+TEST_CASE("Labeler: the flag judges the disagreement as stored, so every reader of it agrees") {
+  // Pass medians 1000 and 1100 + e: max/min − 1 = 0.1 + e/1000. The value is stored to 5 decimals and ets eval
+  // buckets it by that; the flag used to judge the unrounded one, so 0.1000049 was flagged while stored as 0.10000.
+  const auto run = [](double e) {
+    std::vector<std::vector<ExecutionTrace>> passes(2);
+    passes[0] = {iteration({{"mm", Phase::Forward, 1000, 0}})};
+    passes[1] = {iteration({{"mm", Phase::Forward, 1100 + e, 0}})};
+    return Labeler(pooled_options(0.2)).label(passes);
+  };
+  const auto at = run(0.0049);
+  CHECK(at.trace.meta.extra.at("label.disagreement") == "0.10000");
+  CHECK(at.disagreement == 0.1);
+  CHECK_FALSE(at.disagrees);
+  CHECK(at.trace.meta.extra.at("label.disagrees") == "0");
+  CHECK(ets::Evaluator::disagreement_bucket(at.disagreement) == "<=10%");
+  const auto above = run(0.0051);
+  CHECK(above.trace.meta.extra.at("label.disagreement") == "0.10001");
+  CHECK(above.disagrees);
+  CHECK(ets::Evaluator::disagreement_bucket(above.disagreement) == "10-25%");
 }
 
 TEST_CASE("Labeler: a sum of medians far from the median of sums is rejected (ets.label.4)") {
@@ -381,7 +403,8 @@ TEST_CASE("Labeler on synthetic Kineto JSON passes imported through Tracer::load
     CHECK(r.pass_median_us[p] == Approx(pass_medians.back()).epsilon(1e-9));
   }
   CHECK(r.trace.measured_us == Approx(median_of(pass_medians)).epsilon(1e-9));
-  CHECK(r.disagreement == Approx(pass_medians[1] / std::min(pass_medians[0], pass_medians[2]) - 1));
+  CHECK(r.disagreement ==
+        Approx(pass_medians[1] / std::min(pass_medians[0], pass_medians[2]) - 1).margin(5e-6));
   CHECK_FALSE(r.disagrees);
   // a sum of medians is not a median of sums: the op medians sit at scale 1.01, the label near scale 1.00
   CHECK(r.sum_discrepancy == Approx(r.trace.sum_us() / r.trace.measured_us - 1));

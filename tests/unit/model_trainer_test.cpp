@@ -279,7 +279,7 @@ TEST_CASE("the pass-disagreement buckets hold the traces that carry a readable l
   }
   const auto m = ets::Evaluator::method("x", traces, std::vector<double>{110, 90, 130, 100, 150, 70});
   REQUIRE(m.by_disagreement.size() == 3);  // no trace in 10-25%; "" and "abc" are left out
-  CHECK(m.by_disagreement[0].first == "<10%");
+  CHECK(m.by_disagreement[0].first == "<=10%");
   CHECK(m.by_disagreement[0].second.n == 2);
   CHECK(m.by_disagreement[0].second.mre == Approx(0.1));
   CHECK(m.by_disagreement[0].second.bias == Approx(0.0).margin(1e-12));
@@ -432,10 +432,15 @@ TEST_CASE("evaluation metrics follow their definitions", "[train][eval]") {
   CHECK(m.rmse_ms == Approx(std::sqrt((2500.0 + 2500.0) / 3) / 1000));
   CHECK(m.bias == Approx(0.0).margin(1e-12));  // +50% and −50% cancel
   CHECK(ets::Evaluator::metrics({120, 90}, {100, 100}).bias == Approx((0.2 - 0.1) / 2));
-  CHECK(ets::Evaluator::disagreement_bucket(0.0) == "<10%");
-  CHECK(ets::Evaluator::disagreement_bucket(0.0999) == "<10%");
-  CHECK(ets::Evaluator::disagreement_bucket(0.1) == "10-25%");
+  // Upper bounds inclusive, as the labeler's flag (> threshold): a label at exactly 10% is not flagged at 10%.
+  CHECK(ets::Evaluator::disagreement_bucket(0.0) == "<=10%");
+  CHECK(ets::Evaluator::disagreement_bucket(0.0999) == "<=10%");
+  CHECK(ets::Evaluator::disagreement_bucket(0.1) == "<=10%");
+  CHECK(ets::Evaluator::disagreement_bucket(0.10001) == "10-25%");
+  CHECK(ets::Evaluator::disagreement_bucket(0.25) == "10-25%");
   CHECK(ets::Evaluator::disagreement_bucket(0.3) == "25-50%");
+  CHECK(ets::Evaluator::disagreement_bucket(0.5) == "25-50%");
+  CHECK(ets::Evaluator::disagreement_bucket(0.50001) == "50%+");
   CHECK(ets::Evaluator::disagreement_bucket(2.0) == "50%+");
   CHECK(ets::Evaluator::disagreement_bucket(-0.1).empty());
   CHECK(ets::Evaluator::disagreement_bucket(std::nan("")).empty());
