@@ -3,13 +3,13 @@
 #pragma once
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <unordered_set>
 #include <utility>
 
+#include "ets/detail/ascii.hpp"
 #include "ets/detail/fnv1a.hpp"
 
 #include "ets/error.hpp"
@@ -79,7 +79,7 @@ inline bool usable(double v) noexcept { return std::isfinite(v) && v >= 0.0; }
 inline int optimizer_code(const std::string& name) {
   std::string t;
   t.reserve(name.size());
-  for (char c : name) t.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : name) t.push_back(detail::ascii_tolower(c));
   const std::string prefix = "torch.optim.";
   if (t.compare(0, prefix.size(), prefix) == 0) t.erase(0, prefix.size());
   if (t.empty()) return 4;

@@ -2,10 +2,10 @@
 #pragma once
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 
+#include "ets/detail/ascii.hpp"
 #include "ets/trace.hpp"
 
 namespace ets {
@@ -49,7 +49,7 @@ ETS_INLINE DType parse_dtype(std::string_view s) noexcept {
   // first) instead of a chain of C-string compares.
   char buf[24];
   if (s.size() > sizeof(buf)) return DType::Unknown;  // longer than any spelling below, even with a prefix
-  for (std::size_t i = 0; i < s.size(); ++i) buf[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+  for (std::size_t i = 0; i < s.size(); ++i) buf[i] = detail::ascii_tolower(s[i]);
   std::string_view t(buf, s.size());
   for (std::string_view prefix : {std::string_view("torch."), std::string_view("c10::")})
     if (t.substr(0, prefix.size()) == prefix) t.remove_prefix(prefix.size());

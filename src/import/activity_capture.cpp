@@ -3,21 +3,21 @@
 #include "import/activity_capture.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ets/detail/ascii.hpp"
 #include "ets/log.hpp"
 
 namespace ets::import {
 namespace {
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  while (!s.empty() && ets::detail::ascii_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && ets::detail::ascii_space(s.back())) s.remove_suffix(1);
   return s;
 }
 

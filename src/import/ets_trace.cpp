@@ -20,6 +20,7 @@
 #include "ets/trace.hpp"
 #include "ets/trace_file.hpp"
 #include "import/importers.hpp"
+#include "import/json_cpu_check.hpp"
 
 namespace ets {
 namespace {
@@ -279,7 +280,9 @@ namespace dom = simdjson::dom;
 
 class Reader {
  public:
-  Reader(std::string_view bytes, const std::string& path) : bytes_(bytes), path_(path) {}
+  Reader(std::string_view bytes, const std::string& path) : bytes_(bytes), path_(path) {
+    require_runnable_json_parser();
+  }
 
   std::vector<ExecutionTrace> run() {
     std::string_view line;

@@ -18,11 +18,13 @@
 #include <emmintrin.h>
 #endif
 
+#include "ets/detail/ascii.hpp"
 #include "ets/detail/parse_number.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "import/gpu_assembly.hpp"
 #include "import/importers.hpp"
+#include "import/json_cpu_check.hpp"
 #include "import/op_normalize.hpp"
 
 namespace ets::import {
@@ -373,7 +375,7 @@ void read_event(od::object obj, Collected& c) {
         if (c.optimizer.empty()) {
           std::string_view cls = name.substr(15);
           cls = cls.substr(0, cls.find('.'));
-          for (char ch : cls) c.optimizer += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+          for (char ch : cls) c.optimizer += ets::detail::ascii_tolower(ch);
         }
       }
       HostSpan s;
@@ -678,6 +680,7 @@ bool kineto_find_events(std::string_view bytes, std::size_t chunk, bool fast, Ki
 }  // namespace detail
 
 std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::string& path, const Options& opt) {
+  require_runnable_json_parser();
   Collected c;
   Meta meta;
   bool saw_events = false;

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include "ets/detail/ascii.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
@@ -170,7 +171,7 @@ bool icontains(std::string_view s, std::string_view needle) {
   for (std::size_t i = 0; i + needle.size() <= s.size(); ++i) {
     bool eq = true;
     for (std::size_t j = 0; j < needle.size() && eq; ++j)
-      eq = std::tolower(static_cast<unsigned char>(s[i + j])) == std::tolower(static_cast<unsigned char>(needle[j]));
+      eq = ets::detail::ascii_tolower(s[i + j]) == ets::detail::ascii_tolower(needle[j]);
     if (eq) return true;
   }
   return false;
@@ -186,7 +187,7 @@ bool iteration_marker(std::string_view text, std::int64_t& index) {
     if (text.size() <= p.size()) continue;
     bool eq = true;
     for (std::size_t i = 0; i < p.size() && eq; ++i)
-      eq = std::tolower(static_cast<unsigned char>(text[i])) == std::tolower(static_cast<unsigned char>(p[i]));
+      eq = ets::detail::ascii_tolower(text[i]) == ets::detail::ascii_tolower(p[i]);
     if (!eq) continue;
     std::string_view rest = text.substr(p.size());
     while (!rest.empty() && (rest.front() == ' ' || rest.front() == '_' || rest.front() == '#' || rest.front() == ':'))

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "ets/detail/ascii.hpp"
+
 namespace ets::import {
 namespace {
 
@@ -19,8 +21,9 @@ bool ends_with(std::string_view s, std::string_view p) {
 }
 
 // Forward-op table over the stripped aten name (no "aten::", no leading '_', no trailing in-place '_').
+// The tables are never destroyed: a host thread still importing while the process exits would read freed maps.
 const std::unordered_map<std::string, std::string>& aten_table() {
-  static const std::unordered_map<std::string, std::string> t = {
+  static const auto& t = *new const std::unordered_map<std::string, std::string>{
       {"conv2d", "conv2d"}, {"cudnn_convolution", "conv"}, {"convolution", "conv"}, {"mkldnn_convolution", "conv"},
       {"thnn_conv2d", "conv2d"}, {"slow_conv2d", "conv2d"}, {"slow_conv2d_forward", "conv2d"},
       {"miopen_convolution", "conv"}, {"convolution_overrideable", "conv"}, {"nnpack_spatial_convolution", "conv2d"},
@@ -63,7 +66,7 @@ const std::unordered_map<std::string, std::string>& aten_table() {
 
 // Autograd node class (without Backward<N>) -> forward op type.
 const std::unordered_map<std::string, std::string>& backward_table() {
-  static const std::unordered_map<std::string, std::string> t = {
+  static const auto& t = *new const std::unordered_map<std::string, std::string>{
       {"Convolution", "conv"}, {"CudnnConvolution", "conv"}, {"MkldnnConvolution", "conv"},
       {"ThnnConv2D", "conv2d"}, {"SlowConv2D", "conv2d"}, {"CudnnConvolutionTranspose", "conv_transpose2d"},
       {"Addmm", "linear"}, {"Linear", "linear"}, {"Mm", "mm"}, {"Bmm", "bmm"}, {"Baddbmm", "bmm"},
@@ -91,9 +94,9 @@ std::string snake(std::string_view camel) {
   std::string out;
   for (std::size_t i = 0; i < camel.size(); ++i) {
     const char c = camel[i];
-    if (std::isupper(static_cast<unsigned char>(c))) {
-      if (i > 0 && std::islower(static_cast<unsigned char>(camel[i - 1]))) out += '_';
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (ets::detail::ascii_upper(c)) {
+      if (i > 0 && ets::detail::ascii_lower(camel[i - 1])) out += '_';
+      out += ets::detail::ascii_tolower(c);
     } else {
       out += c;
     }

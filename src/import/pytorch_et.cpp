@@ -15,6 +15,7 @@
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
 #include "import/importers.hpp"
+#include "import/json_cpu_check.hpp"
 #include "import/op_normalize.hpp"
 
 namespace ets::import {
@@ -244,6 +245,7 @@ RawArgs raw_args(const Node& n) {
 }  // namespace
 
 std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options&) {
+  require_runnable_json_parser();
   std::string schema;
   std::vector<Node> nodes;
   bool have_nodes = false;

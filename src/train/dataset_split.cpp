@@ -14,6 +14,7 @@
 
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
+#include "import/json_cpu_check.hpp"
 #include "train/parallel.hpp"
 
 namespace ets {
@@ -34,6 +35,7 @@ void check_manifest(const std::string& dir, const std::string& split, const std:
   const auto bad = [&](const std::string& why) {
     ETS_THROW(Errc::parse, "ets.eval.6", "'{}' is not a readable dataset manifest ({})", manifest.string(), why);
   };
+  import::require_runnable_json_parser();
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (const auto err = parser.load(manifest.string()).get(doc)) bad(simdjson::error_message(err));

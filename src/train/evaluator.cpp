@@ -20,6 +20,7 @@
 #include "ets/detail/parse_number.hpp"
 #include "ets/error.hpp"
 #include "ets/feature_spec.hpp"
+#include "import/json_cpu_check.hpp"
 #include "train/parallel.hpp"
 
 namespace ets {
@@ -228,6 +229,7 @@ Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::v
   const auto bad = [&](const std::string& why) {
     ETS_THROW(Errc::parse, "ets.eval.3", "'{}' is not a readable retest file ({})", retest_json, why);
   };
+  import::require_runnable_json_parser();
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (const auto err = parser.load(retest_json).get(doc)) bad(simdjson::error_message(err));

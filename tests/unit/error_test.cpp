@@ -1,7 +1,11 @@
 // ets::Error, ETS_THROW and the log sink: ids, codes, messages and silence by default.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <future>
+#include <memory>
 #include <set>
+#include <thread>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -85,4 +89,26 @@ TEST_CASE("copying an ets::Error cannot throw, and a copy carries the same id an
   CHECK(e.id() == long_id);  // copies are independent values
   CHECK(copy.id() == "ets.x.1");
   CHECK(copy.code() == ets::Errc::parse);
+}
+
+TEST_CASE("log: a replaced sink is destroyed outside ETS's lock, so what it owns may log") {
+  // A sink owning an object that logs as it goes (a flusher reporting its last lines): replacing or removing the
+  // sink destroys it. Under the log lock that was a self-deadlock.
+  struct LogsWhenDestroyed {
+    ~LogsWhenDestroyed() { ets::log(ets::LogLevel::error, "flushed {}", 1); }
+  };
+  std::vector<std::string> got;
+  auto owned = std::make_shared<LogsWhenDestroyed>();
+  ets::set_log_sink([owned](ets::LogLevel, std::string_view) {});
+  owned.reset();
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  std::thread([done, &got] {
+    ets::set_log_sink([&got](ets::LogLevel, std::string_view m) { got.emplace_back(m); });  // drops the old sink
+    done->set_value();
+  }).detach();
+  REQUIRE(finished.wait_for(std::chrono::seconds(20)) == std::future_status::ready);  // no deadlock
+  ets::set_log_sink({});
+  // The old sink went after the new one was in place: what its destructor logged reached the new sink.
+  CHECK(got == std::vector<std::string>{"flushed 1"});
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
@@ -296,4 +297,23 @@ TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv argument
   }
   CHECK(t.ops[6].hyper.get(Hyper::DilationH) == 1);
   CHECK(t.ops[8].flops == Approx(5.0 * 8 * 16));  // 5 · numel of the input
+}
+
+TEST_CASE("a JSON parser implementation this CPU cannot run is ets.import.8, not SIGILL") {
+  // What SIMDJSON_FORCE_IMPLEMENTATION=icelake does on a CPU without AVX-512: simdjson runs the kernels it names.
+  const simdjson::implementation* unrunnable = nullptr;
+  for (const simdjson::implementation* impl : simdjson::get_available_implementations())
+    if (!impl->supported_by_runtime_system()) unrunnable = impl;
+  if (!unrunnable) {
+    WARN("skipped: this CPU runs every implementation simdjson was built with");
+    return;
+  }
+  auto& active = simdjson::get_active_implementation();
+  const simdjson::implementation* chosen = active;
+  active = unrunnable;
+  INFO("forced " << unrunnable->name());
+  CHECK_THROWS_WITH(ets::import::read_kineto_json(kOld, "old.json", {}), Catch::Contains("ets.import.8"));
+  CHECK_THROWS_WITH(ets::import::read_ets_trace("{}", "t.etst", {}), Catch::Contains("ets.import.8"));
+  active = chosen;
+  CHECK(ets::import::read_kineto_json(kOld, "old.json", {}).size() == 1);
 }

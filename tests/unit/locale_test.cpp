@@ -1,7 +1,8 @@
 // ets-test-labels: unit
-// The library reads and writes numbers the same way whatever locale its host process set: a scheduler that calls
-// setlocale(LC_ALL, "") on a comma-decimal system, or installs a global C++ locale with digit grouping, must get
-// the same imports, evaluation buckets and checkpoint state as the `ets` CLI (which runs in the C locale).
+// The library reads numbers and names the same way whatever locale its host process set: a scheduler that calls
+// setlocale(LC_ALL, "") on a comma-decimal or a Turkish system (where tolower('I') is not 'i'), or installs a global
+// C++ locale with digit grouping, must get the same imports, evaluation buckets and checkpoint state as the `ets`
+// CLI (which runs in the C locale).
 #include <catch2/catch.hpp>
 
 #include <clocale>
@@ -15,6 +16,7 @@
 #include "ets/labeler.hpp"
 #include "ets/trace.hpp"
 #include "import/importers.hpp"
+#include "import/op_normalize.hpp"
 #include "train/rng.hpp"
 
 namespace {
@@ -47,9 +49,9 @@ class GlobalCppLocale {
 
 class CLocale {
  public:
-  CLocale() : old_(std::setlocale(LC_ALL, nullptr)) {
-    // de_DE from the system, or from the build tree's LOCPATH (tests/CMakeLists.txt generates it there).
-    for (const char* name : {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8"})
+  explicit CLocale(std::vector<const char*> names) : old_(std::setlocale(LC_ALL, nullptr)) {
+    // From the system, or from the build tree's LOCPATH (tests/CMakeLists.txt generates de_DE and tr_TR there).
+    for (const char* name : names)
       if (std::setlocale(LC_ALL, name)) {
         active_ = name;
         break;
@@ -70,6 +72,8 @@ struct Readings {
   std::string rng_state;
   double disagreement = 0;
   std::string stored_disagreement;
+  std::vector<std::string> names;
+  std::vector<int> dtypes;
 };
 
 ets::ExecutionTrace one_op_iteration(double us) {
@@ -115,6 +119,11 @@ Readings read_all() {
   const auto lab = ets::Labeler(o).label(passes);
   r.disagreement = lab.disagreement;
   r.stored_disagreement = lab.trace.meta.extra.at("label.disagreement");
+
+  for (const char* raw : {"IndexSelectBackward0", "MaxPool2DWithIndicesBackward0", "aten::IM2COL", "Iteration"})
+    r.names.push_back(ets::import::normalize_op_name(raw));
+  for (const char* t : {"INT", "Int64", "FLOAT", "BFloat16"})
+    r.dtypes.push_back(static_cast<int>(ets::parse_dtype(t)));
   return r;
 }
 
@@ -126,6 +135,8 @@ void check_same(const Readings& got, const Readings& want) {
   CHECK(got.rng_state == want.rng_state);
   CHECK(got.disagreement == want.disagreement);
   CHECK(got.stored_disagreement == want.stored_disagreement);
+  CHECK(got.names == want.names);
+  CHECK(got.dtypes == want.dtypes);
 }
 
 }  // namespace
@@ -136,6 +147,8 @@ TEST_CASE("numbers in the C locale: what the other locales must reproduce") {
   CHECK(c.relu_flops == Approx(1024.75));
   CHECK(c.bucket == "25-50%");
   CHECK(c.stored_disagreement == "0.23450");
+  CHECK(c.names[0] == "index_select");
+  CHECK(c.dtypes[0] == static_cast<int>(ets::DType::Int32));
   ets::train::Rng back(1);
   REQUIRE(back.load(c.rng_state));
   CHECK(back.save() == c.rng_state);
@@ -151,9 +164,21 @@ TEST_CASE("a global C++ locale with a decimal comma and digit grouping changes n
 
 TEST_CASE("a comma-decimal C locale (setlocale) changes nothing") {
   const Readings c = read_all();
-  CLocale scope;
+  CLocale scope({"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8"});
   if (!scope.active()) {
     WARN("skipped: no comma-decimal C locale (de_DE / fr_FR) is installed and LOCPATH has none");
+    return;
+  }
+  INFO("locale " << scope.active());
+  const Readings l = read_all();
+  check_same(l, c);
+}
+
+TEST_CASE("a Turkish C locale (setlocale), where tolower('I') is not 'i', changes nothing") {
+  const Readings c = read_all();
+  CLocale scope({"tr_TR.UTF-8", "tr_TR.utf8"});
+  if (!scope.active()) {
+    WARN("skipped: no Turkish C locale is installed and LOCPATH has none");
     return;
   }
   INFO("locale " << scope.active());

@@ -1,0 +1,15 @@
+// ASCII character classes and case: <cctype> follows the host's LC_CTYPE (in a Turkish locale tolower('I') is not
+// 'i'), and names in traces are ASCII identifiers that must compare the same in every process.
+#pragma once
+
+namespace ets::detail {
+
+constexpr bool ascii_upper(char c) noexcept { return c >= 'A' && c <= 'Z'; }
+constexpr bool ascii_lower(char c) noexcept { return c >= 'a' && c <= 'z'; }
+constexpr bool ascii_space(char c) noexcept {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+/// 'A'..'Z' to 'a'..'z'; every other byte (UTF-8 ones included) unchanged.
+constexpr char ascii_tolower(char c) noexcept { return ascii_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
+
+}  // namespace ets::detail

@@ -1,0 +1,24 @@
+// simdjson chooses its kernels once per process, from the CPU or from SIMDJSON_FORCE_IMPLEMENTATION. A forced choice
+// the CPU cannot run ends the process with SIGILL at the first parse, and an unknown name fails every parse with a
+// message that does not say why: both are turned into one clear ets::Error before anything is parsed.
+#pragma once
+
+#include <cstdlib>
+#include <string>
+
+#include <simdjson.h>
+
+#include "ets/error.hpp"
+
+namespace ets::import {
+
+inline void require_runnable_json_parser() {
+  const simdjson::implementation* impl = simdjson::get_active_implementation();
+  if (impl->name() != "unsupported" && impl->supported_by_runtime_system()) return;
+  const char* forced = std::getenv("SIMDJSON_FORCE_IMPLEMENTATION");
+  ETS_THROW(Errc::unsupported, "ets.import.8",
+            "the JSON parser's '{}' kernels cannot run on this CPU{}: unset it to let the parser choose", impl->name(),
+            forced ? " (SIMDJSON_FORCE_IMPLEMENTATION=" + std::string(forced) + ")" : std::string());
+}
+
+}  // namespace ets::import
