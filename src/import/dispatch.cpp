@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ets/detail/cloexec_file.hpp"
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
 #include "import/importers.hpp"
@@ -17,7 +18,7 @@ namespace {
 bool is_sqlite(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return false;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+  std::FILE* f = detail::fopen_cloexec(path.c_str(), "rb");
   if (!f) ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}'", path);
   char head[16] = {};
   const std::size_t n = std::fread(head, 1, sizeof head, f);

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -186,23 +185,36 @@ std::string header_line() {
 
 std::string end_line(std::size_t n) { return fmt::format("{{\"end\":{{\"traces\":{}}}}}\n", n); }
 
-// Output sink for write_trace_file: a plain or zlib gzip stream on the replacement's write_path() (a temporary,
-// or a pipe or device written in place), moved into place by commit().
+// Output sink for write_trace_file: a plain or zlib gzip stream on the replacement's descriptor (its temporary, or
+// a pipe or device written in place; close-on-exec), moved into place by commit().
 class TempSink {
  public:
   // Errors name the destination the caller asked for; the temporary beside it is an implementation detail.
   TempSink(std::string path, bool gz) : path_(std::move(path)), file_(path_, "ets.etst.1", "ets-trace file", ".part"), gz_(gz) {
     errno = 0;
+    const int fd = file_.open_for_write();
+    if (fd < 0) ETS_THROW(Errc::io, "ets.etst.1", "cannot create '{}': {}", path_, reason());
     if (gz_) {
-      gz_file_ = gzopen(file_.write_path().c_str(), "wb6");
-      if (!gz_file_) ETS_THROW(Errc::io, "ets.etst.1", "cannot create '{}': {}", path_, reason());
+      gz_file_ = gzdopen(fd, "wb6");  // takes the descriptor over: gzclose closes it
+      if (!gz_file_) {
+        const int err = errno;
+        ::close(fd);  // gzdopen does not close it when it fails
+        errno = err;
+        ETS_THROW(Errc::io, "ets.etst.1", "cannot create '{}': {}", path_, reason());
+      }
     } else {
-      out_.open(file_.write_path(), std::ios::binary | std::ios::trunc);
-      if (!out_) ETS_THROW(Errc::io, "ets.etst.1", "cannot create '{}': {}", path_, reason());
+      out_ = ::fdopen(fd, "wb");
+      if (!out_) {
+        const int err = errno;
+        ::close(fd);
+        errno = err;
+        ETS_THROW(Errc::io, "ets.etst.1", "cannot create '{}': {}", path_, reason());
+      }
     }
   }
-  ~TempSink() {
-    if (gz_file_) gzclose(gz_file_);  // before ~FileReplacement removes an uncommitted temporary
+  ~TempSink() {  // before ~FileReplacement removes an uncommitted temporary
+    if (gz_file_) gzclose(gz_file_);
+    if (out_) std::fclose(out_);
   }
   TempSink(const TempSink&) = delete;
   TempSink& operator=(const TempSink&) = delete;
@@ -216,8 +228,9 @@ class TempSink {
         data.remove_prefix(chunk);
       }
     } else {
-      out_.write(data.data(), static_cast<std::streamsize>(data.size()));
-      if (!out_) ETS_THROW(Errc::io, "ets.etst.1", "write to '{}' failed: {}", path_, reason());
+      errno = 0;
+      if (std::fwrite(data.data(), 1, data.size(), out_) != data.size())
+        ETS_THROW(Errc::io, "ets.etst.1", "write to '{}' failed: {}", path_, reason());
     }
   }
 
@@ -227,9 +240,10 @@ class TempSink {
       gz_file_ = nullptr;
       if (rc != Z_OK) ETS_THROW(Errc::io, "ets.etst.1", "gzip close of '{}' failed ({})", path_, rc);
     } else {
-      out_.flush();
-      out_.close();
-      if (out_.fail()) ETS_THROW(Errc::io, "ets.etst.1", "closing '{}' failed: {}", path_, reason());
+      errno = 0;
+      const int rc = std::fclose(out_);
+      out_ = nullptr;
+      if (rc != 0) ETS_THROW(Errc::io, "ets.etst.1", "closing '{}' failed: {}", path_, reason());
     }
     file_.commit();
   }
@@ -241,7 +255,7 @@ class TempSink {
   detail::FileReplacement file_;  // declared before the streams: they close before it removes a temporary
   bool gz_;
   gzFile gz_file_ = nullptr;
-  std::ofstream out_;
+  std::FILE* out_ = nullptr;
 };
 
 bool ends_with(std::string_view s, std::string_view suffix) {

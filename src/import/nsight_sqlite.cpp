@@ -6,7 +6,6 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -20,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "ets/detail/ascii.hpp"
+#include "ets/detail/cloexec_file.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
@@ -557,12 +557,12 @@ void check_magic(std::string_view head, const std::string& path) {
 std::vector<ExecutionTrace> read_nsight_sqlite(const std::string& path, const Options&) {
   bool wal = false;
   {
-    std::ifstream in(path, std::ios::binary);
+    const ets::detail::UniqueFile in(ets::detail::fopen_cloexec(path.c_str(), "rb"));  // close-on-exec
     if (!in) ETS_THROW(Errc::io, "ets.nsight.1", "cannot open '{}'", path);
     char head[20] = {};
-    in.read(head, sizeof head);
-    check_magic(std::string_view(head, static_cast<std::size_t>(in.gcount())), path);
-    wal = in.gcount() == sizeof head && head[18] == 2;  // file format read version 2: WAL mode
+    const std::size_t got = std::fread(head, 1, sizeof head, in.get());
+    check_magic(std::string_view(head, got), path);
+    wal = got == sizeof head && head[18] == 2;  // file format read version 2: WAL mode
   }
   // A WAL-mode database makes even a read-only connection create -wal / -shm files beside it (and fail in a
   // read-only directory). Without a -wal file there is nothing unmerged to read, so open it as immutable.

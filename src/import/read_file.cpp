@@ -11,6 +11,7 @@
 
 #include <zlib.h>
 
+#include "ets/detail/cloexec_file.hpp"
 #include "ets/error.hpp"
 #include "import/importers.hpp"
 
@@ -156,7 +157,7 @@ std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes) {
   const auto st = std::filesystem::status(path, ec);
   if (!ec && std::filesystem::is_directory(st))
     ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}': it is a directory, not a trace file", path);
-  File f(std::fopen(path.c_str(), "rb"));
+  File f(ets::detail::fopen_cloexec(path.c_str(), "rb"));  // close-on-exec: a child the host starts meanwhile gets none
   if (!f) ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}': {}", path, std::strerror(errno));
   if (!ec && !std::filesystem::is_regular_file(st)) return read_stream(f.get(), path, max_bytes);
   const std::uint64_t size = file_size(f.get());

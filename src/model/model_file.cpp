@@ -8,11 +8,11 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <utility>
 
+#include "ets/detail/cloexec_file.hpp"
 #include "ets/detail/cpu_lstm.hpp"
 #include "ets/detail/crc32c.hpp"
 #include "ets/detail/output_file.hpp"
@@ -539,14 +539,15 @@ ModelFile load_model(const std::string& path, const ModelLoadOptions& options) {
   const auto file_size = std::filesystem::file_size(path, ec);
   ETS_CHECK(!ec && file_size <= (std::uintmax_t{1} << 31), Errc::io, "ets.model.1",
             "cannot read model file '{}': {}", path, ec ? ec.message() : std::string("larger than 2 GiB"));
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  ETS_CHECK(f.good(), Errc::io, "ets.model.1", "cannot open model file '{}': {}", path, std::strerror(errno));
-  const std::streamoff end = f.tellg();
-  ETS_CHECK(end >= 0, Errc::io, "ets.model.1", "cannot read model file '{}'", path);
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(end));
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(bytes.data()), end);
-  ETS_CHECK(f.good() || (f.eof() && f.gcount() == end), Errc::io, "ets.model.1", "cannot read model file '{}'", path);
+  const detail::UniqueFile f(detail::fopen_cloexec(path.c_str(), "rb"));  // close-on-exec
+  ETS_CHECK(f != nullptr, Errc::io, "ets.model.1", "cannot open model file '{}': {}", path, std::strerror(errno));
+  std::vector<std::uint8_t> bytes;
+  bytes.reserve(static_cast<std::size_t>(file_size));
+  constexpr std::size_t kMaxModel = std::size_t{1} << 31;
+  ETS_CHECK(detail::read_rest(f.get(), bytes, kMaxModel), Errc::io, "ets.model.1", "cannot read model file '{}'",
+            path);
+  ETS_CHECK(bytes.size() <= kMaxModel, Errc::io, "ets.model.1", "cannot read model file '{}': {}", path,
+            "larger than 2 GiB");
   try {
     return parse_model(bytes.data(), bytes.size(), options);
   } catch (const Error& e) {

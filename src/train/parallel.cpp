@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <locale>
 #include <sstream>
 #include <vector>
 
+#include "ets/detail/cloexec_file.hpp"
 #include "ets/detail/parse_number.hpp"
 
 #if defined(__linux__)
@@ -22,11 +22,10 @@ namespace {
 namespace fs = std::filesystem;
 
 bool read_text(const fs::path& p, std::string& out) {
-  std::ifstream in(p);
+  const ets::detail::UniqueFile in(ets::detail::fopen_cloexec(p.string().c_str(), "rb"));  // close-on-exec
   if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
+  out.clear();
+  ets::detail::read_rest(in.get(), out);
   return true;
 }
 

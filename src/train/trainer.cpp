@@ -9,13 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <random>
 #include <sstream>
 
 #include <Eigen/Core>
 
+#include "ets/detail/cloexec_file.hpp"
 #include "ets/detail/crc32c.hpp"
 #include "ets/detail/fnv1a.hpp"
 #include "ets/detail/output_file.hpp"
@@ -349,9 +349,10 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   if (opt.resume && !ck.empty() && std::filesystem::exists(ck)) {
     std::string bytes;
     {
-      std::ifstream file(ck, std::ios::binary);
-      bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-      ETS_CHECK(!file.bad(), Errc::parse, "ets.train.9", "cannot read checkpoint {}", ck);
+      // close-on-exec; one that cannot be opened reads as empty (and is then no checkpoint), as before
+      const detail::UniqueFile file(detail::fopen_cloexec(ck.c_str(), "rb"));
+      ETS_CHECK(!file || detail::read_rest(file.get(), bytes), Errc::parse, "ets.train.9", "cannot read checkpoint {}",
+                ck);
     }
     const bool v1 = bytes.compare(0, 8, kCkptMagicV1, 8) == 0;
     const bool v2 = bytes.compare(0, 8, kCkptMagicV2, 8) == 0;

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "ets/detail/output_file.hpp"
+#include "ets/detail/temporary_path.hpp"
 #include "ets/error.hpp"
 #include "ets/trace_file.hpp"
 
@@ -335,4 +337,96 @@ TEST_CASE("unwritable_reason tells what a replacement would refuse, and touches 
     }
   }
   CHECK(sync_log.files == 0);
+}
+
+// The temporary's name is predictable ("<path>.tmp-<pid>-<n>"): whoever may write into the destination's folder can
+// put a symlink there first. It must never be written through: the victim keeps its content, the next free name is
+// used, and when every name tried is taken the replacement fails with the writer's error.
+TEST_CASE("a symlink planted at the temporary's name is not followed") {
+  namespace d = ets::detail;
+  TempDir dir("ets_replace_planted");
+  const fs::path out = dir.path / "model.etsm";
+  const fs::path victim = dir.path / "victim.txt";
+  put(victim, "precious");
+  put(out, "old");
+  // the counter's next value, as an attacker who knows the pid and how many files were written can guess it
+  const std::string probe = d::temporary_path(out.string(), ".tmp");
+  const std::string stem = probe.substr(0, probe.rfind('-') + 1);
+  const unsigned next = static_cast<unsigned>(std::stoul(probe.substr(probe.rfind('-') + 1))) + 1;
+  for (unsigned n = next; n < next + 3; ++n) fs::create_symlink(victim, stem + std::to_string(n));
+  const std::string text = "new";
+  {
+    d::FileReplacement r(out.string(), "ets.test.1", "test file");
+    CHECK(r.write_path() == stem + std::to_string(next + 3));  // the planted names were skipped
+    CHECK_FALSE(fs::is_symlink(r.write_path()));
+    r.write_all(text.data(), text.size());
+  }
+  CHECK(slurp(victim) == "precious");
+  CHECK(slurp(out) == "new");
+  CHECK_FALSE(fs::is_symlink(out));
+  for (unsigned n = next; n < next + 3; ++n) CHECK(fs::is_symlink(stem + std::to_string(n)));  // left as they were
+
+  // every name tried taken: the writer's error, nothing written anywhere
+  const std::string probe2 = d::temporary_path(out.string(), ".tmp");
+  const unsigned first = static_cast<unsigned>(std::stoul(probe2.substr(probe2.rfind('-') + 1))) + 1;
+  for (unsigned n = first; n < first + d::FileReplacement::kNameAttempts; ++n)
+    fs::create_symlink(victim, stem + std::to_string(n));
+  try {
+    d::FileReplacement r(out.string(), "ets.test.6", "test file");
+    FAIL("a replacement with no free name must fail");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.test.6");
+    CHECK(e.code() == ets::Errc::io);
+    CHECK(e.message().find(out.string()) != std::string::npos);
+  }
+  CHECK(slurp(victim) == "precious");
+  CHECK(slurp(out) == "new");
+
+  // the library's writers go through the same replacement: a planted link at a model's temporary is not followed
+  const fs::path traces = dir.path / "t.etst.gz";
+  const std::string probe3 = d::temporary_path(traces.string(), ".part");
+  const std::string stem3 = probe3.substr(0, probe3.rfind('-') + 1);
+  const unsigned next3 = static_cast<unsigned>(std::stoul(probe3.substr(probe3.rfind('-') + 1))) + 1;
+  fs::create_symlink(victim, stem3 + std::to_string(next3));
+  ets::write_trace_file(traces.string(), {});
+  CHECK(slurp(victim) == "precious");
+  CHECK(fs::is_regular_file(traces));
+  CHECK(fs::file_size(traces) > 0);
+}
+
+TEST_CASE("the temporary is created by the replacement, new and close-on-exec, and written through its descriptor") {
+  TempDir dir("ets_replace_fd");
+  const fs::path out = dir.path / "out.txt";
+  ets::detail::FileReplacement r(out.string(), "ets.test.1", "test file");
+  REQUIRE(r.fd() >= 0);
+  CHECK((::fcntl(r.fd(), F_GETFD) & FD_CLOEXEC) != 0);
+  CHECK(fs::is_regular_file(r.write_path()));  // exists from the start: its name is taken
+  CHECK(fs::file_size(r.write_path()) == 0);
+  // a new file's mode follows the umask, as any file the process creates
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  struct stat st {};
+  REQUIRE(::fstat(r.fd(), &st) == 0);
+  CHECK((st.st_mode & 0777) == (0666 & ~mask));
+
+  const int w = r.open_for_write();
+  REQUIRE(w >= 0);
+  CHECK((::fcntl(w, F_GETFD) & FD_CLOEXEC) != 0);
+  // the name swapped for a symlink after creation: writes still land in the replacement's own file
+  const fs::path victim = dir.path / "victim.txt";
+  put(victim, "precious");
+  const fs::path moved = dir.path / "moved";
+  fs::rename(r.write_path(), moved);
+  fs::create_symlink(victim, r.write_path());
+  REQUIRE(::write(w, "new", 3) == 3);
+  ::close(w);
+  CHECK(slurp(victim) == "precious");
+  CHECK(slurp(moved) == "new");
+  // a pipe or device written in place is opened close-on-exec too
+  ets::detail::FileReplacement null("/dev/null", "ets.test.1", "test file");
+  CHECK(null.fd() == -1);
+  const int n = null.open_for_write();
+  REQUIRE(n >= 0);
+  CHECK((::fcntl(n, F_GETFD) & FD_CLOEXEC) != 0);
+  ::close(n);
 }

@@ -2,8 +2,10 @@
 // destination and rename it into place (a reader never sees half a file). Renaming over a symlink would replace the
 // user's link, and over a pipe or device would turn it into a regular file, so both are resolved first.
 //
-// FileReplacement is that procedure, once for every writer: resolve the destination, hand out the temporary, and on
-// commit() flush it to the disk, give it the old file's mode, rename it and flush the folder. Without the two flushes
+// FileReplacement is that procedure, once for every writer: resolve the destination, create the temporary, and on
+// commit() flush it to the disk, give it the old file's mode, rename it and flush the folder. The temporary is
+// created new (O_EXCL, O_NOFOLLOW: a file or symlink someone else put under its name is never written through, the
+// next name is taken instead) and written through the descriptor that created it, close-on-exec. Without the two flushes
 // a crash or power cut soon after a save can leave an empty or missing file where the old one was (XFS, ext4 with
 // noauto_da_alloc): a checkpoint or a model would be lost, not just the last epoch's update.
 #pragma once
@@ -13,13 +15,15 @@
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <system_error>
 
 #if defined(_WIN32)
+#include <fcntl.h>
 #include <io.h>
+#include <sys/stat.h>
 #else
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
 #endif
@@ -116,6 +120,29 @@ inline void keep_permissions(const std::string& target, const std::string& tmp) 
   fs::permissions(tmp, st.permissions(), fs::perm_options::replace, ec);
 }
 
+/// keep_permissions for the temporary open as `fd` (fchmod: a name swapped for a symlink meanwhile is not followed).
+inline void keep_permissions(const std::string& target, int fd) noexcept {
+#if defined(_WIN32)
+  (void)target;
+  (void)fd;
+#else
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  (void)::fchmod(fd, st.st_mode & 07777);
+#endif
+}
+
+/// Flushes the open file `fd` to the disk; errno, or 0 (as sync_to_disk).
+inline int sync_fd(int fd) noexcept {
+#if defined(_WIN32)
+  (void)fd;
+  return 0;
+#else
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP && errno != EROFS) return errno;
+  return 0;
+#endif
+}
+
 /// Flushes the file or folder at `path` to the disk. Returns errno on a failure that may lose data, 0 otherwise: a
 /// file system that cannot sync (EINVAL, ENOTSUP: pipes, some network and virtual file systems) has nothing to lose.
 inline int sync_to_disk(const std::string& path, bool folder) noexcept {
@@ -126,8 +153,7 @@ inline int sync_to_disk(const std::string& path, bool folder) noexcept {
 #else
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
   if (fd < 0) return folder ? 0 : errno;  // a folder that cannot be opened to sync is not the file's loss
-  int err = 0;
-  if (::fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP && errno != EROFS) err = errno;
+  const int err = sync_fd(fd);
   ::close(fd);
   return folder ? 0 : err;
 #endif
@@ -178,18 +204,24 @@ inline std::string unwritable_reason(const std::string& path, bool streams_ok) {
 }
 
 /// One replacement of a whole file by a writer (a model, a trace file, a checkpoint, the ets tool's outputs). The
-/// writer writes write_path() by any means (a stream, zlib, a file descriptor), closes it, then calls commit(); or
-/// hands the whole content to write_all().
+/// writer writes through open_for_write() (a descriptor of its own: a stream, zlib's gzdopen), closes it, then calls
+/// commit(); or hands the whole content to write_all().
 /// - A symlink is followed to the end of its chain (its target is replaced, the link stays).
 /// - A pipe, device or socket is written in place (write_path() is the destination itself), unless refused with
 ///   `streams_ok = false` (a checkpoint must be read back).
-/// - A regular file is written to a temporary of this replacement's own beside it, then commit() syncs it, gives it
-///   the replaced file's permissions, renames it over the destination and syncs the folder.
+/// - A regular file is written to a temporary of this replacement's own beside it, created by the constructor with
+///   O_CREAT | O_EXCL | O_NOFOLLOW (mode 0666 less the umask, as any new file): a name that exists already, a file or
+///   a symlink someone planted, is never opened; the next name is tried, up to kNameAttempts. commit() syncs it, gives
+///   it the replaced file's permissions, renames it over the destination and syncs the folder.
+/// - Every descriptor is close-on-exec: a process the host starts meanwhile does not inherit it.
 /// - Without commit() (an exception on the way) the temporary is removed: nothing half-written is left. It is also
 ///   listed in live_temporaries, for a program's signal handler to remove (remove_live_temporaries).
 /// Every failure throws ets::Error with Errc::io, `error_id` and a message naming `what` and the path as given.
 class FileReplacement {
  public:
+  /// Names tried for the temporary before giving up (each taken one is skipped).
+  static constexpr int kNameAttempts = 100;
+
   /// `what` names the file in messages ("model file"); `tag` marks the temporary ("<path><tag>-<pid>-<n>").
   FileReplacement(std::string path, const char* error_id, std::string what, const char* tag = ".tmp",
                   bool streams_ok = true)
@@ -197,12 +229,33 @@ class FileReplacement {
     bool in_place = false;
     const std::string why = resolve_destination(path_, streams_ok, target_, in_place);
     if (!why.empty()) ETS_THROW(Errc::io, id_, "cannot write {} '{}': {}", what_, path_, why);
-    write_path_ = in_place ? target_ : temporary_path(target_, tag);
-    if (!in_place) slot_ = list_temporary(write_path_);
+    if (in_place) {
+      write_path_ = target_;
+      return;
+    }
+    for (int attempt = 0;; ++attempt) {
+      write_path_ = temporary_path(target_, tag);
+      slot_ = list_temporary(write_path_);  // before it exists: a signal right after the open still removes it
+#if defined(_WIN32)
+      fd_ = ::_open(write_path_.c_str(), _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY | _O_NOINHERIT,
+                    _S_IREAD | _S_IWRITE);
+#else
+      fd_ = ::open(write_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+#endif
+      if (fd_ >= 0) return;
+      const int err = errno;
+      unlist_temporary(slot_);
+      slot_ = -1;
+      // EEXIST: the name is taken, by a file or a symlink (O_CREAT | O_EXCL never follows one): the next name
+      if (err != EEXIST || attempt + 1 >= kNameAttempts)
+        ETS_THROW(Errc::io, id_, "cannot write {} '{}': {}", what_, path_,
+                  err == EEXIST ? "no free name for a temporary beside it" : std::strerror(err));
+    }
   }
   FileReplacement(const FileReplacement&) = delete;
   FileReplacement& operator=(const FileReplacement&) = delete;
   ~FileReplacement() {
+    close_fd();
     if (!done_ && !in_place()) {
       std::error_code ignored;
       std::filesystem::remove(write_path_, ignored);
@@ -210,35 +263,75 @@ class FileReplacement {
     unlist_temporary(slot_);
   }
 
-  /// Where the writer writes: the temporary, or the pipe or device itself.
+  /// Where the writer writes: the temporary, or the pipe or device itself. Write through open_for_write(): opening
+  /// the temporary again by its name would follow whatever was put there since.
   const std::string& write_path() const noexcept { return write_path_; }
   /// The file replaced on commit(): `path` with its symlinks followed.
   const std::string& target() const noexcept { return target_; }
   /// Whether write_path() is the destination itself (a pipe or device): commit() then has nothing to move.
   bool in_place() const noexcept { return write_path_ == target_; }
+  /// The temporary this replacement created and holds open (close-on-exec), until commit(); -1 when in place.
+  int fd() const noexcept { return fd_; }
+
+  /// A new descriptor for the writer to write the whole file through, close-on-exec, which the writer closes
+  /// (gzdopen, fdopen take it over) before commit(): a duplicate of fd(), or the pipe or device in place opened for
+  /// writing. -1 with errno set on a failure.
+  int open_for_write() const noexcept {
+#if defined(_WIN32)
+    if (fd_ >= 0) return ::_dup(fd_);
+    return ::_open(write_path_.c_str(), _O_WRONLY | _O_CREAT | _O_TRUNC | _O_BINARY | _O_NOINHERIT,
+                   _S_IREAD | _S_IWRITE);
+#else
+    if (fd_ >= 0) return ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+    return ::open(write_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+#endif
+  }
 
   /// Writes `size` bytes at `data` as the whole file, then commit(). A failed open or write (a full disk) throws,
   /// and the destination keeps its old content.
   void write_all(const void* data, std::size_t size) {
     errno = 0;
-    std::ofstream f(write_path_, std::ios::binary | std::ios::trunc);
-    if (!f) fail_write();
-    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-    f.close();
-    if (f.fail()) fail_write();
+    const int fd = open_for_write();
+    if (fd < 0) fail_write();
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+      const unsigned chunk = static_cast<unsigned>(size < (std::size_t{1} << 30) ? size : std::size_t{1} << 30);
+#if defined(_WIN32)
+      const auto n = ::_write(fd, p, chunk);
+#else
+      const auto n = ::write(fd, p, chunk);
+#endif
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : 0;
+        close_descriptor(fd);
+        errno = err;
+        fail_write();
+      }
+      p += n;
+      size -= static_cast<std::size_t>(n);
+    }
+    errno = 0;
+    if (close_descriptor(fd) != 0) fail_write();
     commit();
   }
 
-  /// Moves the written temporary into place, durably. Call once the writer has closed write_path().
+  /// Moves the written temporary into place, durably. Call once the writer has closed its descriptor.
   void commit() {
     if (in_place()) {
       done_ = true;
       return;
     }
-    if (const int err = sync_to_disk(write_path_, false))
+#if defined(_WIN32)
+    close_fd();  // a file open there cannot be renamed
+    keep_permissions(target_, write_path_);
+#else
+    if (const int err = sync_fd(fd_))
       ETS_THROW(Errc::io, id_, "cannot write {} '{}': flushing it to the disk failed: {}", what_, path_,
                 std::strerror(err));
-    keep_permissions(target_, write_path_);
+    keep_permissions(target_, fd_);
+    close_fd();
+#endif
     std::error_code ec;
     std::filesystem::rename(write_path_, target_, ec);  // replaces an existing file, as POSIX rename() does
     if (ec) ETS_THROW(Errc::io, id_, "cannot move {} into place at '{}': {}", what_, path_, ec.message());
@@ -251,10 +344,22 @@ class FileReplacement {
 
  private:
   [[noreturn]] void fail_write() const {
-    // errno is the failing call's when the stream's last system call failed; a stream can fail without one.
+    // errno is the failing call's when the last system call failed; a write can fail without one.
     const int err = errno;
     ETS_THROW(Errc::io, id_, "cannot write {} '{}': {}", what_, path_,
               err != 0 ? std::strerror(err) : "the write failed (a full disk?)");
+  }
+
+  static int close_descriptor(int fd) noexcept {
+#if defined(_WIN32)
+    return ::_close(fd);
+#else
+    return ::close(fd);
+#endif
+  }
+  void close_fd() noexcept {
+    if (fd_ >= 0) close_descriptor(fd_);
+    fd_ = -1;
   }
 
   std::string path_;
@@ -262,6 +367,7 @@ class FileReplacement {
   std::string what_;
   std::string target_;
   std::string write_path_;
+  int fd_ = -1;  // the temporary, created and held open by the constructor
   bool done_ = false;
   int slot_ = -1;  // in live_temporaries
 };
