@@ -40,31 +40,37 @@ struct ets_predictor {
 
 namespace {
 
-thread_local std::string t_error;
-thread_local std::string t_error_id;
-// What ets_last_error() / ets_last_error_id() return: the strings above, or static text when even the report ran out
-// of memory, so the caller still learns what happened.
-thread_local const char* t_error_view = "";
-thread_local const char* t_error_id_view = "";
+// Fixed, trivially destructible buffers: reporting never allocates (out of memory is still reported in full), and
+// glibc destroys a thread's C++ thread_locals before its pthread_key destructors run, so a host's per-thread cleanup
+// that calls the C ABI must not meet destroyed strings. A longer message is cut, ending in "...".
+constexpr std::size_t kErrorCapacity = 4096;
+constexpr std::size_t kErrorIdCapacity = 64;
+thread_local char t_error[kErrorCapacity];
+thread_local char t_error_id[kErrorIdCapacity];
 
-// Takes views, not a std::string: every allocation of the report happens inside the try, so even out of memory no
-// exception leaves an extern "C" function. `prefix` goes before the message pieces ("[id] " unless the message
-// carries it already, as an ets::Error's what() does).
+// Appends s at `at`, as much as fits before the terminating NUL; false once something was cut.
+bool put(char* buf, std::size_t cap, std::size_t& at, std::string_view s) noexcept {
+  const std::size_t n = std::min(s.size(), cap - 1 - at);
+  if (n) std::memcpy(buf + at, s.data(), n);  // (a default string_view's data() is null)
+  at += n;
+  return n == s.size();
+}
+
+// `prefix` goes before the message pieces ("[id] " unless the message carries it already, as an ets::Error's what()
+// does).
 ets_status report(ets_status s, const char* id, bool prefix, std::string_view a, std::string_view b = {},
                   std::string_view c = {}) noexcept {
-  try {
-    t_error_id = id;
-    t_error.clear();
-    if (prefix) t_error.append("[").append(id).append("] ");
-    t_error.append(a).append(b).append(c);
-    t_error_view = t_error.c_str();
-    t_error_id_view = t_error_id.c_str();
-  } catch (...) {  // out of memory while reporting: a fixed message that needs no memory
-#define ETS_C_OOM_ID "ets.capi.3"
-    t_error_view = "[" ETS_C_OOM_ID "] out of memory (while reporting an error)";
-    t_error_id_view = ETS_C_OOM_ID;
-#undef ETS_C_OOM_ID
-  }
+  std::size_t at = 0;
+  put(t_error_id, kErrorIdCapacity, at, id);
+  t_error_id[at] = '\0';
+  at = 0;
+  bool whole = true;
+  if (prefix) whole = put(t_error, kErrorCapacity, at, "[") && put(t_error, kErrorCapacity, at, id) &&
+                      put(t_error, kErrorCapacity, at, "] ");
+  whole = whole && put(t_error, kErrorCapacity, at, a) && put(t_error, kErrorCapacity, at, b) &&
+          put(t_error, kErrorCapacity, at, c);
+  if (!whole) std::memcpy(t_error + at - 3, "...", 3);  // at == capacity - 1 here
+  t_error[at] = '\0';
   return s;
 }
 
@@ -152,9 +158,9 @@ const char* ets_version(void) { return ets::version_string(); }
 
 int ets_abi_version(void) { return ETS_ABI_VERSION; }
 
-const char* ets_last_error(void) { return t_error_view; }
+const char* ets_last_error(void) { return t_error; }
 
-const char* ets_last_error_id(void) { return t_error_id_view; }
+const char* ets_last_error_id(void) { return t_error_id; }
 
 ets_status ets_predictor_create(ets_predictor** out) {
   ETS_C_REQUIRE(out, "ets_predictor_create", "out");

@@ -1,6 +1,6 @@
 // ets-test-labels: unit
-// The C ABI when memory runs out: the status, the message and the id still say what happened (ets.capi.3), even when
-// storing the message itself fails. operator new is replaced to fail on demand (not under ASan / TSan, which own it).
+// The C ABI when memory runs out: the status, the message and the id still say what happened (ets.capi.3); storing
+// the message needs no memory (a fixed per-thread buffer). operator new is replaced to fail on demand (not under ASan / TSan, which own it).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -11,7 +11,7 @@
 
 #if ETS_TEST_ALLOC_HOOKS
 
-TEST_CASE("C ABI out of memory: ETS_INTERNAL with the ets.capi.3 message, even when the message cannot be stored") {
+TEST_CASE("C ABI out of memory: ETS_INTERNAL with the ets.capi.3 message, stored without memory") {
   ets_predictor* p = nullptr;
   ets_test::alloc::fail = ets_test::alloc::Fail::all;  // every allocation fails: the predictor's and the report's
   const ets_status s = ets_predictor_create(&p);

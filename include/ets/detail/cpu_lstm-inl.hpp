@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "ets/error.hpp"
@@ -100,10 +101,41 @@ struct DenormalGuard {
 
 // One buffer per thread, grown to the largest batch that thread has run; steady state allocates nothing
 // and concurrent forward() calls on a shared model never touch each other's scratch memory.
+// The pointer and size are trivially destructible thread_locals, and a separate guard frees the buffer at thread
+// exit and resets them: glibc destroys C++ thread_locals before the thread's pthread_key destructors run, and a
+// host's per-thread cleanup that predicts then gets a new buffer (freed by no one: the thread is ending), not a
+// destroyed one.
+struct ThreadWorkspace {
+  float* data = nullptr;
+  std::size_t size = 0;
+  bool released = false;  // the guard has run: a call from here on must not register it again
+};
+ETS_INLINE ThreadWorkspace& thread_workspace_state() noexcept {
+  thread_local ThreadWorkspace w;
+  return w;
+}
+struct ThreadWorkspaceRelease {
+  ~ThreadWorkspaceRelease() {
+    ThreadWorkspace& w = thread_workspace_state();
+    Eigen::internal::aligned_free(w.data);
+    w = ThreadWorkspace{};
+    w.released = true;
+  }
+};
 ETS_INLINE float* thread_workspace(std::size_t floats) {
-  thread_local AlignedFloats buffer;
-  if (buffer.size() < floats) buffer.resize(floats);
-  return buffer.data();
+  ThreadWorkspace& w = thread_workspace_state();
+  if (!w.released) {
+    thread_local ThreadWorkspaceRelease release;  // constructed on this thread's first call
+    (void)release;
+  }
+  if (w.size < floats) {
+    float* grown = static_cast<float*>(Eigen::internal::aligned_malloc(floats * sizeof(float)));  // throws bad_alloc
+    std::memset(grown, 0, floats * sizeof(float));  // as the vector it replaces: what is read is written first anyway
+    Eigen::internal::aligned_free(w.data);
+    w.data = grown;
+    w.size = floats;
+  }
+  return w.data;
 }
 
 // PyTorch's cell on a whole time step of the batch: g holds i|f|g|o pre-activations (N × 4H, stride ldg),
