@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "ets/error.hpp"
 
@@ -103,8 +104,7 @@ struct DenormalGuard {
 // and concurrent forward() calls on a shared model never touch each other's scratch memory.
 // The pointer and size are trivially destructible thread_locals, and a separate guard frees the buffer at thread
 // exit and resets them: glibc destroys C++ thread_locals before the thread's pthread_key destructors run, and a
-// host's per-thread cleanup that predicts then gets a new buffer (freed by no one: the thread is ending), not a
-// destroyed one.
+// host's per-thread cleanup that predicts then gets a buffer of its own for that one call, not a destroyed one.
 struct ThreadWorkspace {
   float* data = nullptr;
   std::size_t size = 0;
@@ -122,20 +122,38 @@ struct ThreadWorkspaceRelease {
     w.released = true;
   }
 };
-ETS_INLINE float* thread_workspace(std::size_t floats) {
+// What thread_workspace() hands out: the thread's buffer, or (once the thread is ending) one that `owned` frees when
+// the call is done.
+struct Workspace {
+  struct Free {
+    void operator()(float* p) const noexcept { Eigen::internal::aligned_free(p); }
+  };
+  float* data = nullptr;
+  std::unique_ptr<float, Free> owned;
+};
+ETS_INLINE float* zeroed_floats(std::size_t floats) {
+  float* p = static_cast<float*>(Eigen::internal::aligned_malloc(floats * sizeof(float)));  // throws bad_alloc
+  std::memset(p, 0, floats * sizeof(float));  // as the vector it replaced: what is read is written first anyway
+  return p;
+}
+ETS_INLINE Workspace thread_workspace(std::size_t floats) {
   ThreadWorkspace& w = thread_workspace_state();
-  if (!w.released) {
-    thread_local ThreadWorkspaceRelease release;  // constructed on this thread's first call
-    (void)release;
+  Workspace out;
+  if (w.released) {  // a pthread_key destructor of an ending thread: this call's own buffer
+    out.data = zeroed_floats(floats);
+    out.owned.reset(out.data);
+    return out;
   }
+  thread_local ThreadWorkspaceRelease release;  // constructed on this thread's first call
+  (void)release;
   if (w.size < floats) {
-    float* grown = static_cast<float*>(Eigen::internal::aligned_malloc(floats * sizeof(float)));  // throws bad_alloc
-    std::memset(grown, 0, floats * sizeof(float));  // as the vector it replaces: what is read is written first anyway
+    float* grown = zeroed_floats(floats);
     Eigen::internal::aligned_free(w.data);
     w.data = grown;
     w.size = floats;
   }
-  return w.data;
+  out.data = w.data;
+  return out;
 }
 
 // PyTorch's cell on a whole time step of the batch: g holds i|f|g|o pre-activations (N × 4H, stride ldg),
@@ -370,8 +388,9 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
   const auto round = [&](std::size_t v) { return (v + pad - 1) / pad * pad; };
   // LSTM: the cell state c (N × H). GRU: the recurrent projection W_hh h + b_hh of one step (N × 3H).
   const std::size_t cell_size = static_cast<std::size_t>(n) * static_cast<std::size_t>(gru ? cell_gates : hidden);
-  float* gates = cpu_kernel::thread_workspace(round(gates_size) + 2 * round(out_size) + round(cell_size) +
-                                              round(rows * features));
+  const cpu_kernel::Workspace workspace = cpu_kernel::thread_workspace(round(gates_size) + 2 * round(out_size) +
+                                                                        round(cell_size) + round(rows * features));
+  float* gates = workspace.data;
   float* outs[2] = {gates + round(gates_size), gates + round(gates_size) + round(out_size)};
   float* cell = outs[1] + round(out_size);
   float* xt = cell + round(cell_size);
