@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <locale>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ets/detail/parse_number.hpp"
@@ -162,28 +163,24 @@ TEST_CASE("a global C++ locale with a decimal comma and digit grouping changes n
   CHECK(g.rng_state.find('.') == std::string::npos);  // no digit grouping in a saved state
 }
 
-TEST_CASE("a comma-decimal C locale (setlocale) changes nothing") {
+// Reads everything under the first of `names` that setlocale() knows, and compares with the C locale's readings.
+void check_under_c_locale(std::vector<const char*> names, const char* kind) {
   const Readings c = read_all();
-  CLocale scope({"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8"});
+  CLocale scope(std::move(names));
   if (!scope.active()) {
-    WARN("skipped: no comma-decimal C locale (de_DE / fr_FR) is installed and LOCPATH has none");
+    WARN("skipped: no " << kind << " C locale is installed and LOCPATH has none");
     return;
   }
   INFO("locale " << scope.active());
-  const Readings l = read_all();
-  check_same(l, c);
+  check_same(read_all(), c);
+}
+
+TEST_CASE("a comma-decimal C locale (setlocale) changes nothing") {
+  check_under_c_locale({"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8"}, "comma-decimal (de_DE / fr_FR)");
 }
 
 TEST_CASE("a Turkish C locale (setlocale), where tolower('I') is not 'i', changes nothing") {
-  const Readings c = read_all();
-  CLocale scope({"tr_TR.UTF-8", "tr_TR.utf8"});
-  if (!scope.active()) {
-    WARN("skipped: no Turkish C locale is installed and LOCPATH has none");
-    return;
-  }
-  INFO("locale " << scope.active());
-  const Readings l = read_all();
-  check_same(l, c);
+  check_under_c_locale({"tr_TR.UTF-8", "tr_TR.utf8"}, "Turkish");
 }
 
 TEST_CASE("parse_double reads the whole text as a C-locale number") {
