@@ -113,11 +113,21 @@ void check_fits_in_memory(double bytes, const std::string& what);
 /// Upper bound of --threads: more than any host ETS runs on; a typo (100000) is a usage error, not 100,000 threads.
 constexpr long long kMaxThreads = 1024;
 
-/// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete.
+/// A size option's value in bytes ("4096", "512M", "2GiB": K/M/G/T are powers of 1024), or fallback when absent;
+/// std::invalid_argument naming the option on anything else or past 2^63.
+std::uint64_t size_option(const Args& args, const std::string& name, std::uint64_t fallback);
+
+/// The CLI's default for --max-bytes: a quarter of memory_limit_bytes() (0, no limit, when that is unknown). A
+/// trace past it (/dev/zero, a gzip bomb) is refused with ets.io.6 before it takes the host's memory.
+std::uint64_t default_max_trace_bytes();
+
+/// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete, --max-bytes SIZE
+/// (each read only where the command's Spec accepts it; max_bytes is default_max_trace_bytes() when not given).
 Tracer::LoadOptions load_options(const Args& args);
 /// Their --help lines (functions, not globals: the commands' Spec objects are built during static initialisation).
 OptionHelp rank_help();
 OptionHelp keep_incomplete_help();
+OptionHelp max_bytes_help();
 
 /// Whether two paths name one file: the same string, the same existing file (through links, "./", hard links), or,
 /// for a file not there yet, the same place once links, "." and ".." are resolved.

@@ -64,13 +64,14 @@ int run_inspect(const Args& args) {
 
 const Register inspect_cmd{Command{
     "inspect", "show iterations, measured time and gap share of traces",
-    Spec{"inspect TRACE... [--json] [--rank N] [--keep-incomplete]",
+    Spec{"inspect TRACE... [--json] [--rank N] [--keep-incomplete] [--max-bytes SIZE]",
          {"--json", "--keep-incomplete"},
-         {"--rank"},
+         {"--rank", "--max-bytes"},
          1,
          {{"--json", "print one JSON object per file, one per line"},
           rank_help(),
-          keep_incomplete_help()}},
+          keep_incomplete_help(),
+          max_bytes_help()}},
     run_inspect}};
 
 }  // namespace

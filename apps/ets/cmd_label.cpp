@@ -53,7 +53,8 @@ int run_label(const Args& a) {
 
   std::vector<std::vector<ExecutionTrace>> passes;
   passes.reserve(a.positional.size());
-  for (const auto& path : a.positional) passes.push_back(Tracer::load(path));
+  const Tracer::LoadOptions load = load_options(a);  // --max-bytes only: a pass is one rank, complete by design
+  for (const auto& path : a.positional) passes.push_back(Tracer::load(path, load));
   Labeler::Result r = labeler.label(passes);
 
   // Collector-supplied facts override what the source trace said (the raw JSON may come from another exporter).
@@ -93,10 +94,10 @@ int run_label(const Args& a) {
 const Register label_cmd{Command{
     "label", "label one configuration from its timing passes (dataset collection)",
     Spec{"label PASS... -o OUT [--threshold 0.10] [--tolerance 0.03] [--per-op bracket|pooled|pass-median] [--id ID] [--split S] [--family F] "
-         "[--model M] [--batch-size N] [--optimizer O] [--environment E] [--device D] [--json]",
+         "[--model M] [--batch-size N] [--optimizer O] [--environment E] [--device D] [--max-bytes SIZE] [--json]",
          {"--json"},
          {"-o", "--out", "--threshold", "--tolerance", "--per-op", "--id", "--split", "--family", "--model", "--batch-size",
-          "--optimizer", "--environment", "--device"},
+          "--optimizer", "--environment", "--device", "--max-bytes"},
          1,
          {{"-o, --out OUT", "labelled trace to write: OUT.etst, or OUT.etst.gz gzip-compressed (required)"},
           {"--threshold X",
@@ -112,6 +113,7 @@ const Register label_cmd{Command{
           {"--optimizer O", "optimizer (default: the first pass's)"},
           {"--environment E", "hardware environment (default: the first pass's)"},
           {"--device D", "device (default: the first pass's)"},
+          max_bytes_help(),
           {"--json", "print the result as one JSON object"}}},
     run_label}};
 

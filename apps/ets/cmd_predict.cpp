@@ -145,9 +145,10 @@ int run_predict(const Args& a) {
     hardware.push_back(file.hardware_env);
   }
 
+  const Tracer::LoadOptions load = load_options(a);
   std::vector<std::string> ids;
   for (const auto& path : a.positional) {
-    std::vector<ExecutionTrace> its = Tracer::load(path);
+    std::vector<ExecutionTrace> its = Tracer::load(path, load);
     ETS_CHECK(!its.empty(), Errc::invalid_trace, "ets.predict.4", "'{}' holds no iterations", path);
     const std::size_t k = Predictor::representative_iteration(its);
     ids.push_back(path);
@@ -244,9 +245,9 @@ int run_predict(const Args& a) {
 const Register predict_cmd{Command{
     "predict", "predict the iteration time of traces",
     Spec{"predict TRACE... [--model [ENV=]M[,[ENV=]M...]] [--env ENV] [--json] [--format text|json|gavel|matrix]"
-         " [--backend auto|cpu|cuda]",
-         {"--json"},
-         {"--model", "--env", "--format", "--backend"},
+         " [--backend auto|cpu|cuda] [--rank N] [--keep-incomplete] [--max-bytes SIZE]",
+         {"--json", "--keep-incomplete"},
+         {"--model", "--env", "--format", "--backend", "--rank", "--max-bytes"},
          1,
          {{"--model [ENV=]M[,...]",
            "model file(s) [ENV=]M, comma-separated or repeated (default: $ETS_MODEL, else the shipped model)"},
@@ -255,7 +256,10 @@ const Register predict_cmd{Command{
           {"--format text|json|gavel|matrix",
            "output: text, JSON lines, Gavel throughputs or job x env CSV (default text)"},
           {"--backend auto|cpu|cuda",
-           "where the network runs: auto (default) = cuDNN when built with CUDA and a GPU works, else CPU"}},
+           "where the network runs: auto (default) = cuDNN when built with CUDA and a GPU works, else CPU"},
+          rank_help(),
+          keep_incomplete_help(),
+          max_bytes_help()},
          {"--model"}},
     run_predict}};
 

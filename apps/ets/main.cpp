@@ -18,6 +18,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -181,10 +182,43 @@ OptionHelp keep_incomplete_help() {
   return {"--keep-incomplete", "keep a trailing iteration with no successor and no end marker (default: dropped)"};
 }
 
+OptionHelp max_bytes_help() {
+  return {"--max-bytes SIZE",
+          "refuse a trace larger decompressed: bytes or K/M/G/T (x1024); 0: no limit (default: 1/4 of memory)"};
+}
+
+std::uint64_t size_option(const Args& args, const std::string& name, std::uint64_t fallback) {
+  if (!args.has(name)) return fallback;
+  const std::string& s = args.value(name);
+  std::string_view rest = s;
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
+  rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+  int shift = 0;
+  if (!rest.empty()) {
+    const char unit = rest.front();
+    shift = unit == 'K' || unit == 'k' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : unit == 'T' ? 40 : -1;
+    rest.remove_prefix(1);
+    if (rest == "iB" || rest == "B") rest = {};
+  }
+  if (ec != std::errc() || end == s.data() || shift < 0 || !rest.empty() || (v >> (63 - shift)) != 0)
+    throw std::invalid_argument("option " + name + " needs a size in bytes (digits, optionally followed by K, M, G "
+                                "or T, powers of 1024), got '" + s + "'");
+  return v << shift;
+}
+
+std::uint64_t default_max_trace_bytes() {
+  // Reading a file holds up to about twice its size while the buffer grows, and a JSON parser adds its own copy
+  // and tape: a quarter of what the process may use is the most one trace can take without the kernel's OOM killer
+  // ending the process instead of a clear ets.io.6. 0 (no limit) when the memory cannot be read.
+  return memory_limit_bytes() / 4;
+}
+
 Tracer::LoadOptions load_options(const Args& args) {
   Tracer::LoadOptions opt;
   opt.rank = static_cast<int>(integer_option(args, "--rank", opt.rank, -1, std::numeric_limits<int>::max()));
   opt.keep_incomplete = args.flag("--keep-incomplete");
+  opt.max_bytes = size_option(args, "--max-bytes", default_max_trace_bytes());
   return opt;
 }
 
@@ -564,7 +598,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ets %s: %s\n", first.c_str(), e.what());
     return 2;
   } catch (const ets::Error& e) {
-    std::fprintf(stderr, "ets %s: %s\n", first.c_str(), e.what());
+    // The library names its option; on the command line the limit is --max-bytes (still one line, as every failure)
+    std::fprintf(stderr, "ets %s: %s%s\n", first.c_str(), e.what(),
+                 e.id() == "ets.io.6" ? "; here: --max-bytes SIZE (default: a quarter of the memory this process may "
+                                        "use; 0: no limit)"
+                                      : "");
     return 1;
   } catch (const std::bad_alloc&) {  // an input far larger than memory, or sizes asked for that cannot fit
     // printed without building an ets::Error: that would allocate again

@@ -339,4 +339,27 @@ for value, stored in (("9007199254740993", 9007199254740993), ("9223372036854775
             got_bs = json.loads(fh.read().splitlines()[1])["trace"]["batch_size"]
     check(got_bs == stored, f"--batch-size {value!r}: stored {got_bs}, wanted {stored} (rc {p.returncode})")
 
+# ---- --max-bytes: a trace larger once decompressed is refused (ets.io.6, with the option named), and the size is
+# read exactly, in bytes or in units of 1024
+with (gzip.open(trace, "rb") if trace.endswith(".gz") else open(trace, "rb")) as fh:
+    size = len(fh.read())
+kib = size // 1024
+for cmd in (["inspect"], ["convert", "-o", "mb.etst", "--quiet"], ["label", "-o", "mb-label.etst"]):
+    for limit, ok in ((str(size - 1), False), (str(size), True), (f"{kib}K", kib * 1024 >= size),
+                      (f"{kib + 1}KiB", True), ("0", True)):
+        for f in ("mb.etst", "mb-label.etst"):
+            if os.path.exists(f):
+                os.remove(f)
+        p = run(*cmd, trace, "--max-bytes", limit)
+        wrote = os.path.exists("mb.etst") or os.path.exists("mb-label.etst")
+        if ok:
+            check(p.returncode == 0 and wrote == (cmd[0] != "inspect"),
+                  f"{cmd[0]} --max-bytes {limit} of a {size}-byte trace: rc {p.returncode} {p.stderr!r}")
+        else:
+            check(p.returncode == 1 and b"[ets.io.6]" in p.stderr and b"--max-bytes" in p.stderr and not wrote,
+                  f"{cmd[0]} --max-bytes {limit} of a {size}-byte trace: rc {p.returncode} {p.stderr!r}")
+for bad in ("1.5G", "-1", "1X", "1Kib", "", "9223372036854775808", "8388608T"):
+    p = run("inspect", trace, "--max-bytes", bad)
+    check(p.returncode == 2 and b"--max-bytes" in p.stderr, f"--max-bytes {bad!r}: rc {p.returncode} {p.stderr!r}")
+
 finish("outputs: all checks passed")

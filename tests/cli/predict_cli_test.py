@@ -409,4 +409,31 @@ for bad in ("0abc", "1.5", "nan", "99999999999"):
     p = run(trace, "--model", model_a, "--rank", bad, expect_rc=2)
     check("--rank" in p.stderr, f"--rank {bad}: {p.stderr}")
 
+# --max-bytes: a stream with no end (/dev/zero) stops one byte past the limit with ets.io.6, and without the option
+# the CLI's own limit, a quarter of the memory the process may use, does the same (here under a 1 GiB address-space
+# limit, so it comes at about 200 MiB: a host's memory would take long to fill)
+if os.path.exists("/dev/zero"):
+    p = run("/dev/zero", "--model", model_a, "--max-bytes", "1M", expect_rc=1)
+    check("[ets.io.6]" in p.stderr and "more than 1048576 bytes" in p.stderr and "--max-bytes" in p.stderr,
+          f"/dev/zero under --max-bytes 1M: {p.stderr}")
+    with open(ets, "rb") as fh:
+        asan = b"__asan_init" in fh.read()
+    if not asan:  # ASan reserves terabytes of address space: it cannot run under such a limit
+        import resource
+        cap = 1 << 30
+        p = subprocess.run([ets, "predict", "/dev/zero", "--model", model_a], capture_output=True, text=True,
+                           timeout=120, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
+        m = re.search(r"more than (\d+) bytes", p.stderr)
+        check(p.returncode == 1 and "[ets.io.6]" in p.stderr and m and 0 < int(m.group(1)) <= cap // 4,
+              f"/dev/zero with the default limit under a 1 GiB address space: rc {p.returncode} {p.stderr}")
+# the limit and the trace: one byte short is refused, its size is read
+with open(trace, "rb") as fh:
+    raw = fh.read()
+size = len(__import__("gzip").decompress(raw)) if raw[:2] == b"\x1f\x8b" else len(raw)
+p = run(trace, "--model", model_a, "--max-bytes", str(size - 1), expect_rc=1)
+check("[ets.io.6]" in p.stderr, f"--max-bytes one short of the trace: {p.stderr}")
+base = run(trace, "--model", model_a, "--json").stdout
+p = run(trace, "--model", model_a, "--json", "--max-bytes", str(size))
+check(p.stdout == base and base, "--max-bytes of exactly the trace's size predicts as without it")
+
 finish("cli_predict: all checks passed")
