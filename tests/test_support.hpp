@@ -4,10 +4,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <string_view>
 #include <vector>
+
+#include <unistd.h>  // getpid
 
 #include "ets/log.hpp"
 
@@ -22,6 +26,26 @@ inline std::string shared_data(const std::string& rel) {
 }
 
 inline bool have_shared(const std::string& rel) { return std::filesystem::exists(shared_data(rel)); }
+
+/// A new folder of the test's own under the system's temporary directory, removed with everything in it on every
+/// way out. Named "<name>_<pid>_<n>": two test runs at once (a CI clone beside a developer's build) and two cases
+/// of one run never share a folder, and nothing a failed run left behind is read.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name = "ets_test") {
+    static std::atomic<unsigned> counter{0};
+    path = std::filesystem::temp_directory_path() /
+           (name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 /// Collects the library's warnings while it lives (the process-wide log sink), and removes the sink on the way
 /// out, also when a REQUIRE or an exception ends the test early.

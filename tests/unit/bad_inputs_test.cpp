@@ -33,16 +33,8 @@ namespace {
 
 const fs::path kDir = fs::path(ETS_SOURCE_DIR) / "tests" / "bad_inputs";
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("ets_bad_inputs_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct TempDir : ets_test::TempDir {
+  TempDir() : ets_test::TempDir("ets_bad_inputs") {}
 };
 
 std::string write(const fs::path& p, const std::string& bytes) {

@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -24,6 +23,7 @@
 #include "ets/tracer.hpp"
 #include "ets/trainer.hpp"
 #include "train/parallel.hpp"
+#include "test_support.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -65,18 +65,7 @@ std::vector<std::string> inherited_by_children(F&& f) {
 
 void put(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const char* name)
-      : path(fs::temp_directory_path() / (std::string(name) + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using ets_test::TempDir;
 
 }  // namespace
 

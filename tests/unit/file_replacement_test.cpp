@@ -23,6 +23,7 @@
 #include "ets/detail/temporary_path.hpp"
 #include "ets/error.hpp"
 #include "ets/trace_file.hpp"
+#include "test_support.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -42,18 +43,9 @@ std::size_t entries(const fs::path& dir) {
   return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
 }
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const char* name)
-      : path(fs::temp_directory_path() / (std::string(name) + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-    sync_log = {};
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+// Each case's own folder, with the log of flushes started afresh.
+struct TempDir : ets_test::TempDir {
+  explicit TempDir(const char* name) : ets_test::TempDir(name) { sync_log = {}; }
 };
 
 }  // namespace

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
@@ -72,7 +71,8 @@ std::vector<std::string> files_under(const std::string& dir) {
 
 TEST_CASE("shared kineto-gpu traces: every file imports; iterations telescope; steady steps match") {
   ETS_REQUIRE_SHARED("kineto-gpu");
-  const fs::path tmp = fs::temp_directory_path() / ("ets_kineto_shared_" + std::to_string(::getpid()));
+  const ets_test::TempDir scratch("ets_kineto_shared");
+  const fs::path& tmp = scratch.path;
   int files = 0;
   for (const std::string& f : files_under(ets_test::shared_data("kineto-gpu"))) {
     if (f.size() >= 7 && f.compare(f.size() - 7, 7, ".tar.gz") == 0) {
@@ -86,7 +86,6 @@ TEST_CASE("shared kineto-gpu traces: every file imports; iterations telescope; s
       ++files;
     }
   }
-  fs::remove_all(tmp);
   CHECK(files >= 35);
 }
 

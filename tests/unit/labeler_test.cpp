@@ -371,8 +371,8 @@ SyntheticPass kineto_pass(const std::vector<double>& scale, std::int64_t origin_
 
 TEST_CASE("Labeler on synthetic Kineto JSON passes imported through Tracer::load") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / fmt::format("ets_labeler_test_{}", std::rand());
-  fs::create_directories(dir);
+  const ets_test::TempDir scratch("ets_labeler_test");  // std::rand() named it the same in every run
+  const fs::path& dir = scratch.path;
   const std::vector<std::vector<double>> scales = {
       {1.00, 1.01, 0.99, 1.00, 1.02}, {1.05, 1.04, 1.06, 1.05, 1.05}, {0.98, 1.00, 0.99, 1.01, 0.99}};
   std::vector<std::vector<ExecutionTrace>> passes;
@@ -383,7 +383,6 @@ TEST_CASE("Labeler on synthetic Kineto JSON passes imported through Tracer::load
     std::ofstream(f) << truth.back().json;
     passes.push_back(ets::Tracer::load(f.string()));
   }
-  fs::remove_all(dir);
 
   for (const auto& p : passes) REQUIRE(p.size() == 5);
   const auto r = Labeler(pooled_options()).label(passes);

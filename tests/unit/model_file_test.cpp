@@ -114,13 +114,11 @@ TEST_CASE("model round trip keeps every field and re-encodes to the same bytes")
   CHECK(r.file_major == 1);
   CHECK(ets::serialize_model(r) == bytes);
 
-  const auto dir = std::filesystem::temp_directory_path() / ("ets_model_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "m.etsm").string();
+  const ets_test::TempDir dir("ets_model_test");
+  const std::string path = (dir.path / "m.etsm").string();
   ets::save_model(m, path);
   CHECK(read_bytes(path) == bytes);
   CHECK(ets::load_model(path).weights.head_w == m.weights.head_w);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("files written by tools/export_etsm.py load, and C++ re-encodes them byte for byte") {
@@ -389,8 +387,8 @@ TEST_CASE("serialize_model refuses what parse_model would refuse: a non-finite w
 
 TEST_CASE("save_model replaces a symlink's target, keeps a file's mode and writes a pipe or device in place") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("ets_model_save_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const ets_test::TempDir scratch("ets_model_save");
+  const fs::path& dir = scratch.path;
   fs::create_directories(dir / "real");
   const ets::ModelFile m = sample_model(5);
   const auto bytes = ets::serialize_model(m);
@@ -420,5 +418,4 @@ TEST_CASE("save_model replaces a symlink's target, keeps a file's mode and write
     CHECK(e.id() == "ets.model.9");
     CHECK(e.message().find("loop") != std::string::npos);
   }
-  fs::remove_all(dir);
 }

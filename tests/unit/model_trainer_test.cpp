@@ -19,14 +19,13 @@
 #include "ets/trace_file.hpp"
 #include "ets/window_encoder.hpp"
 #include "encoder_fixtures.hpp"
+#include "test_support.hpp"
 #include "train_fixtures.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
-fs::path write_dataset() {
-  const fs::path dir = fs::temp_directory_path() / "ets_model_trainer_test";
-  fs::remove_all(dir);
+void write_dataset(const fs::path& dir) {
   auto put = [&](const std::string& split, const std::vector<ets::ExecutionTrace>& ts) {
     fs::create_directories(dir / "traces" / split);
     for (std::size_t i = 0; i < ts.size(); ++i)
@@ -35,12 +34,13 @@ fs::path write_dataset() {
   put("train", ets_test::learnable_set(1, 60, "famA"));
   put("val", ets_test::learnable_set(2, 12, "famB"));
   put("test", ets_test::learnable_set(3, 12, "famC"));
-  return dir;
 }
 }  // namespace
 
 TEST_CASE("train → save → load → evaluate on a synthetic dataset", "[train][pipeline]") {
-  const fs::path dir = write_dataset();
+  const ets_test::TempDir scratch("ets_model_trainer_test");
+  const fs::path& dir = scratch.path;
+  write_dataset(dir);
   const auto train = ets::DatasetSplit::load(dir.string(), "train", 2);
   const auto val = ets::DatasetSplit::load(dir.string(), "val", 2);
   const auto test = ets::DatasetSplit::load(dir.string(), "test", 2);
@@ -101,7 +101,6 @@ TEST_CASE("train → save → load → evaluate on a synthetic dataset", "[train
   CHECK(ets_m.by_family.count("famC") == 1);
   CHECK(ets_m.by_ops.size() >= 1);
   CHECK(ets::Evaluator::noise_floor(test.traces) == Approx(0.01));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("ModelTrainer leaves out unlabelled traces and honours its time budget", "[train][pipeline]") {
@@ -158,8 +157,8 @@ TEST_CASE("a model of wide windows saves: its self-test stays within what a read
 }
 
 TEST_CASE("a split directory lists its trace files and skips entries whose status cannot be read", "[train][eval]") {
-  const fs::path dir = fs::temp_directory_path() / "ets_split_list_test";
-  fs::remove_all(dir);
+  const ets_test::TempDir scratch("ets_split_list_test");
+  const fs::path& dir = scratch.path;
   fs::create_directories(dir / "test" / "sub.etst");  // a directory named like a trace is not one
   ets::write_trace_file((dir / "test" / "a.etst.gz").string(), {ets_test::learnable_set(5, 1).front()});
   std::ofstream(dir / "test" / "notes.txt") << "x";
@@ -184,12 +183,11 @@ TEST_CASE("a split directory lists its trace files and skips entries whose statu
   ets::write_trace_file((dir / "test" / "b.etst").string(), {named});
   CHECK_THROWS_WITH(ets::DatasetSplit::load(dir.string(), "test", 1),
                     Catch::Contains("ets.eval.5") && Catch::Contains("vgg-0007"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a dataset's manifest keeps each configuration in its split", "[train][eval]") {
-  const fs::path dir = fs::temp_directory_path() / "ets_split_manifest_test";
-  fs::remove_all(dir);
+  const ets_test::TempDir scratch("ets_split_manifest_test");
+  const fs::path& dir = scratch.path;
   fs::create_directories(dir / "traces" / "train");
   fs::create_directories(dir / "traces" / "mine");
   auto t = ets_test::learnable_set(5, 1).front();
@@ -214,7 +212,6 @@ TEST_CASE("a dataset's manifest keeps each configuration in its split", "[train]
     manifest(broken);
     CHECK_THROWS_WITH(ets::DatasetSplit::load(dir.string(), "train", 1), Catch::Contains("ets.eval.6"));
   }
-  fs::remove_all(dir);
 }
 
 TEST_CASE("the test-retest figures compare re-collected labels with the traces' labels by config id", "[train][eval]") {
@@ -224,8 +221,8 @@ TEST_CASE("the test-retest figures compare re-collected labels with the traces' 
   const double t0 = ets::Evaluator::truth_us(traces[0]), t1 = ets::Evaluator::truth_us(traces[1]);
   REQUIRE(t0 > 0);
   REQUIRE(t1 > 0);
-  const fs::path dir = fs::temp_directory_path() / "ets_retest_test";
-  fs::create_directories(dir);
+  const ets_test::TempDir scratch("ets_retest_test");
+  const fs::path& dir = scratch.path;
   const std::string path = (dir / "retest.json").string();
   {
     std::ofstream f(path);
@@ -264,7 +261,6 @@ TEST_CASE("the test-retest figures compare re-collected labels with the traces' 
       CHECK(std::string(e.what()).find("[ets.eval.3]") != std::string::npos);
     }
   }
-  fs::remove_all(dir);
 }
 
 TEST_CASE("the pass-disagreement buckets hold the traces that carry a readable label.disagreement", "[train][eval]") {

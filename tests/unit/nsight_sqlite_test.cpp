@@ -26,16 +26,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("ets_nsight_test_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct TempDir : ets_test::TempDir {
+  TempDir() : ets_test::TempDir("ets_nsight_test") {}
 };
 
 void exec(sqlite3* db, const std::string& sql) {

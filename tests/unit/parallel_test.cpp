@@ -18,6 +18,7 @@
 #include <sched.h>
 #endif
 
+#include "test_support.hpp"
 #include "train/parallel.hpp"
 
 using ets::train::run_on_threads;
@@ -103,13 +104,8 @@ namespace fs = std::filesystem;
 
 // A fake cgroup mount: files written under a fresh temporary root.
 struct FakeCgroups {
-  fs::path root = fs::temp_directory_path() / ("ets_cgroup_" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) +
-                                               "_" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-  FakeCgroups() { fs::create_directories(root); }
-  ~FakeCgroups() {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
+  ets_test::TempDir dir{"ets_cgroup"};
+  const fs::path& root = dir.path;
   void write(const std::string& rel, const std::string& text) const {
     fs::create_directories((root / rel).parent_path());
     std::ofstream(root / rel) << text;

@@ -182,16 +182,8 @@ ets::ExecutionTrace small_trace() {
   return t;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("ets_trace_file_test_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct TempDir : ets_test::TempDir {
+  TempDir() : ets_test::TempDir("ets_trace_file_test") {}
 };
 
 std::string replace_first(std::string s, const std::string& from, const std::string& to) {
@@ -363,8 +355,8 @@ TEST_CASE("ets-trace header and versions") {
 }
 
 TEST_CASE("Tracer::load reads what detection saw: after a BOM or blank lines, header members in any order") {
-  const fs::path dir = fs::temp_directory_path() / "ets_trace_bom_test";
-  fs::create_directories(dir);
+  const TempDir scratch;
+  const fs::path& dir = scratch.path;
   auto put = [&](const std::string& name, const std::string& bytes) {
     const fs::path p = dir / name;
     std::ofstream(p, std::ios::binary) << bytes;
@@ -384,7 +376,6 @@ TEST_CASE("Tracer::load reads what detection saw: after a BOM or blank lines, he
   REQUIRE(with_bom.size() == plain.size());
   CHECK(with_bom[0].ops.size() == plain[0].ops.size());
   CHECK(with_bom[0].measured_us == plain[0].measured_us);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("ets-trace strict validation on read") {

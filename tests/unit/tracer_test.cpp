@@ -98,8 +98,8 @@ TEST_CASE("format detection by content") {
 TEST_CASE("Tracer::load: missing file, unknown format, gzip round trip") {
   namespace fs = std::filesystem;
   CHECK_THROWS_WITH(Tracer::load("/nonexistent/trace.json"), Catch::Contains("ets.io.1"));
-  const fs::path dir = fs::temp_directory_path() / "ets_tracer_test";
-  fs::create_directories(dir);
+  const ets_test::TempDir scratch("ets_tracer_test");
+  const fs::path& dir = scratch.path;
   const auto junk = (dir / "junk.txt").string();
   std::ofstream(junk) << "not a trace";
   CHECK_THROWS_WITH(Tracer::load(junk), Catch::Contains("ets.import.1"));
@@ -117,13 +117,12 @@ TEST_CASE("Tracer::load: missing file, unknown format, gzip round trip") {
   Tracer::LoadOptions bad_rank;
   bad_rank.rank = -2;  // not "any rank": refused before the file is read
   CHECK_THROWS_WITH(Tracer::load(gz, bad_rank), Catch::Contains("ets.import.4"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("LoadOptions::max_bytes bounds what a trace may hold once decompressed (a gzip bomb costs the limit)") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("ets_max_bytes_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const ets_test::TempDir scratch("ets_max_bytes");
+  const fs::path& dir = scratch.path;
   // 64 MiB of spaces gzip to ~64 KiB: a 1,000:1 expansion
   const auto bomb = (dir / "bomb.json.gz").string();
   {
@@ -237,13 +236,12 @@ TEST_CASE("LoadOptions::max_bytes bounds what a trace may hold once decompressed
     else
       CHECK(got == c.want);
   }
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a count past a double's range is unknown (NaN), never infinite: the op still writes to .etst") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("ets_vast_counts_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const ets_test::TempDir scratch("ets_vast_counts");
+  const fs::path& dir = scratch.path;
   // relu over 20 dims of 2^63 - 1 (derived FLOPs / bytes overflow), and conv ops whose recorded flops sum past
   // DBL_MAX over their nested events; the last op is a plain relu whose counts stay derived
   std::string dims = "[";
@@ -274,7 +272,6 @@ TEST_CASE("a count past a double's range is unknown (NaN), never infinite: the o
   REQUIRE(back.size() == 1);
   CHECK(std::isnan(back[0].ops[0].flops));
   CHECK(back[0].ops[2].flops == 16.0);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("Tracer::load reads a pipe to its end: no size, no seeking, gzip or plain") {

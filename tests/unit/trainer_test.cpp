@@ -18,6 +18,7 @@
 #include "ets/detail/crc32c.hpp"
 #include "ets/error.hpp"
 #include "ets/trainer.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -228,8 +229,8 @@ TEST_CASE("weight averaging returns the moving average of the weights the optimi
 
 TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterrupted one does", "[train]") {
   const auto train = synthetic(96, 5);
-  const auto path = (std::filesystem::temp_directory_path() / "ets_trainer_test.ckpt").string();
-  std::filesystem::remove(path);
+  const ets_test::TempDir scratch("ets_trainer_test");
+  const auto path = (scratch.path / "run.ckpt").string();
   auto opt = small_options();
   opt.epochs = 4;
   // with and without the weight average, which the checkpoint must carry; a version 1 checkpoint (written
@@ -300,7 +301,6 @@ TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterr
   CHECK(resumed.history.size() == 4);
   CHECK(resumed.weights.head_w == full.weights.head_w);
   CHECK(resumed.weights.cells[3].w_hh == full.weights.cells[3].w_hh);
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("trainer rejects inconsistent input with ets::Error", "[train]") {
@@ -399,8 +399,8 @@ TEST_CASE("validation that yields no number keeps the trained weights, not the s
 TEST_CASE("a checkpoint with impossible counters is refused; an early-stopped run stays finished", "[train]") {
   const auto train = synthetic(64, 13);
   const auto init = ets::Trainer::init(small_config(), 4);
-  const auto path = (std::filesystem::temp_directory_path() / "ets_trainer_counters.ckpt").string();
-  std::filesystem::remove(path);
+  const ets_test::TempDir scratch("ets_trainer_counters");
+  const auto path = (scratch.path / "run.ckpt").string();
   auto opt = small_options();
   opt.epochs = 30;
   opt.patience = 1;
@@ -430,14 +430,13 @@ TEST_CASE("a checkpoint with impossible counters is refused; an early-stopped ru
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   CHECK_THROWS_WITH(ets::Trainer(init, opt).fit(train),
                     Catch::Contains("ets.train.9") && Catch::Contains("inconsistent counters"));
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("a damaged checkpoint is refused before its weights are used; loss weights are part of the run", "[train]") {
   auto train = synthetic(64, 13);
   const auto init = ets::Trainer::init(small_config(), 4);
-  const auto path = (std::filesystem::temp_directory_path() / "ets_trainer_damaged.ckpt").string();
-  std::filesystem::remove(path);
+  const ets_test::TempDir scratch("ets_trainer_damaged");
+  const auto path = (scratch.path / "run.ckpt").string();
   auto opt = small_options();
   opt.epochs = 1;
   opt.threads = 1;
@@ -466,7 +465,6 @@ TEST_CASE("a damaged checkpoint is refused before its weights are used; loss wei
   weighted.weight.assign(weighted.positions(), 2.0f);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << good;
   CHECK_THROWS_WITH(ets::Trainer(init, opt).fit(weighted), Catch::Contains("ets.train.9"));
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("a network beyond what a model file holds is refused before anything is allocated", "[train]") {
@@ -480,8 +478,8 @@ TEST_CASE("a network beyond what a model file holds is refused before anything i
 
 TEST_CASE("a run cut inside an epoch resumes inside it, with the same batches as an unbroken run", "[train]") {
   const auto train = synthetic(96, 7);  // 3 steps of 32 per epoch
-  const auto path = (std::filesystem::temp_directory_path() / "ets_trainer_midepoch.ckpt").string();
-  std::filesystem::remove(path);
+  const ets_test::TempDir scratch("ets_trainer_midepoch");
+  const auto path = (scratch.path / "run.ckpt").string();
   auto opt = small_options();
   opt.epochs = 3;
   opt.threads = 1;
@@ -506,13 +504,12 @@ TEST_CASE("a run cut inside an epoch resumes inside it, with the same batches as
   REQUIRE(full.history.size() == 3);
   for (std::size_t e = 0; e < 3; ++e) CHECK(resumed.history[e].train_loss == full.history[e].train_loss);
   CHECK(resumed.final_train_loss == full.final_train_loss);
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("a cut epoch's validation of half-trained weights does not count in the resumed run", "[train]") {
   const auto train = synthetic(96, 7);  // 3 steps of 32 per epoch
-  const auto path = (std::filesystem::temp_directory_path() / "ets_trainer_cutvalidation.ckpt").string();
-  std::filesystem::remove(path);
+  const ets_test::TempDir scratch("ets_trainer_cutvalidation");
+  const auto path = (scratch.path / "run.ckpt").string();
   auto opt = small_options();
   opt.epochs = 3;
   opt.threads = 1;
@@ -538,7 +535,6 @@ TEST_CASE("a cut epoch's validation of half-trained weights does not count in th
   CHECK(resumed.steps == 9);
   CHECK(resumed.best_epoch == 2);
   CHECK(resumed.best_val_metric == Approx(0.3));
-  std::filesystem::remove(path);
 }
 
 TEST_CASE("an epoch that could not be validated does not displace validated weights", "[train]") {
