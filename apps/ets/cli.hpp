@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ets/detail/output_file.hpp"  // detail::unwritable_reason, the commands' check before long work
+#include "ets/error.hpp"
 #include "ets/lstm_weights.hpp"
 #include "ets/tracer.hpp"
 
@@ -120,6 +121,10 @@ std::uint64_t size_option(const Args& args, const std::string& name, std::uint64
 /// The CLI's default for --max-bytes: a quarter of memory_limit_bytes() (0, no limit, when that is unknown). A
 /// trace past it (/dev/zero, a gzip bomb) is refused with ets.io.6 before it takes the host's memory.
 std::uint64_t default_max_trace_bytes();
+
+/// What the tool prints for a failure, after "ets <command>: ": "[id] message", with a hint where the library's
+/// message names an option the command line spells otherwise (ets.io.6: --max-bytes).
+std::string error_line(const ets::Error& e);
 
 /// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete, --max-bytes SIZE
 /// (each read only where the command's Spec accepts it; max_bytes is default_max_trace_bytes() when not given).

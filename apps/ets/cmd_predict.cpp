@@ -146,14 +146,29 @@ int run_predict(const Args& a) {
   }
 
   const Tracer::LoadOptions load = load_options(a);
-  std::vector<std::string> ids;
+  // --keep-going: a trace that cannot be read or predicted is reported (stderr; an error object in --json) and the
+  // others are predicted; the exit code is still 1. Without it the first such trace ends the command, printing nothing.
+  const bool keep_going = a.flag("--keep-going");
+  std::vector<std::string> ids;  // the traces registered, in input order
+  std::map<std::string, std::pair<std::string, std::string>> failed;  // path -> (error id, message)
   for (const auto& path : a.positional) {
-    std::vector<ExecutionTrace> its = Tracer::load(path, load);
-    ETS_CHECK(!its.empty(), Errc::invalid_trace, "ets.predict.4", "'{}' holds no iterations", path);
-    const std::size_t k = Predictor::representative_iteration(its);
-    ids.push_back(path);
-    predictor.add_job(path, std::move(its[k]));
+    try {
+      std::vector<ExecutionTrace> its = Tracer::load(path, load);
+      ETS_CHECK(!its.empty(), Errc::invalid_trace, "ets.predict.4", "'{}' holds no iterations", path);
+      const std::size_t k = Predictor::representative_iteration(its);
+      predictor.add_job(path, std::move(its[k]));
+      ids.push_back(path);
+      failed.erase(path);  // given twice: the later read stands, as add_job's replacement does
+    } catch (const ets::Error& e) {
+      if (!keep_going) throw;
+      std::fprintf(stderr, "ets predict: %s (skipped: --keep-going)\n", error_line(e).c_str());
+      std::string message = error_line(e);  // the id has a field of its own in --json
+      if (const std::string tag = "[" + e.id() + "] "; message.compare(0, tag.size(), tag) == 0)
+        message.erase(0, tag.size());
+      failed[path] = {e.id(), message};
+    }
   }
+  const auto finish = [&] { return failed.empty() ? 0 : 1; };
   // --json prints the breakdown, which predict_detailed computes along with the estimate: one forward per trace,
   // not a batch prediction and then the same forward again.
   const Predictor::Matrix m = format == "json" ? Predictor::Matrix{} : predictor.predict_batch(ids, envs);
@@ -175,7 +190,7 @@ int run_predict(const Args& a) {
       s += "\n  }";
     }
     std::printf("%s\n}\n", s.c_str());
-    return 0;
+    return finish();
   }
   if (format == "matrix") {
     // AlloX/Hydra-style processing-time matrix: one row per job, one column per resource, µs per iteration
@@ -188,7 +203,7 @@ int run_predict(const Args& a) {
       s += "\n";
     }
     std::fputs(s.c_str(), stdout);
-    return 0;
+    return finish();
   }
   // A measurement the trace names as taken on other hardware is shown, but no error is computed against it.
   auto comparable = [&](const ExecutionTrace& t, std::size_t e) {
@@ -203,7 +218,18 @@ int run_predict(const Args& a) {
   std::vector<std::string> backend;  // where each env's network runs ("cpu-eigen", "cuda-cudnn")
   for (const auto& e : envs) backend.push_back(predictor.backend_name(e));
   std::string rows;
+  std::size_t next_input = 0;  // --json: a skipped trace's error object comes where the trace stood in the input
+  const auto failures_before = [&](const std::string& registered) {
+    for (; next_input < a.positional.size() && a.positional[next_input] != registered; ++next_input) {
+      const auto f = failed.find(a.positional[next_input]);
+      if (format == "json" && f != failed.end())
+        rows += fmt::format("{{\"trace\":\"{}\",\"error\":{{\"id\":\"{}\",\"message\":\"{}\"}}}}\n",
+                            json_escape(f->first), json_escape(f->second.first), json_escape(f->second.second));
+    }
+    if (next_input < a.positional.size()) ++next_input;
+  };
   for (std::size_t j = 0; j < ids.size(); ++j) {
+    failures_before(ids[j]);
     const ExecutionTrace t = predictor.job_trace(ids[j]);
     for (std::size_t e = 0; e < envs.size(); ++e) {
       if (format == "json") {
@@ -238,15 +264,16 @@ int run_predict(const Args& a) {
       }
     }
   }
+  failures_before("");  // the failures after the last registered trace
   std::fputs(rows.c_str(), stdout);
-  return 0;
+  return finish();
 }
 
 const Register predict_cmd{Command{
     "predict", "predict the iteration time of traces",
     Spec{"predict TRACE... [--model [ENV=]M[,[ENV=]M...]] [--env ENV] [--json] [--format text|json|gavel|matrix]"
-         " [--backend auto|cpu|cuda] [--rank N] [--keep-incomplete] [--max-bytes SIZE]",
-         {"--json", "--keep-incomplete"},
+         " [--backend auto|cpu|cuda] [--rank N] [--keep-incomplete] [--max-bytes SIZE] [--keep-going]",
+         {"--json", "--keep-incomplete", "--keep-going"},
          {"--model", "--env", "--format", "--backend", "--rank", "--max-bytes"},
          1,
          {{"--model [ENV=]M[,...]",
@@ -259,7 +286,8 @@ const Register predict_cmd{Command{
            "where the network runs: auto (default) = cuDNN when built with CUDA and a GPU works, else CPU"},
           rank_help(),
           keep_incomplete_help(),
-          max_bytes_help()},
+          max_bytes_help(),
+          {"--keep-going", "predict the other traces when one fails (reported on stderr and in --json); exit 1"}},
          {"--model"}},
     run_predict}};
 

@@ -214,6 +214,14 @@ std::uint64_t default_max_trace_bytes() {
   return memory_limit_bytes() / 4;
 }
 
+std::string error_line(const ets::Error& e) {
+  std::string line = e.what();
+  // The library names its option; on the command line the limit is --max-bytes (still one line, as every failure)
+  if (e.id() == "ets.io.6")
+    line += "; here: --max-bytes SIZE (default: a quarter of the memory this process may use; 0: no limit)";
+  return line;
+}
+
 Tracer::LoadOptions load_options(const Args& args) {
   Tracer::LoadOptions opt;
   opt.rank = static_cast<int>(integer_option(args, "--rank", opt.rank, -1, std::numeric_limits<int>::max()));
@@ -598,11 +606,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ets %s: %s\n", first.c_str(), e.what());
     return 2;
   } catch (const ets::Error& e) {
-    // The library names its option; on the command line the limit is --max-bytes (still one line, as every failure)
-    std::fprintf(stderr, "ets %s: %s%s\n", first.c_str(), e.what(),
-                 e.id() == "ets.io.6" ? "; here: --max-bytes SIZE (default: a quarter of the memory this process may "
-                                        "use; 0: no limit)"
-                                      : "");
+    std::fprintf(stderr, "ets %s: %s\n", first.c_str(), error_line(e).c_str());
     return 1;
   } catch (const std::bad_alloc&) {  // an input far larger than memory, or sizes asked for that cannot fit
     // printed without building an ets::Error: that would allocate again

@@ -436,4 +436,30 @@ base = run(trace, "--model", model_a, "--json").stdout
 p = run(trace, "--model", model_a, "--json", "--max-bytes", str(size))
 check(p.stdout == base and base, "--max-bytes of exactly the trace's size predicts as without it")
 
+# --keep-going: the traces that can be read are predicted as alone, each one that cannot is reported once on
+# stderr and, with --json, as an error object where it stood; the exit code is 1. Without it nothing is printed.
+missing = os.path.join(os.path.dirname(os.path.abspath(trace)), "no-such-trace.json")
+empty = os.devnull
+alone = run(trace, "--model", model_a, "--json").stdout.splitlines()
+p = run(trace, missing, trace, empty, "--model", model_a, "--json", "--keep-going", expect_rc=1)
+rows = [json.loads(l) for l in p.stdout.splitlines()]
+check([r["trace"] for r in rows] == [trace, missing, trace, empty], f"--keep-going --json rows in input order: {rows}")
+check(p.stdout.splitlines()[0] == alone[0] and p.stdout.splitlines()[2] == alone[0],
+      "--keep-going: a readable trace is predicted as when it is alone")
+errs = [r.get("error", {}) for r in rows[1::2]]
+check([e.get("id") for e in errs] == ["ets.io.1", "ets.import.1"] and all(e.get("message") for e in errs)
+      and not any(e.get("message", "").startswith("[") for e in errs), f"--keep-going error objects: {errs}")
+check(p.stderr.count("[ets.io.1]") == 1 and p.stderr.count("[ets.import.1]") == 1 and "--keep-going" in p.stderr,
+      f"--keep-going: one stderr line per skipped trace: {p.stderr}")
+p = run(trace, missing, "--model", model_a, "--json", expect_rc=1)
+check(p.stdout == "" and "[ets.io.1]" in p.stderr, f"without --keep-going nothing is printed: {p.stdout!r}")
+p = run(missing, trace, "--model", model_a, "--keep-going", "--format", "matrix", expect_rc=1)
+matrix_rows = list(csv.reader(io.StringIO(p.stdout)))
+check(len(matrix_rows) == 2 and matrix_rows[1][0] == trace, f"--keep-going matrix: only the readable trace: {matrix_rows}")
+p = run(missing, "--model", model_a, "--keep-going", "--format", "gavel", expect_rc=1)
+check(p.stdout.strip() and all(v == {} for v in json.loads(p.stdout).values()),
+      f"--keep-going gavel with every trace skipped: valid and empty: {p.stdout!r}")
+p = run(trace, "--model", model_a, "--json", "--keep-going")
+check(p.stdout.splitlines() == alone and p.stderr == "", "--keep-going with nothing to skip: the same output, exit 0")
+
 finish("cli_predict: all checks passed")
