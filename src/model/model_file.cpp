@@ -137,6 +137,24 @@ std::string dims_str(const std::vector<std::uint64_t>& d) {
   return s + "]";
 }
 
+// The embedded self-test run on the CPU backend: the largest deviation from the stored outputs (infinity for a NaN)
+// and where it is. parse_model refuses a file past the tolerance, so serialize_model does too.
+double self_test_deviation(const LstmWeights& weights, const ModelFile::SelfTest& st, std::size_t& at) {
+  const detail::CpuLstmBackend cpu(weights);
+  std::vector<float> y(st.expected.size());
+  cpu.forward(st.input.data(), st.windows, st.width, y.data());
+  double worst = 0;
+  at = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double e = std::abs(static_cast<double>(y[i]) - st.expected[i]);
+    if (!(e <= worst)) {  // also catches NaN
+      worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
+      at = i;
+    }
+  }
+  return worst;
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
@@ -153,12 +171,13 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
               "self-test of {} windows × {} positions is larger than a reader accepts (≤ {} positions)", st.windows,
               st.width, kMaxSelfTestPositions);
     ETS_CHECK(st.windows > 0 && st.width > 0 && st.input.size() == positions * static_cast<std::size_t>(c.input_size) &&
-                  st.expected.size() == positions * static_cast<std::size_t>(c.outputs) && std::isfinite(st.tolerance) &&
-                  st.tolerance >= 0,
+                  st.expected.size() == positions * static_cast<std::size_t>(c.outputs),
               Errc::invalid_argument, "ets.model.10",
               "self-test of {} windows × {} holds {} inputs and {} outputs; the model needs {} and {}", st.windows,
               st.width, st.input.size(), st.expected.size(), positions * static_cast<std::size_t>(c.input_size),
               positions * static_cast<std::size_t>(c.outputs));
+    ETS_CHECK(std::isfinite(st.tolerance) && st.tolerance >= 0, Errc::invalid_argument, "ets.model.10",
+              "self-test tolerance {} is not a finite number >= 0", st.tolerance);
   }
   const ModelFile::LabelNorm& ln = m.labels;
   ETS_CHECK(valid_labels(ln), Errc::invalid_argument, "ets.model.10",
@@ -222,6 +241,14 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
     ETS_CHECK(bad == t.data->end(), Errc::invalid_argument, "ets.model.10",
               "tensor '{}' holds a non-finite value ({}) at index {}: a diverged training?", t.name, *bad,
               bad - t.data->begin());
+  }
+  if (!st.empty()) {  // load_model runs it by default (ets.model.8): one forward of at most a few thousand positions
+    std::size_t at = 0;
+    const double worst = self_test_deviation(m.weights, st, at);
+    ETS_CHECK(worst <= st.tolerance, Errc::invalid_argument, "ets.model.10",
+              "self-test's stored output {} differs by {:.3g} from what the weights compute (tolerance {:.3g}): the "
+              "file would fail its self-test on load",
+              at, worst, st.tolerance);
   }
 
   Writer wr;
@@ -512,18 +539,8 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
     ETS_CHECK(std::isfinite(st.tolerance) && st.tolerance >= 0, Errc::parse, "ets.model.6",
               "selftest.tolerance {} is not a finite non-negative number", st.tolerance);
     if (options.verify_self_test) {
-      const detail::CpuLstmBackend cpu(m.weights);
-      std::vector<float> y(st.expected.size());
-      cpu.forward(st.input.data(), st.windows, st.width, y.data());
-      double worst = 0;
       std::size_t at = 0;
-      for (std::size_t i = 0; i < y.size(); ++i) {
-        const double e = std::abs(static_cast<double>(y[i]) - st.expected[i]);
-        if (!(e <= worst)) {  // also catches NaN
-          worst = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
-          at = i;
-        }
-      }
+      const double worst = self_test_deviation(m.weights, st, at);
       ETS_CHECK(worst <= st.tolerance, Errc::checksum, "ets.model.8",
                 "model self-test failed: output {} differs by {:.3g} from the stored result (tolerance {:.3g})", at,
                 worst, st.tolerance);

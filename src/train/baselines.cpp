@@ -40,6 +40,9 @@ Eigen::VectorXd trace_features(const FeatureSpec& spec, const ExecutionTrace& t)
     if (std::isfinite(op.flops) && op.flops > 0) flops += op.flops;
     if (std::isfinite(op.bytes) && op.bytes > 0) bytes += op.bytes;
   }
+  // Finite counts can still sum past a double's range: an infinite feature would make the prediction NaN
+  flops = std::min(flops, std::numeric_limits<double>::max());
+  bytes = std::min(bytes, std::numeric_limits<double>::max());
   f(F + 0) = std::log1p(static_cast<double>(n));
   f(F + 1) = std::log1p(phase[0]);
   f(F + 2) = std::log1p(phase[1]);
@@ -69,11 +72,14 @@ struct Baseline::Impl {
   // WholeTrace: log-time bounds, the training labels' range widened 1000× both ways. A trace whose features lie far
   // outside the training set (few training traces) must not extrapolate to an overflowing exp().
   double log_lo = -std::numeric_limits<double>::infinity(), log_hi = std::numeric_limits<double>::infinity();
+  // OpSum, PerOpMlp: the largest op time / gap of the training set, 1000× (as WholeTrace's bounds).
+  double op_hi[2] = {std::numeric_limits<double>::max(), std::numeric_limits<double>::max()};
 
   double predict(const ExecutionTrace& t) const {
     if (kind == Kind::WholeTrace) {
       const Eigen::VectorXd f = (trace_features(spec, t) - mean).cwiseQuotient(scale);
-      return std::exp(std::clamp(bias + f.dot(w), log_lo, log_hi));
+      const double log_t = bias + f.dot(w);
+      return std::exp(std::isnan(log_t) ? log_hi : std::clamp(log_t, log_lo, log_hi));  // clamp passes NaN through
     }
     const std::size_t n = t.ops.size();
     if (n == 0) return 0.0;
@@ -84,10 +90,17 @@ struct Baseline::Impl {
     mlp.predict(Eigen::Map<const Eigen::MatrixXf>(rows.data(), F, static_cast<Eigen::Index>(n)), out);
     double sum = 0;
     for (Eigen::Index j = 0; j < out.cols(); ++j) {
-      sum += spec.denormalize_label(0, out(0, j));
-      if (kind == Kind::PerOpMlp) sum += spec.denormalize_label(1, out(1, j));
+      sum += bounded(spec.denormalize_label(0, out(0, j)), 0);
+      if (kind == Kind::PerOpMlp) sum += bounded(spec.denormalize_label(1, out(1, j)), 1);
     }
     return sum;
+  }
+
+  // An op's predicted time (channel 0) or gap (1), at most op_hi[channel]: far outside the training set (a tensor of
+  // rank 1,000) a ReLU network extrapolates linearly, up to an infinite sum.
+  double bounded(double v, int channel) const {
+    const double hi = op_hi[channel];
+    return std::isnan(v) || v > hi ? hi : v;
   }
 
   double mre(const std::vector<ExecutionTrace>& traces) const {
@@ -125,6 +138,8 @@ double Baseline::predict(const ExecutionTrace& trace) const { return impl_->pred
 
 Baseline Baseline::fit(Kind kind, const FeatureSpec& spec, const std::vector<ExecutionTrace>& train,
                        const std::vector<ExecutionTrace>& val_in, const Options& opt) {
+  ETS_CHECK(kind == Kind::OpSum || kind == Kind::PerOpMlp || kind == Kind::WholeTrace, Errc::invalid_argument,
+            "ets.train.13", "baseline kind {} is none of opsum, perop_mlp, whole_trace", static_cast<int>(kind));
   ETS_CHECK(spec.fitted(), Errc::invalid_argument, "ets.train.15", "baseline needs a fitted FeatureSpec");
   std::vector<const ExecutionTrace*> usable;
   for (const auto& t : train)
@@ -206,14 +221,19 @@ Baseline Baseline::fit(Kind kind, const FeatureSpec& spec, const std::vector<Exe
   std::vector<float> xs(total * static_cast<std::size_t>(F));
   Eigen::MatrixXf Y(O, static_cast<Eigen::Index>(total));
   std::size_t at = 0;
+  double max_label[2] = {0, 0};
   for (auto* t : usable) {
     spec.encode_ops(*t, xs.data() + at * static_cast<std::size_t>(F));
     for (const auto& op : t->ops) {
+      if (std::isfinite(op.time_us)) max_label[0] = std::max(max_label[0], op.time_us);
+      if (std::isfinite(op.gap_us)) max_label[1] = std::max(max_label[1], op.gap_us);
       Y(0, static_cast<Eigen::Index>(at)) = static_cast<float>(spec.normalize_label(0, op.time_us));
       if (O == 2) Y(1, static_cast<Eigen::Index>(at)) = static_cast<float>(spec.normalize_label(1, op.gap_us));
       ++at;
     }
   }
+  for (int ch = 0; ch < 2; ++ch)
+    impl->op_hi[ch] = std::min(1000.0 * std::max(max_label[ch], 1.0), std::numeric_limits<double>::max());
   Eigen::Map<const Eigen::MatrixXf> X(xs.data(), F, static_cast<Eigen::Index>(total));
   std::vector<int> sizes{F};
   for (int h : opt.hidden) sizes.push_back(h);

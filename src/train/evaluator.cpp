@@ -151,6 +151,7 @@ Evaluator::Method Evaluator::method(std::string name, const std::vector<Executio
     for (int p = 0; p < kPhaseCount; ++p) {
       std::vector<double> pp, tt;
       for (std::size_t i = 0; i < traces.size(); ++i) {
+        if (std::isnan(truth[i])) continue;  // not scorable: in no table, the phases' included
         double label = 0;
         for (const auto& op : traces[i].ops)
           if (static_cast<int>(op.phase) == p) label += op.time_us + op.gap_us;

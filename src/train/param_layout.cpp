@@ -12,6 +12,9 @@ ParamLayout::ParamLayout(const LstmConfig& c) : config(c) {
   ETS_CHECK(c.input_size > 0 && c.hidden > 0 && c.layers > 0 && c.outputs > 0, Errc::invalid_argument,
             "ets.train.2", "LSTM config must have positive sizes (input {}, hidden {}, layers {}, outputs {})",
             c.input_size, c.hidden, c.layers, c.outputs);
+  // A cell cast from a bad integer would train as an LSTM and be refused only when the trained model is checked
+  ETS_CHECK(c.cell == RnnCell::lstm || c.cell == RnnCell::gru, Errc::invalid_argument, "ets.train.2",
+            "LSTM config names no known cell (cell {}; lstm or gru)", static_cast<int>(c.cell));
   // The model file's limits; they also keep gates × hidden and 2 × hidden (layer_input) far from int overflow.
   ETS_CHECK(c.input_size <= (1 << 16) && c.hidden <= (1 << 16) && c.layers <= 64 && c.outputs <= (1 << 16),
             Errc::invalid_argument, "ets.train.2",

@@ -149,3 +149,42 @@ TEST_CASE("whole_trace fitted on two traces stays finite far outside them", "[tr
   CHECK(p > 0);
   CHECK(p <= 1000.0 * most * (1 + 1e-9));
 }
+
+TEST_CASE("baselines stay finite and bounded for values far outside any training set", "[train][baseline]") {
+  const auto train = ets_test::learnable_set(7, 30), val = ets_test::learnable_set(8, 8);
+  const auto spec = ets::FeatureSpec::fit(train);
+  ets::Baseline::Options o;
+  o.epochs = 3;
+  double most_op = 0, most_iteration = 0;
+  for (const auto& t : train) {
+    most_iteration = std::max(most_iteration, t.measured_us);
+    for (const auto& op : t.ops) most_op = std::max({most_op, op.time_us, op.gap_us});
+  }
+  // finite FLOPs and bytes whose sum passes a double's range: whole_trace's summed features used to be inf, and
+  // its prediction NaN
+  auto vast_costs = ets_test::learnable_trace(9, 40);
+  for (auto& op : vast_costs.ops) op.flops = op.bytes = 1e308;
+  // a tensor of rank 100,000: the rank is z-scored linearly, and a ReLU network extrapolates it without bound
+  auto vast_rank = ets_test::learnable_trace(10, 40);
+  for (auto& op : vast_rank.ops)
+    if (!op.inputs.empty()) op.inputs[0].dims.assign(100000, 2);
+  for (auto kind : ets::Baseline::all_kinds()) {
+    const auto b = ets::Baseline::fit(kind, spec, train, val, o);
+    for (const auto* t : {&vast_costs, &vast_rank}) {
+      const double p = b.predict(*t);
+      INFO(b.name() << " on " << (t == &vast_costs ? "summed costs past DBL_MAX" : "rank 100,000") << ": " << p);
+      CHECK(std::isfinite(p));
+      // whole_trace: within 1000x the training iterations; per-op: each op within 1000x the largest training op
+      CHECK(p <= (kind == ets::Baseline::Kind::WholeTrace ? 1000.0 * most_iteration
+                                                           : 2 * 1000.0 * most_op * static_cast<double>(t->ops.size())) *
+                     (1 + 1e-9));
+    }
+  }
+}
+
+TEST_CASE("a baseline kind cast from a bad integer is refused before fitting", "[train][baseline]") {
+  const auto train = ets_test::learnable_set(1, 4);
+  const auto spec = ets::FeatureSpec::fit(train);
+  CHECK_THROWS_WITH(ets::Baseline::fit(static_cast<ets::Baseline::Kind>(9), spec, train, {}),
+                    Catch::Contains("ets.train.13") && Catch::Contains("9"));
+}

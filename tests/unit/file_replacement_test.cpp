@@ -422,3 +422,34 @@ TEST_CASE("the temporary is created by the replacement, new and close-on-exec, a
   CHECK((::fcntl(n, F_GETFD) & FD_CLOEXEC) != 0);
   ::close(n);
 }
+
+TEST_CASE("a destination name of up to 255 bytes is written: the temporary's name is cut to fit, never longer") {
+  TempDir dir("ets_replace_long_name");
+  // 250 bytes: legal, but "<name>.tmp-<pid>-<n>" is not (ENAMETOOLONG before the temporary's name was cut)
+  for (const std::string& name : {std::string(250, 'a') + ".etst", std::string(255, 'b'),
+                                   std::string(1, 'c') + [] {  // 2-byte characters: the cut keeps them whole
+                                     std::string s;
+                                     for (int i = 0; i < 127; ++i) s += "\xc3\xa9";
+                                     return s;
+                                   }()}) {
+    REQUIRE(name.size() <= 255);
+    const std::string out = (dir.path / name).string();
+    const std::string a = ets::detail::temporary_path(out, ".tmp"), b = ets::detail::temporary_path(out, ".tmp");
+    CHECK(a != b);
+    for (const std::string& t : {a, b}) {
+      const fs::path p(t);
+      CHECK(p.parent_path() == dir.path);
+      CHECK(p.filename().string().size() <= ets::detail::kMaxFileName);
+      const std::string stem = p.filename().string().substr(0, p.filename().string().find('~'));
+      CHECK(name.compare(0, stem.size(), stem) == 0);  // a prefix of the destination's name
+      if (name[0] == 'c') CHECK((stem.size() - 1) % 2 == 0);  // 'c', then only whole 2-byte characters
+    }
+    ets::write_trace_file(out, {});
+    CHECK(slurp(out).find("ets-trace") != std::string::npos);
+    CHECK(entries(dir.path) == 1);  // no temporary left
+    fs::remove(out);
+  }
+  // a short name keeps the plain form
+  const std::string plain = ets::detail::temporary_path((dir.path / "m.etsm").string(), ".part");
+  CHECK(fs::path(plain).filename().string().rfind("m.etsm.part-", 0) == 0);
+}

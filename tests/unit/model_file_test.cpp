@@ -151,10 +151,28 @@ TEST_CASE("unknown major version names both versions") {
   CHECK(ets::parse_model(b.data(), b.size()).file_minor == 9);
 }
 
-TEST_CASE("self-test is verified on load and can be disabled") {
+TEST_CASE("self-test is verified on save and on load, where it can be disabled") {
   ets::ModelFile m = sample_model(3);
-  m.self_test.expected[7] += 0.01f;
-  const auto b = ets::serialize_model(m);
+  const auto good = ets::serialize_model(m);
+  // serialize_model refuses what load_model would: a stored output the weights do not compute
+  ets::ModelFile off_by = m;
+  off_by.self_test.expected[7] += 0.01f;
+  CHECK_THROWS_WITH(ets::serialize_model(off_by), Catch::Contains("ets.model.10") && Catch::Contains("self-test"));
+  off_by = m;
+  off_by.self_test.tolerance = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH(ets::serialize_model(off_by), Catch::Contains("ets.model.10") && Catch::Contains("tolerance"));
+  // a file written otherwise (another writer, a flipped bit under a recomputed checksum) is caught on load: the
+  // stored output 7 moved in the bytes, found as the run of the expected outputs
+  std::vector<std::uint8_t> b = good;
+  const auto* first = reinterpret_cast<const std::uint8_t*>(m.self_test.expected.data());
+  const auto run = std::search(b.begin(), b.end(), first, first + m.self_test.expected.size() * sizeof(float));
+  REQUIRE(run != b.end());
+  float v = 0;
+  std::memcpy(&v, &*run + 7 * sizeof(float), sizeof v);
+  v += 0.01f;
+  std::memcpy(&*run + 7 * sizeof(float), &v, sizeof v);
+  fix_crc(b);
+  CHECK(error_id(good).empty());
   CHECK(error_id(b) == "ets.model.8");
   ets::ModelLoadOptions off;
   off.verify_self_test = false;

@@ -463,3 +463,27 @@ TEST_CASE("evaluation metrics follow their definitions", "[train][eval]") {
   CHECK(ets::Evaluator::truth_us(huge) == 1e308);
   CHECK(ets::Evaluator::scorable(huge));
 }
+
+TEST_CASE("the phase tables leave out the traces no other table scores", "[train][eval]") {
+  std::vector<ets::ExecutionTrace> traces(2);
+  for (auto& t : traces) {
+    t.ops.resize(2);
+    t.ops[0].phase = ets::Phase::Forward;
+    t.ops[0].time_us = 100;
+    t.ops[1].phase = ets::Phase::Update;
+    t.ops[1].time_us = 50;
+  }
+  traces[0].measured_us = 150;  // scorable
+  traces[1].ops[1].time_us = std::numeric_limits<double>::infinity();  // no measurement, labels that sum to no truth
+  std::vector<ets::Prediction> p(2);
+  for (auto& x : p) {
+    x.iteration_us = 165;
+    x.forward_us = 110;
+    x.update_us = 55;
+  }
+  const auto m = ets::Evaluator::method("x", traces, p);
+  CHECK(m.all.n == 1);
+  CHECK(m.by_phase[0].n == 1);  // was 2: the unscorable trace's forward ops counted there alone
+  CHECK(m.by_phase[0].mre == Approx(0.1));
+  CHECK(m.by_phase[2].n == 1);
+}

@@ -565,3 +565,12 @@ TEST_CASE("a checkpoint path that cannot be written fails before any training", 
                     Catch::Contains("ets.train.11"));
   CHECK(steps == 0);
 }
+
+TEST_CASE("a cell cast from a bad integer is refused before anything is trained", "[train]") {
+  auto c = small_config();
+  c.cell = static_cast<ets::RnnCell>(5);
+  CHECK_THROWS_WITH(ets::Trainer::init(c, 1), Catch::Contains("ets.train.2") && Catch::Contains("cell 5"));
+  auto w = ets::Trainer::init(small_config(), 1);
+  w.config.cell = static_cast<ets::RnnCell>(5);
+  CHECK_THROWS_WITH(ets::Trainer(w, small_options()), Catch::Contains("ets.train.2") && Catch::Contains("cell 5"));
+}
