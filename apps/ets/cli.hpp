@@ -139,7 +139,9 @@ OptionHelp max_bytes_help();
 bool same_file(const std::string& a, const std::string& b);
 
 /// Refuses "-" as the file of an output option: the command prints its report on standard output, so "-" would
-/// mix the two (and used to create a file named "-"). "./-" names such a file.
+/// mix the two (and used to create a file named "-"). "./-" names such a file. So is any name of the command's own
+/// standard output (/dev/stdout, /proc/self/fd/1, a link to it: the same file as descriptor 1); a command with
+/// nothing to report (convert --quiet) may stream its output there.
 void refuse_dash_output(const std::string& option, const std::string& path);
 
 /// Refuses a trace output not named *.etst or *.etst.gz: the dataset and the tools find trace files by that name,

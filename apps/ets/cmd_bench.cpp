@@ -228,7 +228,7 @@ double gemm_gflops(int m, int k, int n, double budget_ms) {
   do {
     c.noalias() = a * b;
     ++reps;
-  } while (ms_since(t0) < budget_ms);
+  } while (ms_since(t0) < budget_ms && StopSignals::received() == 0);  // a stop signal ends the sample early
   const double ms = ms_since(t0) / reps;
   if (c(0, 0) == 12345.f) std::puts("");  // keep the product alive
   return 2.0 * m * k * n / (ms * 1e6);
@@ -260,7 +260,16 @@ int run_bench(const Args& args) {
 
 int run_bench_body(const Args& args) {
   const bool json = args.flag("--json");
-  std::signal(SIGPIPE, SIG_IGN);  // a peer that died must not kill the benchmark
+  // A peer that died must not kill the benchmark; the caller's disposition is back before the report is printed, so
+  // that a closed pipe ends `ets bench | …` by SIGPIPE, as every other command
+  struct IgnoreSigpipe {
+    void (*before)(int) = std::signal(SIGPIPE, SIG_IGN);
+    void restore() {
+      if (before != SIG_ERR) std::signal(SIGPIPE, before);
+      before = SIG_ERR;
+    }
+    ~IgnoreSigpipe() { restore(); }
+  } sigpipe;
 
   constexpr long long kMax = std::numeric_limits<int>::max();
   const int layers = static_cast<int>(integer_option(args, "--layers", 4, 1, 64));  // what a model file holds
@@ -273,6 +282,9 @@ int run_bench_body(const Args& args) {
   const std::vector<int> hiddens = int_list(args.value("--hidden", "64,128"), 65536);
   const std::vector<int> windows = int_list(args.value("--windows", "1,64,256"), std::numeric_limits<int>::max());
   if (layers <= 0 || width <= 0 || rounds <= 0 || !(sample_ms > 0)) throw std::invalid_argument("bad --layers/--width/--rounds/--sample-ms");
+  // A sample is timed to its end: a minute is far more than any useful one, and bounds how late a stop signal acts
+  if (sample_ms > 60000)
+    throw std::invalid_argument("--sample-ms takes milliseconds in (0, 60000], not '" + args.value("--sample-ms") + "'");
   // One forward call takes at most 2^31 - 1 positions (the predictor refuses more); say so before any work.
   for (int n : windows)
     if (static_cast<long long>(n) * width > std::numeric_limits<int>::max())
@@ -292,8 +304,13 @@ int run_bench_body(const Args& args) {
   }
   check_fits_in_memory(need + 2 * largest_model, "--hidden, --layers and --windows (inputs, outputs and models)");
 
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("ets-bench-{}", ::getpid());
-  std::filesystem::create_directories(dir);
+  std::filesystem::path dir;
+  try {  // TMPDIR unset to a folder that is not there, or not writable: an error with an id, not "unexpected"
+    dir = std::filesystem::temp_directory_path() / fmt::format("ets-bench-{}", ::getpid());
+    std::filesystem::create_directories(dir);
+  } catch (const std::filesystem::filesystem_error& e) {
+    ETS_THROW(Errc::io, "ets.cli.1", "cannot create the benchmark's temporary folder (TMPDIR): {}", e.what());
+  }
   // removed on every way out, an exception included (the peers' files and the models can be large)
   struct RemoveDir {
     std::filesystem::path p;
@@ -393,6 +410,7 @@ int run_bench_body(const Args& args) {
   peer.reset();
 
   const double ceil_gflops = median(ceiling);
+  sigpipe.restore();  // the peer has quit above, while a dead peer's pipe could not end this process
   if (json) {
     std::string out = fmt::format(
         "{{\"gemm_ceiling_gflops\":{},\"gemm_ceiling_shape\":[{},{},{}],\"threads\":1,\"rounds\":{},\"width\":{},"

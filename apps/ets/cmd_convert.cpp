@@ -24,6 +24,7 @@ int run_convert(const Args& args) {
   const std::string out = args.has("-o") ? args.value("-o") : args.value("--output");
   if (out.empty()) throw std::invalid_argument("missing -o OUT.etst (or OUT.etst.gz)");
   require_etst_output("-o", out);
+  if (!args.flag("--quiet")) refuse_dash_output("-o", out);  // the summary line would land in the trace file
   const Tracer::LoadOptions opt = load_options(args);
   const std::string why = detail::unwritable_reason(out, true);  // before the inputs are read
   ETS_CHECK(why.empty(), Errc::io, "ets.etst.1", "cannot write '{}': {}", out, why);

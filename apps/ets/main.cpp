@@ -24,6 +24,7 @@
 
 #include <signal.h>  // sigaction
 #include <sys/resource.h>  // getrlimit
+#include <sys/stat.h>  // fstat: an output that is standard output
 #include <unistd.h>  // sysconf
 
 #include <fmt/format.h>
@@ -404,6 +405,13 @@ void refuse_dash_output(const std::string& option, const std::string& path) {
   if (path == "-")
     throw std::invalid_argument(option + " -: standard output carries the command's report; give a file name (./- "
                                 "for a file named '-')");
+  // The same under another name (/dev/stdout, /proc/self/fd/1, a link to either): the report would be written into
+  // the output (a model with a summary line after its end, a CSV with the report in it)
+  struct stat out {}, target {};
+  if (::fstat(STDOUT_FILENO, &out) == 0 && ::stat(path.c_str(), &target) == 0 && out.st_dev == target.st_dev &&
+      out.st_ino == target.st_ino)
+    throw std::invalid_argument(option + " '" + path + "' is this command's standard output, which carries its " +
+                                "report; give a file name");
 }
 
 void require_etst_output(const std::string& option, const std::string& path) {
@@ -555,11 +563,20 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string first = rest.front();
+  // Nothing may follow these (`ets help predict`'s one command aside): an extra argument is a usage error, as in
+  // every command, not silently dropped (`ets help predict extra` printed the general help)
+  const bool help_request = first == "--help" || first == "-h" || first == "help";
+  if ((first == "--version" || first == "-V" || help_request) && rest.size() > (first == "help" ? 2u : 1u)) {
+    std::fprintf(stderr, "ets: '%s' takes %s, not '%s' (try 'ets --help')\n", first.c_str(),
+                 first == "help" ? "at most one command name" : "no argument",
+                 rest[first == "help" ? 2 : 1].c_str());
+    return 2;
+  }
   if (first == "--version" || first == "-V") {
     std::printf("ets %s%s\n", ets::version_string(), ets::built_with_cuda() ? " (cuda)" : "");
     return stdout_written("", 0);
   }
-  if (first == "--help" || first == "-h" || first == "help") {
+  if (help_request) {
     if (first == "help" && rest.size() == 2) {  // `ets help predict`, as git and cargo take it
       const auto named = commands().find(rest[1]);
       if (named == commands().end()) {

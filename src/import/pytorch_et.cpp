@@ -347,7 +347,7 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
       current_step_node = o.step_node;
       ExecutionTrace t;
       t.meta.source_format = "pytorch-et";
-      t.meta.source_path = path;
+      t.meta.source_path = utf8_or_replaced(path);  // a Latin-1 file name must not make the trace unwritable
       t.meta.framework = "pytorch";
       t.meta.extra["schema"] = schema;
       t.meta.extra["timings"] = "absent";

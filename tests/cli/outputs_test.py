@@ -339,6 +339,55 @@ for value, stored in (("9007199254740993", 9007199254740993), ("9223372036854775
             got_bs = json.loads(fh.read().splitlines()[1])["trace"]["batch_size"]
     check(got_bs == stored, f"--batch-size {value!r}: stored {got_bs}, wanted {stored} (rc {p.returncode})")
 
+# ---- the command's own standard output or error under another name (/dev/stdout, a link to /proc/self/fd/1)
+# redirected to a file: replacing that file dropped what it held (a log) and the report; into a pipe, the report
+# was mixed into the output (a trace with a summary line after its end)
+os.symlink("/proc/self/fd/1", "fd1.etst")
+os.symlink("/proc/self/fd/2", "fd2.etst")
+for args, out_link, to in ((["convert", trace, "--quiet"], "fd1.etst", "stdout"),
+                           (["convert", trace], "fd1.etst", "stdout"),
+                           (["label", trace], "fd2.etst", "stderr")):
+    with open("log.txt", "w") as fh:
+        fh.write("previous line\n")
+    with open("log.txt", "a") as fh:
+        p = subprocess.run([ets, *args, "-o", out_link], stdout=fh if to == "stdout" else subprocess.PIPE,
+                           stderr=fh if to == "stderr" else subprocess.PIPE, timeout=120)
+    with open("log.txt") as fh:
+        kept = fh.read().startswith("previous line\n")
+    check(p.returncode in (1, 2) and kept and os.path.islink(out_link),
+          f"{args[0]} -o a link to its {to}, redirected to a file: rc {p.returncode}, old content kept {kept}")
+p = subprocess.run([ets, "label", trace, "-o", "fd1.etst"], capture_output=True, timeout=120)  # stdout: a pipe
+check(p.returncode == 2 and b"standard output" in p.stderr and p.stdout == b"",
+      f"label -o its own stdout pipe: rc {p.returncode} {p.stderr!r}")
+# a name longer than a folder holds is refused before any work, not after it (the temporary's name is cut to fit)
+p = run("label", trace, "-o", "m" * 252 + ".etst")
+check(p.returncode == 1 and b"File name too long" in p.stderr, f"label -o a 257-byte name: rc {p.returncode} {p.stderr!r}")
+# a file name that is not UTF-8 (Latin-1) is converted; it is stored with U+FFFD
+latin1 = os.path.join(work.encode(), b"k\xff" + os.path.basename(trace).encode())
+shutil.copy(trace, latin1)
+p = subprocess.run([ets.encode(), b"convert", latin1, b"-o", b"latin1.etst", b"--quiet"], capture_output=True, timeout=120)
+stored = ""
+if p.returncode == 0:
+    with open("latin1.etst", encoding="utf-8") as fh:
+        stored = json.loads(fh.read().splitlines()[1])["trace"]["source_path"]
+check(p.returncode == 0 and "\ufffd" in stored, f"convert of a Latin-1 file name: rc {p.returncode} {p.stderr!r} {stored!r}")
+# bench: an unusable TMPDIR is an error with an id; a sample of more than a minute is a usage error; a closed pipe
+# ends it by SIGPIPE, as every other command
+p = run("bench", "--no-peers", "--rounds", "1", "--hidden", "8", "--windows", "1", env=dict(os.environ, TMPDIR=os.path.join(work, "no-such-dir")))
+check(p.returncode == 1 and b"[ets.cli.1]" in p.stderr, f"bench with TMPDIR missing: rc {p.returncode} {p.stderr!r}")
+p = run("bench", "--no-peers", "--rounds", "1", "--hidden", "8", "--windows", "1", "--sample-ms", "1e300")
+check(p.returncode == 2 and b"--sample-ms" in p.stderr, f"bench --sample-ms 1e300: rc {p.returncode} {p.stderr!r}")
+closed = subprocess.Popen([ets, "bench", "--no-peers", "--rounds", "1", "--hidden", "8", "--windows", "1", "--sample-ms",
+                           "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+closed.stdout.close()
+closed.wait(timeout=120)
+check(closed.returncode == -signal.SIGPIPE, f"bench into a closed pipe: rc {closed.returncode}")
+closed.stderr.close()
+# nothing may follow --help, --version or `help CMD`
+for extra in (["--version", "--bogus"], ["--help", "x"], ["help", "predict", "extra"], ["help", "nosuch", "x"]):
+    p = run(*extra)
+    check(p.returncode == 2 and p.stdout == b"", f"ets {' '.join(extra)}: rc {p.returncode}")
+
 # ---- --max-bytes: a trace larger once decompressed is refused (ets.io.6, with the option named), and the size is
 # read exactly, in bytes or in units of 1024
 with (gzip.open(trace, "rb") if trace.endswith(".gz") else open(trace, "rb")) as fh:

@@ -453,3 +453,34 @@ TEST_CASE("a destination name of up to 255 bytes is written: the temporary's nam
   const std::string plain = ets::detail::temporary_path((dir.path / "m.etsm").string(), ".part");
   CHECK(fs::path(plain).filename().string().rfind("m.etsm.part-", 0) == 0);
 }
+
+TEST_CASE("a path naming an open descriptor of a regular file is refused, never replaced") {
+  TempDir dir("ets_replace_descriptor");
+  const fs::path log = dir.path / "log.txt";
+  { std::ofstream(log) << "previous line\n"; }
+  const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  const std::string direct = "/proc/self/fd/" + std::to_string(fd);
+  const fs::path link = dir.path / "out.etst";  // as /dev/stdout is a link to /proc/self/fd/1
+  fs::create_symlink(direct, link);
+  for (const std::string& path : {direct, link.string(), "/dev/fd/" + std::to_string(fd)}) {
+    CHECK_THAT(ets::detail::unwritable_reason(path, true), Catch::Contains("open descriptor"));
+    CHECK_THROWS_WITH(ets::write_trace_file(path, {}), Catch::Contains("ets.etst.1") && Catch::Contains("descriptor"));
+  }
+  ::close(fd);
+  CHECK(slurp(log) == "previous line\n");  // untouched: not replaced, not truncated
+  CHECK(fs::is_symlink(link));
+  CHECK(ets::detail::names_descriptor("/proc/1234/fd/7"));
+  CHECK(ets::detail::names_descriptor("/dev/fd/0"));
+  CHECK_FALSE(ets::detail::names_descriptor("/proc/self/fdinfo/1"));
+  CHECK_FALSE(ets::detail::names_descriptor("/proc/self/fd/"));
+  CHECK_FALSE(ets::detail::names_descriptor("/home/fd/1"));
+}
+
+TEST_CASE("unwritable_reason refuses a file name longer than a folder holds, before any work") {
+  TempDir dir("ets_replace_name_max");
+  CHECK(ets::detail::unwritable_reason((dir.path / std::string(255, 'n')).string(), true).empty());
+  CHECK(ets::detail::unwritable_reason((dir.path / std::string(256, 'n')).string(), true) ==
+        std::strerror(ENAMETOOLONG));
+  CHECK(entries(dir.path) == 0);
+}

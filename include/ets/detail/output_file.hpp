@@ -86,19 +86,35 @@ inline bool is_stream_output(const std::string& path) {
   return fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st);
 }
 
+/// Whether `p` names an open file descriptor: /proc/<pid or self>/fd/<n> or /dev/fd/<n> (the links behind
+/// /dev/stdout and /dev/stderr).
+inline bool names_descriptor(const std::filesystem::path& p) {
+  const std::string s = p.lexically_normal().generic_string();
+  const auto digits_after = [&](std::size_t at) {
+    return at < s.size() && s.find_first_not_of("0123456789", at) == std::string::npos;
+  };
+  if (s.rfind("/dev/fd/", 0) == 0) return digits_after(8);
+  if (s.rfind("/proc/", 0) != 0) return false;
+  const std::size_t fd = s.find("/fd/", 6);
+  return fd != std::string::npos && s.find('/', 6) == fd && digits_after(fd + 4);
+}
+
 /// Follows `path` to the end of its chain of symlinks (a dangling last link included: the file is created where it
 /// points). A link that ends at a pipe, device or socket is left as it is: it is written in place through the link
 /// (the kernel's own links, /dev/stdout -> /proc/self/fd/1 -> "pipe:[…]", name no path to follow). Returns false,
-/// with `why` set, for a loop of links or a link that cannot be read.
-inline bool follow_output_links(std::string& path, std::string& why) {
+/// with `why` set, for a loop of links or a link that cannot be read. `via_descriptor`, when given, is set to whether
+/// the chain went through a link naming an open descriptor (names_descriptor).
+inline bool follow_output_links(std::string& path, std::string& why, bool* via_descriptor = nullptr) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path p = path;
+  if (via_descriptor) *via_descriptor = false;
   for (int hops = 0; hops < 40; ++hops) {
     if (!fs::is_symlink(p, ec) || is_stream_output(p.string())) {
       path = p.string();
       return true;
     }
+    if (via_descriptor && names_descriptor(p)) *via_descriptor = true;
     const fs::path to = fs::read_symlink(p, ec);
     if (ec) {
       why = "cannot read the symlink '" + p.string() + "': " + ec.message();
@@ -168,11 +184,20 @@ inline std::string resolve_destination(const std::string& path, bool streams_ok,
   if (path.empty()) return "no path given";
   target = path;
   std::string why;
-  if (!follow_output_links(target, why)) return why;
+  bool via_descriptor = false;
+  if (!follow_output_links(target, why, &via_descriptor)) return why;
   std::error_code ec;
   if (std::filesystem::is_directory(target, ec)) return "it is a directory";
   in_place = is_stream_output(target);
   if (in_place && !streams_ok) return "it is not a regular file (a pipe or device)";
+  // /dev/stdout redirected to a log (>> log): replacing that file would drop what it held and what the process
+  // writes to the descriptor afterwards (into the replaced file); writing it in place would truncate or interleave
+  if (via_descriptor && !in_place)
+    return "it names an open descriptor whose file ('" + target + "') would be replaced; name that file itself";
+  // The temporary's name is cut to fit (temporary_path), the destination's is not: a name the folder cannot hold
+  // is refused here, before minutes of work, not at the rename
+  const std::filesystem::path name = std::filesystem::path(target).filename();
+  if (name.native().size() > kMaxFileName) return std::strerror(ENAMETOOLONG);
   return "";
 }
 
