@@ -31,6 +31,7 @@
 
 #include "cli.hpp"
 #include "ets/detail/output_file.hpp"
+#include "ets/detail/utf8.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/version.hpp"
@@ -231,31 +232,13 @@ Tracer::LoadOptions load_options(const Args& args) {
   return opt;
 }
 
-// Length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no overlongs, surrogates or code points > U+10FFFF),
-// or 0 when the bytes there are not one.
-static std::size_t utf8_sequence(const std::string& s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
-  const auto cont = [&](std::size_t k) { return (b(k) & 0xC0u) == 0x80u; };
-  const unsigned c = b(0);
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    return b(1) >= lo && b(1) <= hi && cont(2) ? 3 : 0;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    return b(1) >= lo && b(1) <= hi && cont(2) && cont(3) ? 4 : 0;
-  }
-  return 0;
-}
 
 std::string json_escape(const std::string& s) {
   std::string o;
   o.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {
     const char c = s[i];
-    const std::size_t n = utf8_sequence(s, i);
+    const std::size_t n = detail::utf8_sequence(s, i);
     if (n == 0) {  // a byte that is not UTF-8 (a Latin-1 file name): JSON text must be Unicode
       o += "\\ufffd";
       ++i;

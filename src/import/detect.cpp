@@ -20,34 +20,6 @@ const char* format_name(Format f) noexcept {
   return "unknown";
 }
 
-std::string utf8_or_replaced(std::string_view s) {
-  const auto at = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
-  const auto cont = [&](std::size_t i) { return (at(i) & 0xC0u) == 0x80u; };
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    const unsigned c = at(i);
-    std::size_t n = 0;  // length of the well-formed sequence at i, 0 for none
-    if (c < 0x80) n = 1;
-    else if (c >= 0xC2 && c <= 0xDF) n = cont(i + 1) ? 2 : 0;
-    else if (c >= 0xE0 && c <= 0xEF) {
-      const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;  // no overlongs, no surrogates
-      n = at(i + 1) >= lo && at(i + 1) <= hi && cont(i + 2) ? 3 : 0;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;  // U+10000 .. U+10FFFF
-      n = at(i + 1) >= lo && at(i + 1) <= hi && cont(i + 2) && cont(i + 3) ? 4 : 0;
-    }
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    } else {
-      out.append(s, i, n);
-      i += n;
-    }
-  }
-  return out;
-}
-
 std::string_view skip_bom(std::string_view s) {
   return s.size() >= 3 && s.compare(0, 3, "\xEF\xBB\xBF") == 0 ? s.substr(3) : s;
 }

@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "ets/detail/output_file.hpp"
+#include "ets/detail/utf8.hpp"
 #include "ets/error.hpp"
 #include "ets/trace.hpp"
 #include "ets/trace_file.hpp"
@@ -26,30 +27,9 @@ namespace {
 
 // ---------------------------------------------------------------- writing
 
-// JSON cannot carry arbitrary bytes; rejecting bad UTF-8 here is what keeps every written file readable.
-bool valid_utf8(std::string_view s) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  while (p < end) {
-    const unsigned c = *p;
-    if (c < 0x80) { ++p; continue; }
-    int n = 0;
-    std::uint32_t cp = 0;
-    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
-    else return false;
-    if (end - p <= n) return false;
-    for (int i = 1; i <= n; ++i) {
-      if ((p[i] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    p += n + 1;
-  }
-  return true;
-}
+// JSON cannot carry arbitrary bytes; rejecting bad UTF-8 here is what keeps every written file readable
+// (detail::valid_utf8).
+using ets::detail::valid_utf8;
 
 void put_string(std::string& out, std::string_view s, const char* what) {
   if (!valid_utf8(s)) ETS_THROW(Errc::invalid_argument, "ets.etst.8", "{} is not valid UTF-8", what);

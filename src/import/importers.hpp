@@ -36,11 +36,6 @@ void check_meta_field(const std::string& field, const std::string& value, const 
 void check_meta_size(const TraceMeta& meta, const std::string& path);
 
 Format detect_format(std::string_view head, const std::string& path);
-/// `s` with every byte that does not start a well-formed UTF-8 sequence (RFC 3629) replaced by U+FFFD: a file name
-/// in another encoding (Latin-1) becomes a TraceMeta::source_path that the trace writer accepts (ets.etst.8 refuses
-/// bad UTF-8), as the ets tool prints such names in JSON.
-std::string utf8_or_replaced(std::string_view s);
-
 /// The text after a UTF-8 BOM (s itself without one): a BOM is not JSON, nor part of a CSV header.
 std::string_view skip_bom(std::string_view s);
 /// The first record of `bytes` (a UTF-8 BOM skipped) is a CSV header with the columns op, dir and params, in any
