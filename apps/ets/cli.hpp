@@ -122,9 +122,9 @@ std::uint64_t size_option(const Args& args, const std::string& name, std::uint64
 /// trace past it (/dev/zero, a gzip bomb) is refused with ets.io.6 before it takes the host's memory.
 std::uint64_t default_max_trace_bytes();
 
-/// What the tool prints for a failure, after "ets <command>: ": "[id] message", with a hint where the library's
-/// message names an option the command line spells otherwise (ets.io.6: --max-bytes).
-std::string error_line(const ets::Error& e);
+/// What the tool adds to a failure's message where the library names an option the command line spells otherwise
+/// (ets.io.6: --max-bytes), "" elsewhere. A failure prints as "ets <command>: " + e.what() + error_hint(e).
+std::string error_hint(const ets::Error& e);
 
 /// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete, --max-bytes SIZE
 /// (each read only where the command's Spec accepts it; max_bytes is default_max_trace_bytes() when not given).

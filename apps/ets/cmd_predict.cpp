@@ -161,11 +161,9 @@ int run_predict(const Args& a) {
       failed.erase(path);  // given twice: the later read stands, as add_job's replacement does
     } catch (const ets::Error& e) {
       if (!keep_going) throw;
-      std::fprintf(stderr, "ets predict: %s (skipped: --keep-going)\n", error_line(e).c_str());
-      std::string message = error_line(e);  // the id has a field of its own in --json
-      if (const std::string tag = "[" + e.id() + "] "; message.compare(0, tag.size(), tag) == 0)
-        message.erase(0, tag.size());
-      failed[path] = {e.id(), message};
+      const std::string hint = error_hint(e);
+      std::fprintf(stderr, "ets predict: %s%s (skipped: --keep-going)\n", e.what(), hint.c_str());
+      failed[path] = {e.id(), e.message() + hint};  // the id has a field of its own in --json
     }
   }
   const auto finish = [&] { return failed.empty() ? 0 : 1; };

@@ -216,12 +216,11 @@ std::uint64_t default_max_trace_bytes() {
   return memory_limit_bytes() / 4;
 }
 
-std::string error_line(const ets::Error& e) {
-  std::string line = e.what();
+std::string error_hint(const ets::Error& e) {
   // The library names its option; on the command line the limit is --max-bytes (still one line, as every failure)
   if (e.id() == "ets.io.6")
-    line += "; here: --max-bytes SIZE (default: a quarter of the memory this process may use; 0: no limit)";
-  return line;
+    return "; here: --max-bytes SIZE (default: a quarter of the memory this process may use; 0: no limit)";
+  return "";
 }
 
 Tracer::LoadOptions load_options(const Args& args) {
@@ -549,10 +548,10 @@ int main(int argc, char** argv) {
   // Nothing may follow these (`ets help predict`'s one command aside): an extra argument is a usage error, as in
   // every command, not silently dropped (`ets help predict extra` printed the general help)
   const bool help_request = first == "--help" || first == "-h" || first == "help";
-  if ((first == "--version" || first == "-V" || help_request) && rest.size() > (first == "help" ? 2u : 1u)) {
+  const std::size_t allowed = first == "help" ? 2 : 1;  // the request, and help's command name
+  if ((first == "--version" || first == "-V" || help_request) && rest.size() > allowed) {
     std::fprintf(stderr, "ets: '%s' takes %s, not '%s' (try 'ets --help')\n", first.c_str(),
-                 first == "help" ? "at most one command name" : "no argument",
-                 rest[first == "help" ? 2 : 1].c_str());
+                 first == "help" ? "at most one command name" : "no argument", rest[allowed].c_str());
     return 2;
   }
   if (first == "--version" || first == "-V") {
@@ -606,7 +605,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ets %s: %s\n", first.c_str(), e.what());
     return 2;
   } catch (const ets::Error& e) {
-    std::fprintf(stderr, "ets %s: %s\n", first.c_str(), error_line(e).c_str());
+    std::fprintf(stderr, "ets %s: %s%s\n", first.c_str(), e.what(), error_hint(e).c_str());
     return 1;
   } catch (const std::bad_alloc&) {  // an input far larger than memory, or sizes asked for that cannot fit
     // printed without building an ets::Error: that would allocate again

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ets/detail/cloexec_file.hpp"
+#include "ets/detail/utf8.hpp"
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
 #include "import/importers.hpp"
@@ -60,7 +61,16 @@ std::string Tracer::detect(const std::string& path, const LoadOptions& options) 
 
 std::vector<ExecutionTrace> Tracer::load(const std::string& path) { return load(path, LoadOptions{}); }
 
-std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOptions& options) {
+namespace {
+// The traces of one file as the readers return them, with TraceMeta::source_path made valid UTF-8: a file name in
+// another encoding (Latin-1) becomes U+FFFD there, as the ets tool prints it, instead of a trace the writer refuses
+// (ets.etst.8). One place for every format.
+std::vector<ExecutionTrace> with_utf8_source_paths(std::vector<ExecutionTrace> traces) {
+  for (auto& t : traces) t.meta.source_path = detail::utf8_or_replaced(t.meta.source_path);
+  return traces;
+}
+
+std::vector<ExecutionTrace> read_any(const std::string& path, const Tracer::LoadOptions& options) {
   ETS_CHECK(options.rank >= -1, Errc::invalid_argument, "ets.import.4",
             "LoadOptions::rank is {}; use a rank >= 0, or -1 for whichever rank the file holds", options.rank);
   import::Options opt;
@@ -89,6 +99,11 @@ std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOpti
   ETS_THROW(Errc::unsupported, "ets.import.1",
             "'{}': unrecognised trace format (expected Kineto JSON, PyTorch ET, Nsight SQLite, ETS CSV or ETS trace)",
             path);
+}
+}  // namespace
+
+std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOptions& options) {
+  return with_utf8_source_paths(read_any(path, options));
 }
 
 }  // namespace ets

@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "ets/detail/utf8.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
@@ -304,7 +303,7 @@ std::vector<ExecutionTrace> read_ets_csv(std::string_view bytes, const std::stri
 
   ExecutionTrace t;
   t.meta.source_format = "ets-csv";
-  t.meta.source_path = ets::detail::utf8_or_replaced(path);  // a Latin-1 file name must not make the trace unwritable
+  t.meta.source_path = path;
   t.meta.framework = "pytorch";
   meta_from_name(path, t);
 

@@ -20,7 +20,6 @@
 
 #include "ets/detail/ascii.hpp"
 #include "ets/detail/parse_number.hpp"
-#include "ets/detail/utf8.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "import/gpu_assembly.hpp"
@@ -800,7 +799,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
 
   AssemblyInput in;
   in.meta.source_format = "kineto";
-  in.meta.source_path = ets::detail::utf8_or_replaced(path);  // a Latin-1 file name must not make the trace unwritable
+  in.meta.source_path = path;
   in.meta.framework = "pytorch";
   in.meta.framework_version = meta.framework_version;
   in.meta.device = meta.device;

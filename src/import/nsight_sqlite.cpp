@@ -20,7 +20,6 @@
 
 #include "ets/detail/ascii.hpp"
 #include "ets/detail/cloexec_file.hpp"
-#include "ets/detail/utf8.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
@@ -525,7 +524,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     auto& g = groups[gi];
     ExecutionTrace t;
     t.meta.source_format = "nsight";
-    t.meta.source_path = ets::detail::utf8_or_replaced(path);  // a Latin-1 file name must not make the trace unwritable
+    t.meta.source_path = path;
     t.meta.device = device;
     t.iteration = iterations.empty() ? 0 : g.index;
     t.start_us = static_cast<double>(g.ops.front()->kstart) / 1000.0;

@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include "ets/detail/utf8.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
@@ -348,7 +347,7 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
       current_step_node = o.step_node;
       ExecutionTrace t;
       t.meta.source_format = "pytorch-et";
-      t.meta.source_path = ets::detail::utf8_or_replaced(path);  // a Latin-1 file name must not make the trace unwritable
+      t.meta.source_path = path;
       t.meta.framework = "pytorch";
       t.meta.extra["schema"] = schema;
       t.meta.extra["timings"] = "absent";

@@ -1,5 +1,5 @@
 // Well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points past U+10FFFF), checked in one place for
-// the trace writer (which refuses anything else, so every written file is valid JSON), the importers (which store a
+// the trace writer (which refuses anything else, so every written file is valid JSON), Tracer::load (which stores a
 // file name in another encoding with U+FFFD) and the ets tool's JSON output.
 #pragma once
 
