@@ -20,9 +20,12 @@ int run_inspect(const Args& args) {
   const bool json = args.flag("--json");
   std::string all;  // every file is read before anything is printed: a failing later file prints nothing
   for (const std::string& path : args.positional) {
-    const std::vector<ExecutionTrace> its = Tracer::load(path, opt);
-    const std::string format = its.empty() || its.front().meta.source_format.empty() ? Tracer::detect(path)
-                                                                                     : its.front().meta.source_format;
+    // The capture's format where the iterations name one (an .etst file keeps its source's), else the file's own:
+    // taken from the load itself, since a pipe cannot be read again to detect it.
+    std::string detected;
+    const std::vector<ExecutionTrace> its = Tracer::load(path, opt, detected);
+    const std::string format =
+        its.empty() || its.front().meta.source_format.empty() ? detected : its.front().meta.source_format;
     std::vector<double> measured;
     for (const auto& t : its)
       if (t.has_measurement()) measured.push_back(t.measured_us);

@@ -59,6 +59,9 @@ class Tracer {
   /// (ets.io.* / ets.import.* / the format's own ids, see docs/errors.md).
   static std::vector<ExecutionTrace> load(const std::string& path, const LoadOptions& options);
   static std::vector<ExecutionTrace> load(const std::string& path);
+  /// As load(path, options), and sets `format` to the detected format's name (detect()'s names) once the file is
+  /// recognised, also when it holds no iterations: a pipe cannot be read a second time to ask detect().
+  static std::vector<ExecutionTrace> load(const std::string& path, const LoadOptions& options, std::string& format);
   /// Name of the detected format of a file ("kineto", "pytorch-et", "nsight", "ets-csv", "ets-trace", "unknown").
   /// Reads the whole file (a pipe is consumed; JSON's telling key may come last); throws ets.io.* when it cannot be
   /// read. The overload with options honours max_bytes (ets.io.6 beyond it; an Nsight database is told by its first

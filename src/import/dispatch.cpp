@@ -27,6 +27,47 @@ bool is_sqlite(const std::string& path) {
   return n == 16 && std::memcmp(head, "SQLite format 3", 16) == 0;
 }
 
+// The traces of one file as the readers return them, with TraceMeta::source_path made valid UTF-8: a file name in
+// another encoding (Latin-1) becomes U+FFFD there, as the ets tool prints it, instead of a trace the writer refuses
+// (ets.etst.8). One place for every format.
+std::vector<ExecutionTrace> with_utf8_source_paths(std::vector<ExecutionTrace> traces) {
+  for (auto& t : traces) t.meta.source_path = detail::utf8_or_replaced(t.meta.source_path);
+  return traces;
+}
+
+std::vector<ExecutionTrace> read_any(const std::string& path, const Tracer::LoadOptions& options, std::string* format) {
+  ETS_CHECK(options.rank >= -1, Errc::invalid_argument, "ets.import.4",
+            "LoadOptions::rank is {}; use a rank >= 0, or -1 for whichever rank the file holds", options.rank);
+  import::Options opt;
+  opt.rank = options.rank;
+  opt.keep_incomplete = options.keep_incomplete;
+  if (is_sqlite(path)) {
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    ETS_CHECK(!options.max_bytes || ec || size <= options.max_bytes, Errc::unsupported, "ets.io.6",
+              "'{}' holds more than {} bytes (decompressed), the limit set by LoadOptions::max_bytes", path,
+              options.max_bytes);
+    if (format) *format = import::format_name(import::Format::NsightSqlite);
+    return import::read_nsight_sqlite(path, opt);
+  }
+  const std::string bytes = import::read_file_bytes(path, options.max_bytes);
+  // A UTF-8 BOM is not JSON: the readers start after it. (Only the BOM: leading blank lines stay, so the .etst and
+  // CSV readers' line numbers in errors still match the file; JSON parsers skip whitespace themselves.)
+  const std::string_view text = import::skip_bom(bytes);
+  const import::Format detected = import::detect_format(bytes, path);
+  if (format && detected != import::Format::Unknown) *format = import::format_name(detected);
+  switch (detected) {
+    case import::Format::KinetoJson: return import::read_kineto_json(text, path, opt);
+    case import::Format::EtsCsv: return import::read_ets_csv(text, path, opt);
+    case import::Format::EtsTrace: return import::read_ets_trace(text, path, opt);
+    case import::Format::PytorchEt: return import::read_pytorch_et(text, path, opt);
+    case import::Format::NsightSqlite: return import::read_nsight_sqlite_bytes(bytes, path, opt);  // a gzipped database
+    case import::Format::Unknown: break;
+  }
+  ETS_THROW(Errc::unsupported, "ets.import.1",
+            "'{}': unrecognised trace format (expected Kineto JSON, PyTorch ET, Nsight SQLite, ETS CSV or ETS trace)",
+            path);
+}
 }  // namespace
 
 void import::check_meta_field(const std::string& field, const std::string& value, const std::string& path) {
@@ -61,49 +102,13 @@ std::string Tracer::detect(const std::string& path, const LoadOptions& options) 
 
 std::vector<ExecutionTrace> Tracer::load(const std::string& path) { return load(path, LoadOptions{}); }
 
-namespace {
-// The traces of one file as the readers return them, with TraceMeta::source_path made valid UTF-8: a file name in
-// another encoding (Latin-1) becomes U+FFFD there, as the ets tool prints it, instead of a trace the writer refuses
-// (ets.etst.8). One place for every format.
-std::vector<ExecutionTrace> with_utf8_source_paths(std::vector<ExecutionTrace> traces) {
-  for (auto& t : traces) t.meta.source_path = detail::utf8_or_replaced(t.meta.source_path);
-  return traces;
-}
-
-std::vector<ExecutionTrace> read_any(const std::string& path, const Tracer::LoadOptions& options) {
-  ETS_CHECK(options.rank >= -1, Errc::invalid_argument, "ets.import.4",
-            "LoadOptions::rank is {}; use a rank >= 0, or -1 for whichever rank the file holds", options.rank);
-  import::Options opt;
-  opt.rank = options.rank;
-  opt.keep_incomplete = options.keep_incomplete;
-  if (is_sqlite(path)) {
-    std::error_code ec;
-    const std::uintmax_t size = std::filesystem::file_size(path, ec);
-    ETS_CHECK(!options.max_bytes || ec || size <= options.max_bytes, Errc::unsupported, "ets.io.6",
-              "'{}' holds more than {} bytes (decompressed), the limit set by LoadOptions::max_bytes", path,
-              options.max_bytes);
-    return import::read_nsight_sqlite(path, opt);
-  }
-  const std::string bytes = import::read_file_bytes(path, options.max_bytes);
-  // A UTF-8 BOM is not JSON: the readers start after it. (Only the BOM: leading blank lines stay, so the .etst and
-  // CSV readers' line numbers in errors still match the file; JSON parsers skip whitespace themselves.)
-  const std::string_view text = import::skip_bom(bytes);
-  switch (import::detect_format(bytes, path)) {
-    case import::Format::KinetoJson: return import::read_kineto_json(text, path, opt);
-    case import::Format::EtsCsv: return import::read_ets_csv(text, path, opt);
-    case import::Format::EtsTrace: return import::read_ets_trace(text, path, opt);
-    case import::Format::PytorchEt: return import::read_pytorch_et(text, path, opt);
-    case import::Format::NsightSqlite: return import::read_nsight_sqlite_bytes(bytes, path, opt);  // a gzipped database
-    case import::Format::Unknown: break;
-  }
-  ETS_THROW(Errc::unsupported, "ets.import.1",
-            "'{}': unrecognised trace format (expected Kineto JSON, PyTorch ET, Nsight SQLite, ETS CSV or ETS trace)",
-            path);
-}
-}  // namespace
 
 std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOptions& options) {
-  return with_utf8_source_paths(read_any(path, options));
+  return with_utf8_source_paths(read_any(path, options, nullptr));
+}
+
+std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOptions& options, std::string& format) {
+  return with_utf8_source_paths(read_any(path, options, &format));
 }
 
 }  // namespace ets

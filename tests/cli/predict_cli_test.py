@@ -242,6 +242,21 @@ with tempfile.TemporaryDirectory() as tmp:
     p = subprocess.run([ets, "inspect", zero, "--json"], capture_output=True, text=True)
     check(p.returncode == 0 and all(i["measured_us"] is None for i in json.loads(p.stdout)["iterations"]),
           f"inspect of iterations timed at 0: {p.stdout[:300]}")
+    # a trace on a pipe is read once: its format comes from that read, also when it holds no iterations
+    empty = os.path.join(tmp, "empty.etst")
+    with open(empty, "w") as fh:
+        fh.write('{"format":"ets-trace","version":[1,0]}\n{"end":{"traces":0}}\n')
+    for source in (empty, trace):
+        with open(source, "rb") as fh:
+            p = subprocess.run([ets, "inspect", "/dev/stdin", "--json"], stdin=fh, capture_output=True, text=True)
+        q = subprocess.run([ets, "inspect", source, "--json"], capture_output=True, text=True)
+        try:
+            piped, direct = json.loads(p.stdout), json.loads(q.stdout)
+            piped.pop("path"), direct.pop("path")
+            check(p.returncode == 0 and piped == direct and piped["format"] != "unknown",
+                  f"inspect of {os.path.basename(source)} on a pipe: {p.stdout[:300]} against {q.stdout[:300]}")
+        except ValueError as e:
+            failures.append(f"inspect of {os.path.basename(source)} on a pipe is not JSON ({e}): {p.stdout[:200]}")
     # a measurement the trace says was taken on other hardware is shown, but no error is computed against it
     other_hw = edited_copy("other_hw.etst", (r'"environment":"[^"]*"', '"environment":"some-other-gpu"'))
     p = subprocess.run([ets, "predict", other_hw, "--model", model_a, "--json"], capture_output=True, text=True)

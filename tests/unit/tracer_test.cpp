@@ -308,6 +308,43 @@ TEST_CASE("Tracer::load reads a pipe to its end: no size, no seeking, gzip or pl
   }
 }
 
+TEST_CASE("Tracer::load with a format out-parameter names the format read, also of a file with no iterations") {
+  namespace fs = std::filesystem;
+  const ets_test::TempDir scratch("ets_load_format");
+  const std::string gz = ets_test::fixture("cpu_small_mlp.json.gz");
+  std::string format = "before";
+  const auto its = Tracer::load(gz, {}, format);
+  CHECK(format == "kineto");
+  CHECK(its.size() == Tracer::load(gz).size());
+  // A trace file with no iterations: detect() would say the same, but on a pipe it has nothing left to read.
+  const auto empty = (scratch.path / "empty.etst").string();
+  std::ofstream(empty) << "{\"format\":\"ets-trace\",\"version\":[1,0]}\n{\"end\":{\"traces\":0}}\n";
+  format.clear();
+  CHECK(Tracer::load(empty, {}, format).empty());
+  CHECK(format == "ets-trace");
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const std::string payload = ets::import::read_file_bytes(empty);
+  REQUIRE(::write(fds[1], payload.data(), payload.size()) == static_cast<ssize_t>(payload.size()));  // fits a pipe
+  ::close(fds[1]);
+  format.clear();
+  const std::string pipe_path = "/proc/self/fd/" + std::to_string(fds[0]);
+  CHECK(Tracer::load(pipe_path, {}, format).empty());
+  ::close(fds[0]);
+  CHECK(format == "ets-trace");
+  // Recognised, then refused by its reader: the format is known all the same. Unrecognised: left as it was.
+  const auto bad = (scratch.path / "bad.etst").string();
+  std::ofstream(bad) << "{\"format\":\"ets-trace\",\"version\":[1,0]}\n{\"n\":\n";
+  format.clear();
+  CHECK_THROWS(Tracer::load(bad, {}, format));
+  CHECK(format == "ets-trace");
+  const auto junk = (scratch.path / "junk.txt").string();
+  std::ofstream(junk) << "not a trace";
+  format = "kept";
+  CHECK_THROWS_WITH(Tracer::load(junk, {}, format), Catch::Contains("ets.import.1"));
+  CHECK(format == "kept");
+}
+
 TEST_CASE("live scopes: a scope that outlives the op it opened in becomes the next op") {
   Tracer tracer;
   {
