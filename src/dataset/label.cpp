@@ -29,6 +29,9 @@ double median(std::vector<double> v) {
 // and roughly halves the size of a labelled file.
 double to_ns(double us) { return std::round(us * 1000.0) / 1000.0; }
 
+constexpr double kMinPeriodUs = 0.001;
+constexpr double kMaxPeriodUs = 1e15;
+
 std::string join(const std::vector<double>& v, int decimals) {
   std::string s;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -114,9 +117,13 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
       const ExecutionTrace& it = passes[p][i];
       check_aligned(ref, it, p, i);
       const double period = it.sum_us();
-      ETS_CHECK(std::isfinite(period) && period > 0, Errc::invalid_trace, "ets.label.3",
-                "pass {} iteration {} has period {} us; a labelled iteration needs a positive finite period", p + 1,
-                i + 1, period);
+      // Labels are stored to 1 ns: a shorter period would round to 0 (and the sum check divide by it). The top
+      // keeps that rounding's µs → ns product finite, with room for any real job (1e15 µs is about 31.7 years).
+      ETS_CHECK(std::isfinite(period) && period >= kMinPeriodUs && period <= kMaxPeriodUs, Errc::invalid_trace,
+                "ets.label.3",
+                "pass {} iteration {} has period {} us; a labelled iteration needs a period from {} us (1 ns, the "
+                "resolution of labels) to {:g} us",
+                p + 1, i + 1, period, kMinPeriodUs, kMaxPeriodUs);
       periods.push_back(period);
     }
     r.pass_median_us.push_back(median(std::move(periods)));
@@ -234,9 +241,17 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
   x["label.sum_discrepancy"] = fmt::format("{:.5f}", r.sum_discrepancy);
   x["label.single_pass_deviation"] = fmt::format("{:.5f}", r.single_pass_deviation);
 
+  // Each op's time and gap are rounded to 1 ns: where that alone can move the sum this far, say so, since the
+  // samples themselves then agree and only a trace with longer ops can be labelled.
+  const double rounding_us = 0.001 * static_cast<double>(out.ops.size()) + 0.0005;  // and the label's own
   ETS_CHECK(std::abs(r.sum_discrepancy) <= options_.sum_tolerance, Errc::invalid_trace, "ets.label.4",
-            "sum of per-op labels {:.1f} us is {:+.2f}% off the iteration label {:.1f} us (tolerance {:.1f}%)",
-            out.sum_us(), 100 * r.sum_discrepancy, out.measured_us, 100 * options_.sum_tolerance);
+            "sum of per-op labels {:.3f} us is {:+.2f}% off the iteration label {:.3f} us (tolerance {:.1f}%){}",
+            out.sum_us(), 100 * r.sum_discrepancy, out.measured_us, 100 * options_.sum_tolerance,
+            std::abs(out.sum_us() - out.measured_us) <= rounding_us
+                ? fmt::format("; labels are stored to 1 ns, and rounding the {} ops' times and gaps to it can "
+                              "move their sum by up to {:.3f} us",
+                              out.ops.size(), rounding_us)
+                : std::string());
   r.trace = std::move(out);
   return r;
 }

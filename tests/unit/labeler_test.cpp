@@ -310,6 +310,21 @@ TEST_CASE("Labeler: misaligned, empty and invalid input raise documented ids") {
   CHECK(error_id([&] { Labeler().label({{a}, {empty}}); }) == "ets.label.1");
   CHECK(error_id([&] { Labeler().label({{a, empty}, {a, a}}); }) == "ets.label.1");
   CHECK(error_id([&] { Labeler().label({{zero}}); }) == "ets.label.3");
+  // Labels are stored to 1 ns: a shorter period would become a label of 0. A period whose µs → ns product is not
+  // finite cannot be rounded; the bound is 1e15 µs. Both ends are labelled.
+  const auto sub_ns = iteration({{"conv2d", Phase::Forward, 0.0002, 0}, {"relu", Phase::Forward, 0.0002, 0}});
+  const auto one_ns = iteration({{"conv2d", Phase::Forward, 0.0005, 0}, {"relu", Phase::Forward, 0.0005, 0}});
+  const auto vast = iteration({{"conv2d", Phase::Forward, 1e305, 0}, {"relu", Phase::Forward, 1e305, 0}});
+  const auto top = iteration({{"conv2d", Phase::Forward, 5e14, 0}, {"relu", Phase::Forward, 5e14, 0}});
+  CHECK(error_id([&] { Labeler().label({{sub_ns}}); }) == "ets.label.3");
+  CHECK(error_id([&] { Labeler().label({{vast}}); }) == "ets.label.3");
+  CHECK_THROWS_WITH(Labeler().label({{sub_ns}}), Catch::Contains("1 ns"));
+  const auto t = Labeler().label({{top}});
+  CHECK(t.trace.measured_us == 1e15);
+  CHECK(t.trace.sum_us() == 1e15);
+  // Two ops of 0.5 ns: each label rounds to 1 ns, so the labels sum to 2 ns against a 1 ns label. The error says
+  // the rounding, not the samples, parts them.
+  CHECK_THROWS_WITH(Labeler().label({{one_ns}}), Catch::Contains("ets.label.4") && Catch::Contains("rounding"));
   CHECK(error_id([] { Labeler(Labeler::Options{-0.1, 0.03}); }) == "ets.label.5");
   CHECK(error_id([] { Labeler(Labeler::Options{0.1, 0.0}); }) == "ets.label.5");
   CHECK(error_id([] { Labeler(Labeler::Options{0.1, 1.5}); }) == "ets.label.5");
