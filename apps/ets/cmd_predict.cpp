@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -146,8 +147,8 @@ int run_predict(const Args& a) {
   }
 
   const Tracer::LoadOptions load = load_options(a);
-  // --keep-going: a trace that cannot be read or predicted is reported (stderr; an error object in --json) and the
-  // others are predicted; the exit code is still 1. Without it the first such trace ends the command, printing nothing.
+  // --keep-going: a trace that cannot be read or registered (an ets::Error, or memory running out while it is read)
+  // is reported (stderr; an error object in --json) and the others are predicted; the exit code is still 1. Without it the first such trace ends the command, printing nothing.
   const bool keep_going = a.flag("--keep-going");
   std::vector<std::string> ids;  // the traces registered, in input order
   std::map<std::string, std::pair<std::string, std::string>> failed;  // path -> (error id, message)
@@ -164,6 +165,13 @@ int run_predict(const Args& a) {
       const std::string hint = error_hint(e);
       std::fprintf(stderr, "ets predict: %s%s (skipped: --keep-going)\n", e.what(), hint.c_str());
       failed[path] = {e.id(), e.message() + hint};  // the id has a field of its own in --json
+    } catch (const std::bad_alloc&) {
+      // One trace too large for this process's memory (--max-bytes 0, or a parse that outgrows the file) costs that
+      // trace only. Its memory is released by now, so the report can allocate.
+      if (!keep_going) throw;
+      const std::string message = fmt::format("'{}': out of memory reading it (--max-bytes sets a lower limit)", path);
+      std::fprintf(stderr, "ets predict: [ets.cli.3] %s (skipped: --keep-going)\n", message.c_str());
+      failed[path] = {"ets.cli.3", message};
     }
   }
   const auto finish = [&] { return failed.empty() ? 0 : 1; };

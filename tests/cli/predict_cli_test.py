@@ -441,6 +441,14 @@ if os.path.exists("/dev/zero"):
         m = re.search(r"more than (\d+) bytes", p.stderr)
         check(p.returncode == 1 and "[ets.io.6]" in p.stderr and m and 0 < int(m.group(1)) <= cap // 4,
               f"/dev/zero with the default limit under a 1 GiB address space: rc {p.returncode} {p.stderr}")
+        # with no limit memory runs out while /dev/zero is read: --keep-going skips that trace alone (ets.cli.3)
+        p = subprocess.run([ets, "predict", "/dev/zero", trace, "--model", model_a, "--max-bytes", "0", "--json",
+                            "--keep-going"], capture_output=True, text=True, timeout=120,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
+        rows = [json.loads(l) for l in p.stdout.splitlines()] if p.stdout.strip() else []
+        check(p.returncode == 1 and len(rows) == 2 and rows[0].get("error", {}).get("id") == "ets.cli.3"
+              and rows[1]["trace"] == trace and rows[1].get("predicted_us") and "[ets.cli.3]" in p.stderr,
+              f"--keep-going past a trace that runs out of memory: rc {p.returncode} {p.stdout[:400]} {p.stderr}")
 # the limit and the trace: one byte short is refused, its size is read
 with open(trace, "rb") as fh:
     raw = fh.read()
