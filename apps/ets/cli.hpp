@@ -96,6 +96,15 @@ class StopSignals {
   std::unique_ptr<Saved> saved_;
 };
 
+/// What a second stop signal, which ends the command at once and runs no destructor, also cleans up: one scratch
+/// folder of files (removed, Linux only) and one child process (killed and reaped first). The command that owns
+/// them lists them while they exist and unlists them before it removes or reaps them itself. A path of 4,096 bytes
+/// or more, or a second folder while one is listed, is not listed.
+void list_scratch_dir(const std::string& path) noexcept;
+void unlist_scratch_dir() noexcept;
+void list_child(int pid) noexcept;
+void unlist_child() noexcept;
+
 /// Bytes of memory this process may use: physical memory, its control group's limit (a container, a Slurm or
 /// Kubernetes job) or what is left of its address-space limit (ulimit -v), the lowest; `source` says which. 0 when
 /// none can be read. Sizes a user asks for (bench's --windows) are checked against it before they are allocated:

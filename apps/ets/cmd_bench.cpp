@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -105,6 +106,7 @@ class Peer {
       close(out[0]);
       return;
     }
+    list_child(pid_);  // a second stop signal ends the process at once: the peer is stopped with it
     to_ = in[1];
     from_ = out[0];
     // Writes wait under the same timeout and stop signals as reads: a peer that stops reading its stdin while the
@@ -120,6 +122,7 @@ class Peer {
     }
     if (from_ >= 0) close(from_);
     if (pid_ > 0) {
+      unlist_child();  // reaped below: its pid must not be killed once it could name another process
       // A peer that did not answer, or one cut off by a stop signal mid-command, would not end on "quit" either;
       // any other gets a few seconds to end (interpreter shutdown), and is killed on a stop signal meanwhile.
       if (silent_ || StopSignals::received()) kill(pid_, SIGKILL);
@@ -311,12 +314,15 @@ int run_bench_body(const Args& args) {
   } catch (const std::filesystem::filesystem_error& e) {
     ETS_THROW(Errc::io, "ets.cli.1", "cannot create the benchmark's temporary folder (TMPDIR): {}", e.what());
   }
-  // removed on every way out, an exception included (the peers' files and the models can be large)
+  // removed on every way out, an exception included (the peers' files and the models can be large), and by a
+  // second stop signal, which ends the process at once (list_scratch_dir)
   struct RemoveDir {
     std::filesystem::path p;
+    explicit RemoveDir(std::filesystem::path path) : p(std::move(path)) { list_scratch_dir(p.string()); }
     ~RemoveDir() {
       std::error_code ec;
       std::filesystem::remove_all(p, ec);
+      unlist_scratch_dir();  // after: a second signal during the removal finishes it
     }
   } remove_dir{dir};
   std::vector<BiLstmPredictor> models;

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -22,9 +23,12 @@
 #include <system_error>
 #include <vector>
 
+#include <dirent.h>  // getdents64: a scratch folder emptied inside a signal handler
+#include <fcntl.h>
 #include <signal.h>  // sigaction
 #include <sys/resource.h>  // getrlimit
 #include <sys/stat.h>  // fstat: an output that is standard output
+#include <sys/wait.h>  // waitpid
 #include <unistd.h>  // sysconf
 
 #include <fmt/format.h>
@@ -466,12 +470,73 @@ namespace {
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 std::atomic<int> g_stop_signal{0};  // the first stopping signal received while a StopSignals lives; 0: none
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler sets it");
+
+// A command's scratch folder and child process, for a second stop signal to remove and stop: it runs no destructor.
+// Fixed storage, so that the handler only loads atomics and makes system calls.
+struct ForcedEndCleanup {
+  std::atomic<int> dir_state{0};  // 0 none, 1 being filled in, 2 listed
+  char dir[4096] = {};
+  std::atomic<int> child{0};  // a pid, 0: none
+};
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler reads them");
+ForcedEndCleanup g_cleanup;
+
+// Async-signal-safe: open, getdents64, unlinkat, close and rmdir only. The folder is flat (files of one command);
+// a sub-folder is left, and so is the folder then. Passes repeat until one removes nothing, since entries removed
+// while the directory is read may shift the read position past others.
+void remove_scratch_dir() noexcept {
+#if defined(__linux__)
+  if (g_cleanup.dir_state.load() != 2) return;
+  for (int pass = 0; pass < 8; ++pass) {
+    const int fd = ::open(g_cleanup.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    bool removed = false;
+    alignas(8) char buf[8192];
+    for (;;) {
+      const ssize_t n = ::getdents64(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      for (ssize_t off = 0; off < n;) {
+        const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+        off += d->d_reclen;
+        const char* name = d->d_name;
+        if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
+        if (::unlinkat(fd, name, 0) == 0) removed = true;
+      }
+    }
+    ::close(fd);
+    if (::rmdir(g_cleanup.dir) == 0 || !removed) return;
+  }
+#endif
+}
+}  // namespace
+
+void list_scratch_dir(const std::string& path) noexcept {
+  if (path.size() >= sizeof g_cleanup.dir) return;
+  int none = 0;
+  if (!g_cleanup.dir_state.compare_exchange_strong(none, 1)) return;  // one folder at a time: the first stays
+  std::memcpy(g_cleanup.dir, path.c_str(), path.size() + 1);
+  g_cleanup.dir_state.store(2);
+}
+
+void unlist_scratch_dir() noexcept { g_cleanup.dir_state.store(0); }
+
+void list_child(int pid) noexcept { g_cleanup.child.store(pid > 0 ? pid : 0); }
+
+void unlist_child() noexcept { g_cleanup.child.store(0); }
+
+namespace {
 // The first signal asks the command to stop at its next check; a second one ends it at once, removing the
-// temporary of any file being written first (a checkpoint or model under way), as on_ending_signal does.
+// temporary of any file being written first (a checkpoint or model under way), as on_ending_signal does, and the
+// command's scratch folder, after stopping its child process (which may still be writing there).
 extern "C" void on_stop_signal(int sig) {
   int none = 0;
   if (g_stop_signal.compare_exchange_strong(none, sig)) return;
   ets::detail::remove_live_temporaries();
+  if (const int child = g_cleanup.child.load(); child > 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);  // gone before its folder is emptied: it cannot write there afterwards
+  }
+  remove_scratch_dir();
   std::signal(sig, SIG_DFL);  // the signal is blocked in its handler: it ends the process once this returns
   std::raise(sig);
 }

@@ -221,6 +221,31 @@ except subprocess.TimeoutExpired:
 left = running(os.path.abspath("silent_peer.py"))
 check(rc == -signal.SIGTERM and not left and not os.listdir(tmp), f"bench with a hung peer, SIGTERM: rc {rc}, "
       f"left {left} {os.listdir(tmp)}")
+# a second SIGTERM ends the benchmark at once, running no destructor: the handler itself stops the peer and empties
+# and removes the temporary folder (it was left behind before), with or without a peer
+for peer_args in ([], ["--no-peers"]):
+    proc = subprocess.Popen([ets, "bench", "--rounds", "1000", "--hidden", "8", "--windows", "1", "--sample-ms", "5",
+                             "--python", sys.executable, "--peer-script", os.path.abspath("silent_peer.py"),
+                             *peer_args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, TMPDIR=tmp))
+    deadline = time.time() + 60
+    while proc.poll() is None and time.time() < deadline and not (
+            os.listdir(tmp) and any(n.startswith("model_") for d in os.listdir(tmp)
+                                    for n in os.listdir(os.path.join(tmp, d)))):
+        time.sleep(0.01)
+    time.sleep(0.5)  # past the models: the peer is started (or ETS is timing alone)
+    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = "still running 30 s after two SIGTERMs"
+    left = running(os.path.abspath("silent_peer.py"))
+    check(rc == -signal.SIGTERM and not left and not os.listdir(tmp),
+          f"bench {peer_args} ended by a second SIGTERM: rc {rc}, left {left} {os.listdir(tmp)}")
+    for d in os.listdir(tmp):
+        shutil.rmtree(os.path.join(tmp, d), ignore_errors=True)
 # a peer that answers but never reads its stdin: once the pipe is full (~64 KiB of commands) a write would block
 # forever; it waits under --peer-timeout instead, and the peer is stopped as a silent one
 with open("deaf_peer.py", "w") as fh:
