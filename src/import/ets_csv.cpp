@@ -134,12 +134,16 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// A cell as a number, in the syntax of detail::parse_double (the C locale's, one leading '+' allowed) for both
+// integers and reals: a spreadsheet that writes "+5" writes it in every numeric column.
 template <typename T>
 T number(std::string_view s, const std::string& path, std::size_t line, const char* column) {
   s = trim(s);
+  std::string_view digits = s;
+  if (digits.size() > 1 && digits.front() == '+' && digits[1] != '-') digits.remove_prefix(1);
   T v{};
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty())
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty())
     ETS_THROW(Errc::parse, "ets.csv.3", "{}:{}: column {} is not a number: '{}'", path, line, column, s);
   if constexpr (std::is_floating_point_v<T>) {
     if (!std::isfinite(v)) ETS_THROW(Errc::parse, "ets.csv.3", "{}:{}: column {} is not finite", path, line, column);

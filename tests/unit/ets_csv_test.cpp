@@ -197,6 +197,16 @@ TEST_CASE("malformed ETS CSV input raises documented ids") {
   CHECK(error_id(std::string(kHeader) + "203,1,\"[1, 2\n") == "ets.csv.2");
   std::string bad = row;
   CHECK(error_id(std::string(kHeader) + bad.replace(bad.find("10.0"), 4, "ten!")) == "ets.csv.3");
+  // one leading '+' is a sign, as the other number readers take it, in real and integer columns; two signs are not
+  bad = row;
+  const auto plus = read_csv(std::string(kHeader) + bad.replace(bad.find(",2000,"), 6, ",+2000,").replace(bad.find("10.0"), 4, "+10.0"));
+  CHECK(plus[0].ops[0].time_us == ok[0].ops[0].time_us);
+  CHECK(plus[0].ops[0].flops == ok[0].ops[0].flops);
+  for (const char* sign : {"+-2000", "++2000", "+", "-+2000"}) {
+    bad = row;
+    INFO(sign);
+    CHECK(error_id(std::string(kHeader) + bad.replace(bad.find(",2000,"), 6, std::string(",") + sign + ",")) == "ets.csv.3");
+  }
   bad = row;
   CHECK(error_id(std::string(kHeader) + bad.replace(bad.find("[2,"), 3, "[x,")) == "ets.csv.4");
   bad = row;
