@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <new>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -146,6 +147,14 @@ int run_predict(const Args& a) {
     hardware.push_back(file.hardware_env);
   }
 
+  if (format == "gavel") {  // environments are the outer keys: two that write alike (bytes that are not UTF-8) are one
+    std::set<std::string> env_keys;
+    for (const auto& env : envs)
+      if (!env_keys.insert(json_escape(env)).second)
+        throw std::invalid_argument("--format gavel: two environment ids are one JSON key once written ('" +
+                                    json_escape(env) + "'); name them apart with ENV=M,ENV2=M2");
+  }
+
   const Tracer::LoadOptions load = load_options(a);
   // --keep-going: a trace that cannot be read or registered (an ets::Error, or memory running out while it is read)
   // is reported (stderr; an error object in --json) and the others are predicted; the exit code is still 1. Without it the first such trace ends the command, printing nothing.
@@ -180,17 +189,24 @@ int run_predict(const Args& a) {
   const Predictor::Matrix m = format == "json" ? Predictor::Matrix{} : predictor.predict_batch(ids, envs);
 
   if (format == "gavel") {
-    // throughputs[env][job_type]["null"] = steps/s alone on one worker (Gavel's simulation_throughputs.json shape)
+    // throughputs[env][job_type]["null"] = steps/s alone on one worker (Gavel's simulation_throughputs.json shape).
+    // Two equal keys would parse to one, the last winning: keys are told apart as written, after the key's and
+    // JSON's own rewriting (line breaks, bytes that are not UTF-8), so that two names that differ only there, or a
+    // name that is already "x #2", stay two jobs. The same key for a job in every environment.
+    std::vector<std::string> keys;
+    std::set<std::string> used;
+    for (const auto& id : ids) {
+      const std::string name = gavel_job_type(predictor.job_trace(id), id);
+      std::string key = json_escape(gavel_key(name));
+      for (int n = 2; !used.insert(key).second; ++n) key = json_escape(gavel_key(fmt::format("{} #{}", name, n)));
+      keys.push_back(std::move(key));
+    }
     std::string s = "{";
     for (std::size_t e = 0; e < envs.size(); ++e) {
       s += fmt::format("{}\n  \"{}\": {{", e ? "," : "", json_escape(envs[e]));
-      std::map<std::string, int> seen;
       for (std::size_t j = 0; j < ids.size(); ++j) {
-        // Two jobs of one name would parse to one Gavel key: the second is told apart inside the name
-        std::string name = gavel_job_type(predictor.job_trace(ids[j]), ids[j]);
-        if (int n = ++seen[name]; n > 1) name += fmt::format(" #{}", n);
         const double us = m.at(j, e).iteration_us;
-        s += fmt::format("{}\n    \"{}\": {{\"null\": {}}}", j ? "," : "", json_escape(gavel_key(name)),
+        s += fmt::format("{}\n    \"{}\": {{\"null\": {}}}", j ? "," : "", keys[j],
                          us > 0 && std::isfinite(1e6 / us) ? json_number(1e6 / us, 6) : "null");
       }
       s += "\n  }";

@@ -176,6 +176,24 @@ with _tf0.TemporaryDirectory() as odd_dir:
     parsed = [re.match(r"\('(.*)', (\d+)\)", k) for k in keys]
     check(len(keys) == 1 and parsed[0] and parsed[0].group(1).split(" (batch size")[0] == odd_name,
           f"gavel key of a job named {odd_name!r}: {keys}")
+    # Keys are told apart as written: names that differ only in what the key rewrites (a line break becomes a space)
+    # and a name that already ends in " #2" stay distinct jobs (Python's json.load keeps the last of equal keys)
+    labelled = []
+    for i, name in enumerate(("x\nb", "x b", "q", "q", "q #2")):
+        path = os.path.join(odd_dir, f"kj{i}.etst")
+        subprocess.run([ets, "label", trace, "-o", path, "--model", name], check=True, capture_output=True)
+        labelled.append(path)
+    out = run(*labelled, "--model", model_a, "--format", "gavel").stdout
+    g = json.loads(out or "{}")
+    keys = [k for env_keys in g.values() for k in env_keys]
+    check(len(keys) == len(labelled) and out.count("\"('") == len(labelled),
+          f"gavel keys of names that write alike: {keys}")
+    # environments are the outer keys: two ids that write alike once made valid UTF-8 are refused, a usage error
+    p = subprocess.run([ets.encode(), b"predict", trace.encode(), b"--model",
+                        b"caf\xe9=" + model_a.encode() + b",caf\xe8=" + model_a.encode(), b"--format", b"gavel"],
+                       capture_output=True)
+    check(p.returncode == 2 and b"one JSON key" in p.stderr and p.stdout == b"",
+          f"gavel with two environments that write alike: rc {p.returncode} {p.stderr!r}")
 
 # an installed ets (bin/ beside share/ets/models/) uses its own default model, not the source tree it was built from
 import tempfile as _tf
