@@ -2,9 +2,12 @@
 // placed where it runs fastest, then measured iteration times fed back with observe() to correct later rounds
 // (on the environment each measurement was taken on).
 // Usage: scheduler_hook ENV=MODEL.etsm [ENV=MODEL.etsm...] -- TRACE...
-// (the first '=' ends ENV; "=PATH" or a PATH without '=' uses the model's own environment)
+// (an argument naming an existing file is a PATH, whatever it holds; otherwise the first '=' ends ENV. "=PATH" or a
+// PATH alone uses the model's own environment. Two models for one environment are refused.)
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,9 +34,19 @@ int main(int argc, char** argv) {
   }, ets::LogLevel::warn);
   try {
     ets::Predictor predictor;  // thread-safe: share one instance between the scheduler's threads
+    std::set<std::string> registered;
     for (const auto& m : models) {
-      const auto eq = m.find('=');
-      predictor.add_model(eq == std::string::npos ? "" : m.substr(0, eq), eq == std::string::npos ? m : m.substr(eq + 1));
+      // "runs/lr=0.1/m.etsm" is a path, not the environment "runs/lr" (add_model would replace an earlier model of
+      // the same environment silently: a scheduler wants to know)
+      std::error_code ec;
+      const auto eq = std::filesystem::is_regular_file(m, ec) ? std::string::npos : m.find('=');
+      const std::string env =
+          predictor.add_model(eq == std::string::npos ? "" : m.substr(0, eq), eq == std::string::npos ? m : m.substr(eq + 1));
+      if (!registered.insert(env).second) {
+        std::fprintf(stderr, "scheduler_hook: two models for environment '%s' ('%s'); name them apart with ENV=PATH\n",
+                     env.c_str(), m.c_str());
+        return 2;
+      }
     }
     std::vector<std::string> jobs;
     for (std::size_t i = 0; i < traces.size(); ++i) {

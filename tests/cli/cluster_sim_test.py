@@ -61,6 +61,43 @@ q = subprocess.run([sim, "run", "--jobs", philly, "--predictions", pred, "--samp
                     os.path.join(work, "no", "such", "dir.csv")], capture_output=True, text=True)
 if q.returncode != 1 or "ets.sim.1" not in q.stderr or q.stdout:
     failures.append(f"run --out into a missing folder: rc {q.returncode} (want 1, ets.sim.1, no output) {q.stderr[:200]}")
+# --out through a symlink replaces the file it names and keeps the link; a pipe is written in place (a temporary
+# cannot be renamed over it), and its reader gets the same CSV as a file does
+real = os.path.join(work, "real_results.csv")
+link = os.path.join(work, "link_results.csv")
+with open(real, "w") as f:
+    f.write("keep me\n")
+if os.path.lexists(link):
+    os.remove(link)
+os.symlink(os.path.basename(real), link)
+args = [sim, "run", "--jobs", philly, "--predictions", pred, "--sample", "50", "--seeds", "1"]
+q = subprocess.run([*args, "--out", link], capture_output=True, text=True)
+via_link = open(real).read()
+if q.returncode != 0 or not os.path.islink(link) or not via_link.startswith("policy,predictor,"):
+    failures.append(f"run --out a symlink: rc {q.returncode}, link kept {os.path.islink(link)}, target "
+                    f"{via_link[:40]!r} {q.stderr[:200]}")
+r, w = os.pipe()
+q = subprocess.Popen([*args, "--out", f"/dev/fd/{w}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     pass_fds=(w,))
+os.close(w)
+with os.fdopen(r) as fh:
+    piped = fh.read()
+q_out, q_err = q.communicate(timeout=120)
+if q.returncode != 0 or piped != via_link:
+    failures.append(f"run --out a pipe: rc {q.returncode}, {len(piped)} bytes against {len(via_link)} {q_err[:200]}")
+# a load that asks for more GPUs than the simulator takes (long jobs submitted within seconds) is a usage error
+# naming --gpus, not an int overflow that silently simulated 8 GPUs
+huge = os.path.join(work, "huge_jobs.csv")
+with open(huge, "w") as f:
+    f.write("timestamp,duration,num_gpus\n2017-10-09 07:01:55,1e12,8\n2017-10-09 07:02:55,100,2\n")
+q = subprocess.run([sim, "run", "--jobs", huge, "--predictions", pred, "--offset", "0", "--seeds", "1", "--load", "1"],
+                   capture_output=True, text=True)
+if q.returncode != 2 or "--gpus" not in q.stderr or q.stdout:
+    failures.append(f"run with a load past 1e6 GPUs: rc {q.returncode} (want 2, naming --gpus) {q.stderr[:200]}")
+q = subprocess.run([sim, "run", "--jobs", huge, "--predictions", pred, "--offset", "0", "--seeds", "1", "--gpus", "16"],
+                   capture_output=True, text=True)
+if q.returncode != 0 or "16 GPUs" not in q.stdout:
+    failures.append(f"the same jobs with --gpus 16: rc {q.returncode} {q.stdout[:200]} {q.stderr[:200]}")
 # malformed rows name the file and row: a number with junk in the predictions, a non-finite duration, a short row
 bad_pred = os.path.join(work, "bad_pred.csv")
 with open(bad_pred, "w") as f:
@@ -99,6 +136,29 @@ if len(sys.argv) > 5:
     got = list(csv.DictReader(open(kept))) if q.returncode == 0 else []
     if len(got) != 3 or any(float(r["ets_us"]) <= 0 for r in got):
         failures.append(f"predictions of 3 test traces: rc {q.returncode}, rows {got} {q.stderr[-200:]}")
+    # a trace name with a comma and a quote is quoted as RFC 4180 says, and `run` reads the file back; one with a
+    # line break, which a CSV row cannot carry, is refused before anything is written (ets.sim.5)
+    test_dir = os.path.join(data, "traces", "test")
+    first = sorted(os.listdir(test_dir))[0]
+    os.rename(os.path.join(test_dir, first), os.path.join(test_dir, 'odd,"name"-' + first))
+    q = subprocess.run([sim, "predictions", "--data", data, "--model", model, "--out", kept], capture_output=True,
+                       text=True)
+    got = list(csv.DictReader(open(kept))) if q.returncode == 0 else []
+    names = [r["job_config"] for r in got]
+    if not any(n.startswith('odd,"name"-') for n in names):
+        failures.append(f"predictions of a trace named with a comma and a quote: rc {q.returncode}, names {names}")
+    q = subprocess.run([sim, "run", "--jobs", philly, "--predictions", kept, "--sample", "50", "--seeds", "1"],
+                       capture_output=True, text=True)
+    if q.returncode != 0:
+        failures.append(f"run reads back a quoted name: rc {q.returncode} {q.stderr[:200]}")
+    odd = [n for n in os.listdir(test_dir) if n.startswith("odd,")][0]
+    os.rename(os.path.join(test_dir, odd), os.path.join(test_dir, "line\nbreak-" + first))
+    before = open(kept).read()
+    q = subprocess.run([sim, "predictions", "--data", data, "--model", model, "--out", kept], capture_output=True,
+                       text=True)
+    if q.returncode != 1 or "ets.sim.5" not in q.stderr or open(kept).read() != before:
+        failures.append(f"predictions of a trace named with a line break: rc {q.returncode} (want 1, ets.sim.5, "
+                        f"file kept) {q.stderr[-200:]}")
 if float(rows[("SRTF", "oracle")]["avg_jct_h"]) >= float(rows[("FIFO", "oracle")]["avg_jct_h"]):
     failures.append("SRTF with the oracle should beat FIFO on average JCT under load")
 finish("cluster_sim invariants hold")

@@ -35,3 +35,17 @@ foreach(run ${runs})
   endif()
   message(STATUS "example ${name}:\n${out}")
 endforeach()
+
+# scheduler_hook reads an argument naming a file as a path, '=' or not, and refuses two models for one environment
+set(hook ${WORK_DIR}/build-scheduler_hook/scheduler_hook)
+file(COPY ${MODEL} DESTINATION "${WORK_DIR}/lr=0.1")
+get_filename_component(model_name ${MODEL} NAME)
+execute_process(COMMAND ${hook} "${WORK_DIR}/lr=0.1/${model_name}" -- ${TRACE} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+if(rc)
+  message(FATAL_ERROR "scheduler_hook with a model path holding '=': rc ${rc}\n${out}\n${err}")
+endif()
+execute_process(COMMAND ${hook} ${MODEL} ${MODEL} -- ${TRACE} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "two models for environment")
+  message(FATAL_ERROR "scheduler_hook with two models for one environment: rc ${rc} (want 2)\n${out}\n${err}")
+endif()
