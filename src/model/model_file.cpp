@@ -9,7 +9,9 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include "ets/detail/cloexec_file.hpp"
@@ -88,6 +90,25 @@ struct TensorOut {
 
 std::string tensor_name(const char* kind, int layer, int dir) {
   return fmt::format("{}_l{}{}", kind, layer, dir ? "_reverse" : "");
+}
+
+// The layer of a cell tensor's name ("weight_ih_l3" → 3) and whether it is a reverse direction's; none for any other
+// name. Layers past an int are reported as INT_MAX, which no model has.
+std::optional<std::pair<int, bool>> cell_tensor_layer(std::string_view name) {
+  bool known = false;
+  for (const char* kind : {"weight_ih_l", "weight_hh_l", "bias_ih_l", "bias_hh_l"})
+    if (name.substr(0, std::strlen(kind)) == kind) {
+      name.remove_prefix(std::strlen(kind));
+      known = true;
+      break;
+    }
+  if (!known) return std::nullopt;
+  const bool reverse = name.size() > 8 && name.substr(name.size() - 8) == "_reverse";
+  if (reverse) name.remove_suffix(8);
+  if (name.empty() || name.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  long long layer = 0;
+  for (char ch : name) layer = std::min<long long>(layer * 10 + (ch - '0'), std::numeric_limits<int>::max());
+  return std::make_pair(static_cast<int>(layer), reverse);
 }
 
 // ---- reading ----
@@ -349,8 +370,10 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
   const std::uint64_t meta_off = le(data + 24, 8), meta_len = le(data + 32, 8);
   const std::uint64_t dir_off = le(data + 40, 8), dir_len = le(data + 48, 8);
   const std::uint64_t meta_count = le(data + 56, 4), tensor_count = le(data + 60, 4);
-  ETS_CHECK(meta_off >= header_bytes && within(meta_off, meta_len, body) && dir_off >= header_bytes &&
-                within(dir_off, dir_len, body),
+  ETS_CHECK(meta_off >= header_bytes && dir_off >= header_bytes, Errc::parse, "ets.model.6",
+            "model header says it is {} bytes, but its metadata starts at {} and its tensor directory at {}",
+            header_bytes, meta_off, dir_off);
+  ETS_CHECK(within(meta_off, meta_len, body) && within(dir_off, dir_len, body),
             Errc::parse, "ets.model.6", "model file sections lie outside the file (metadata {}+{}, tensors {}+{}, body {})",
             meta_off, meta_len, dir_off, dir_len, body);
 
@@ -486,6 +509,17 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
       ETS_CHECK(spans[i - 1].end <= spans[i].begin, Errc::parse, "ets.model.6", "{} and {} overlap in the file",
                 spans[i - 1].what, spans[i].what);
   }
+  // A cell tensor of a layer or direction the metadata does not have: the file's weights and its metadata disagree
+  // (a model cut to fewer layers by editing its metadata), and loading it would predict with part of the network.
+  // Other unknown tensors are skipped (a newer minor version may add some).
+  const int dirs = c.directions();
+  for (const auto& [name, t] : tensors) {
+    const auto layer = cell_tensor_layer(name);
+    if (!layer) continue;
+    ETS_CHECK(layer->first < c.layers && (!layer->second || dirs == 2), Errc::shape, "ets.model.7",
+              "tensor '{}' belongs to a {} the metadata does not have (lstm.layers {}, lstm.bidirectional {})", name,
+              layer->first >= c.layers ? "layer" : "direction", c.layers, dirs == 2 ? 1 : 0);
+  }
   const auto read_tensor = [&](const std::string& name, const std::vector<std::uint64_t>& shape) {
     auto it = tensors.find(name);
     ETS_CHECK(it != tensors.end(), Errc::shape, "ets.model.7", "model file lacks tensor '{}' (shape {})", name,
@@ -504,7 +538,6 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
     return v;
   };
 
-  const int dirs = c.directions();
   const auto gate_rows = static_cast<std::uint64_t>(c.gate_rows());
   for (int l = 0; l < c.layers; ++l)
     for (int d = 0; d < dirs; ++d) {

@@ -259,6 +259,40 @@ TEST_CASE("a tensor whose shape disagrees with the metadata is a shape error") {
   }
 }
 
+TEST_CASE("cell tensors of a layer the metadata does not have are refused, not skipped") {
+  // lstm.layers edited from 3 to 2: every tensor the 2 layers need is there with its shape, and layer 2's would be
+  // skipped as unknown, so without the self-test the model loaded and predicted with two thirds of its network
+  auto b = ets::serialize_model(sample_model(5));
+  const std::size_t key = find(b, "lstm.layers");
+  REQUIRE(b[key + 11] == 1);  // type 1: int64
+  REQUIRE(b[key + 12] == 3);
+  b[key + 12] = 2;
+  fix_crc(b);
+  ets::ModelLoadOptions unverified;
+  unverified.verify_self_test = false;
+  try {
+    ets::parse_model(b.data(), b.size(), unverified);
+    FAIL("a tensor of layer 2 in a 2-layer model must be rejected");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.model.7");
+    CHECK(e.message().find("_l2") != std::string::npos);
+    CHECK(e.message().find("lstm.layers 2") != std::string::npos);
+  }
+}
+
+TEST_CASE("a header size that overlaps the sections after it is named as such") {
+  auto b = ets::serialize_model(sample_model(7));
+  b[12] = 72;  // header size 64 -> 72, while the metadata still starts at 64
+  fix_crc(b);
+  try {
+    ets::parse_model(b.data(), b.size());
+    FAIL("a header overlapping the metadata must be rejected");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.model.6");
+    CHECK(e.message().find("header says it is 72 bytes, but its metadata starts at 64") != std::string::npos);
+  }
+}
+
 TEST_CASE("bad magic, missing file and inconsistent content have their own ids") {
   auto b = ets::serialize_model(sample_model(5));
   b[0] = 'X';
