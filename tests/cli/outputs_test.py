@@ -207,17 +207,23 @@ for name, what in (("silent_peer.py", "stopped answering"), ("mute_peer.py", "di
     check(p.returncode == 0 and what.encode() in p.stderr and got.get("cases") and
           all(c["torch_ms"] is None for c in got["cases"]) and not left,
           f"bench with a peer that {what}: rc {p.returncode} {p.stderr!r} left {left}")
+def terminated(proc, signals):
+    """Sends `signals` SIGTERMs back to back; the exit status, or a note when it still runs 30 s later (killed)."""
+    for _ in range(signals):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return f"still running 30 s after {signals} SIGTERM(s)"
+
+
 # SIGTERM while a peer hangs mid-command ends the benchmark at once (it used to wait for the peer forever)
 proc = subprocess.Popen([ets, "bench", "--rounds", "2", "--hidden", "8", "--windows", "1", "--sample-ms", "2",
                          "--python", sys.executable, "--peer-script", os.path.abspath("silent_peer.py")],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, TMPDIR=tmp))
 time.sleep(2)
-proc.send_signal(signal.SIGTERM)
-try:
-    rc = proc.wait(30)
-except subprocess.TimeoutExpired:
-    proc.kill()
-    rc = "still running 30 s after SIGTERM"
+rc = terminated(proc, 1)
 left = running(os.path.abspath("silent_peer.py"))
 check(rc == -signal.SIGTERM and not left and not os.listdir(tmp), f"bench with a hung peer, SIGTERM: rc {rc}, "
       f"left {left} {os.listdir(tmp)}")
@@ -234,13 +240,7 @@ for peer_args in ([], ["--no-peers"]):
                                     for n in os.listdir(os.path.join(tmp, d)))):
         time.sleep(0.01)
     time.sleep(0.5)  # past the models: the peer is started (or ETS is timing alone)
-    proc.send_signal(signal.SIGTERM)
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        rc = "still running 30 s after two SIGTERMs"
+    rc = terminated(proc, 2)
     left = running(os.path.abspath("silent_peer.py"))
     check(rc == -signal.SIGTERM and not left and not os.listdir(tmp),
           f"bench {peer_args} ended by a second SIGTERM: rc {rc}, left {left} {os.listdir(tmp)}")
