@@ -157,7 +157,8 @@ int run_predict(const Args& a) {
 
   const Tracer::LoadOptions load = load_options(a);
   // --keep-going: a trace that cannot be read or registered (an ets::Error, or memory running out while it is read)
-  // is reported (stderr; an error object in --json) and the others are predicted; the exit code is still 1. Without it the first such trace ends the command, printing nothing.
+  // is reported (stderr; an error object in --json) and the others are predicted; the exit code is still 1. Without
+  // it the first such trace ends the command, printing nothing.
   const bool keep_going = a.flag("--keep-going");
   std::vector<std::string> ids;  // the traces registered, in input order
   std::map<std::string, std::pair<std::string, std::string>> failed;  // path -> (error id, message)

@@ -57,8 +57,8 @@ class Labeler {
   /// and phases; shapes may vary, as data-dependent ops make them), and passes that name their model and batch size the same ones
   /// and were profiled with the same tail steps (meta.extra "tail_steps", absent = 0) — else ets.label.2
   /// naming the first difference; empty input → ets.label.1; an iteration
-  /// with a period outside [0.001, 1e15] µs (labels are stored to 1 ns) or not finite → ets.label.3; labels off measured_us by more than the tolerance →
-  /// ets.label.4; passes with different iteration counts → ets.label.6. The template for op attributes (shapes, hyper-parameters, FLOPs) is the first iteration of the
+  /// with a period outside [0.001, 1e15] µs (labels are stored to 1 ns) or not finite → ets.label.3; labels off
+  /// measured_us by more than the tolerance → ets.label.4; passes with different iteration counts → ets.label.6. The template for op attributes (shapes, hyper-parameters, FLOPs) is the first iteration of the
   /// first pass; its meta is kept and extended with the label.* entries.
   Result label(const std::vector<std::vector<ExecutionTrace>>& passes) const;
 
