@@ -29,6 +29,13 @@ import gzip
 import json
 import os
 import platform
+import sys
+import warnings
+
+try:
+    from atomic_file import atomic_write, durable_replace  # tools/atomic_file.py, beside this module
+except ImportError:  # imported as part of a package (tools.trace_export)
+    from .atomic_file import atomic_write, durable_replace
 
 __all__ = ["export_kineto_json", "events_from_profile", "skip_function_events", "record_pool_args"]
 
@@ -351,20 +358,16 @@ def _events(prof, pool_calls, nested="needed"):
 
 
 def _write_json(doc: dict, path: str) -> str:
+    """Writes the whole file or nothing: a failed write (a full disk) leaves the earlier file at path as it was."""
     text = json.dumps(doc, separators=(",", ":"))
-    if path.endswith(".gz"):
-        with gzip.open(path, "wt", compresslevel=6) as fh:  # level 9 took 2x the time for ~3% smaller files
-            fh.write(text)
-    else:
-        with open(path, "w") as fh:
-            fh.write(text)
+    # level 9 took 2x the time for ~3% smaller files
+    atomic_write(path, gzip.compress(text.encode(), compresslevel=6) if path.endswith(".gz") else text)
     return path
 
 
-def _append_ets_object(opener, src: str, dst: str, tail: bytes, chunk: int) -> None:
+def _append_ets_object(opener, src: str, dst: str, tail: bytes, chunk: int, compress: bool) -> None:
     seen_events, opened = False, False
-    with opener(src, "rb") as fin, (gzip.open(dst, "wb", compresslevel=6) if dst.endswith(".gz")
-                                    else open(dst, "wb")) as fout:
+    with opener(src, "rb") as fin, (gzip.open(dst, "wb", compresslevel=6) if compress else open(dst, "wb")) as fout:
         buf = b""  # read, not yet written: the last 64 bytes before any trailing blanks stay back for the closing '}'
         while True:
             data = fin.read(chunk)
@@ -395,12 +398,13 @@ def add_ets_metadata(src: str, dst: str, extra: dict, chunk: int = 1 << 20) -> s
     the file stays; the importer reads both, the later (this one) winning where they overlap. Returns dst."""
     opener = gzip.open if src.endswith(".gz") else open
     tail = json.dumps({"ets": extra}, separators=(",", ":"))[1:].encode()  # b'"ets":{...}}'
+    tmp = f"{dst}.tmp{os.getpid()}"  # written whole, then renamed over dst: a failure leaves dst as it was
     try:
-        _append_ets_object(opener, src, dst, tail, chunk)
-    except BaseException:
+        _append_ets_object(opener, src, tmp, tail, chunk, compress=dst.endswith(".gz"))
+        durable_replace(tmp, dst)
+    finally:
         with contextlib.suppress(OSError):
-            os.remove(dst)  # no half-written trace left behind
-        raise
+            os.remove(tmp)
     return dst
 
 
@@ -412,6 +416,25 @@ def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: l
     import torch
 
     events, pool_summary = _events(prof, pool_calls, nested)
+    if not events:
+        raise ValueError("the profile holds no events: with a schedule, call export_kineto_json from on_trace_ready "
+                         "(after the with block the profiler no longer holds them), and profile at least one step")
+    if getattr(prof, "record_shapes", True) is False:
+        warnings.warn("the profile was taken without record_shapes=True: its ops have no input shapes, ETS's main "
+                      "features, so predictions from it are poor", stacklevel=2)
+    if not (extra or {}).get("batch_size"):
+        warnings.warn("no batch_size in extra: the batch size is a feature, and predictions without it move",
+                      stacklevel=2)
+    # Called while an exception unwinds the profiled loop (torch runs on_trace_ready from the profiler's __exit__):
+    # the last step was cut short. It still closes the step before it, so it is declared a tail step, never an
+    # iteration of its own; with no complete step before it there is nothing to export.
+    cut_short = sys.exc_info()[0] is not None
+    if cut_short:
+        steps = sum(1 for ev in events if ev.get("name", "").startswith("ProfilerStep#"))
+        if steps < 2:
+            raise ValueError("the profiled loop ended in an exception before one step completed: nothing to export")
+        warnings.warn("the profiled loop ended in an exception: its last, cut-short step only closes the one before "
+                      "(tail_steps)", stacklevel=2)
     doc = {
         "schemaVersion": 1,
         "deviceProperties": [],
@@ -430,4 +453,6 @@ def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: l
         doc["ets"]["pool_args"] = pool_summary
     if extra:
         doc["ets"].update(extra)
+    if cut_short:
+        doc["ets"]["tail_steps"] = max(int(doc["ets"].get("tail_steps", 0) or 0), 1)
     return _write_json(doc, path)

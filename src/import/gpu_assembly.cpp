@@ -145,7 +145,9 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
     if (t.rec.name.empty()) t.rec.name = std::move(norm);
     if (!s.phase_known) {
       const std::uint8_t fl = f.flags[t.span];
-      t.rec.phase = (fl & kUpd) ? Phase::Update : ((fl & kBwd) || bwd_name) ? Phase::Backward : Phase::Forward;
+      // Backward first: an optimizer given a closure (LBFGS, or step(closure) of any) runs the backward pass inside
+      // its Optimizer.step# span, and those ops are still the backward pass.
+      t.rec.phase = ((fl & kBwd) || bwd_name) ? Phase::Backward : (fl & kUpd) ? Phase::Update : Phase::Forward;
     }
     if (has_flops[k]) t.rec.flops = flops[k];
     fill_analytic(t.rec);

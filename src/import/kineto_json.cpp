@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -471,9 +472,36 @@ struct Meta {
   std::int64_t rank = -1;
   std::string device, framework_version, model, family, environment, optimizer;
   std::int64_t batch_size = 0;
+  std::string bad_batch_size;  // the value given, when it is not a whole number >= 0 (the size is then unknown)
   // Trailing ProfilerStep#s recorded only to close the step before them (tools/trace_export.py); -2 = unreadable.
   std::int64_t tail_steps = 0;
 };
+
+// A whole number >= 0, as a JSON number (8, 8.0) or the decimal digits of one in a string ("8": a value passed on
+// from argparse or the environment). Anything else leaves the batch size unknown and is kept for a warning: the
+// batch size is a feature, so a prediction without it moves.
+void read_batch_size(od::value v, Meta& m) {
+  std::int64_t n = -1;
+  std::string_view s;
+  double d;
+  if (!v.get_int64().get(n)) {
+  } else if (!v.get_double().get(d)) {
+    n = d >= 0 && d <= 9e15 && d == std::floor(d) ? static_cast<std::int64_t>(d) : -1;
+  } else if (!v.get_string().get(s)) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size()) n = -1;
+  }
+  if (n >= 0) {
+    m.batch_size = n;
+    m.bad_batch_size.clear();
+    return;
+  }
+  std::string_view raw = v.raw_json_token();  // an object or array shows as its first character
+  while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t'))
+    raw.remove_suffix(1);
+  m.bad_batch_size = raw.empty() ? std::string("?") : std::string(raw.substr(0, 64));
+  m.batch_size = 0;
+}
 
 void read_meta_object(od::object obj, Meta& m) {
   for (auto field : obj) {
@@ -487,7 +515,7 @@ void read_meta_object(od::object obj, Meta& m) {
     else if (k == "family" && !v.get_string().get(s)) m.family = std::string(s);
     else if (k == "environment" && !v.get_string().get(s)) m.environment = std::string(s);
     else if (k == "optimizer" && !v.get_string().get(s)) m.optimizer = std::string(s);
-    else if (k == "batch_size") m.batch_size = get_int(v, 0);
+    else if (k == "batch_size") read_batch_size(v, m);
     else if (k == "tail_steps") {
       std::int64_t n;
       m.tail_steps = !v.get_int64().get(n) && n >= 0 ? n : -2;
@@ -810,6 +838,9 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   in.meta.optimizer = !meta.optimizer.empty() ? meta.optimizer : c.optimizer;
   if (meta.rank >= 0) in.meta.extra["rank"] = std::to_string(meta.rank);
   check_meta_size(in.meta, path);
+  if (!meta.bad_batch_size.empty())
+    log(LogLevel::warn, "[ets.kineto.8] '{}': \"ets\".\"batch_size\" {} is not a whole number >= 0; the batch size is "
+        "unknown", path, meta.bad_batch_size);
   if (meta.tail_steps < 0)
     ETS_THROW(Errc::invalid_trace, "ets.kineto.7", "'{}': \"ets\".\"tail_steps\" is not a non-negative integer", path);
   in.steps = make_steps(c, pid, opt.keep_incomplete || meta.tail_steps > 0);

@@ -356,6 +356,17 @@ for bad in (b"[1, 2]", b'{"other": 1}', b'{"traceEvents": []', b"", b"   "):
     except ValueError as e:
         check("Chrome JSON trace" in str(e) and not os.path.exists(os.path.join(work, "meta-bad.out")),
               f"add_ets_metadata refuses {bad!r}, leaving no output: {e}")
+# a failure leaves an earlier file at the destination as it was (it used to be truncated first, then removed)
+earlier = os.path.join(work, "meta-earlier.json")
+with open(earlier, "w") as fh:
+    fh.write("earlier trace")
+try:
+    trace_export.add_ets_metadata(os.path.join(work, "meta-bad.json"), earlier, meta)
+except ValueError:
+    pass
+with open(earlier) as fh:
+    check(fh.read() == "earlier trace" and not [n for n in os.listdir(work) if n.startswith("meta-earlier.json.")],
+          "add_ets_metadata that fails keeps the earlier file and leaves no temporary")
 
 # ---- the worker's skip rule: the median warm-up iteration over --max-iter-s, decided as soon as it is certain (a
 # first warm-up paying one-off costs alone no longer drops a configuration); --rt is one of a pass's settings

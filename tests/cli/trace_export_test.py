@@ -287,5 +287,92 @@ doc = pool_profile(os.path.join(work, "pools-unmatched.json"), wrong)
 check(doc["ets"].get("pool_args", {}).get("filled_steps") == 0 and
       all(a == ["", "", ""] for _, a in pool_args(doc)), f"unmatched calls fill nothing: {pool_args(doc)[:3]}")
 
+# ---- what the exporter refuses or warns about, and how it writes
+import resource  # noqa: E402
+import signal  # noqa: E402
+import warnings  # noqa: E402
+
+
+def profiled(steps, ready, record_shapes=True, fail_in=None):
+    """Runs `steps` profiled steps (1 warm-up, then active), calling ready(prof) when the profiler stops; with
+    fail_in=k the k-th active step (1-based) raises after its forward pass."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=record_shapes,
+                                on_trace_ready=ready,
+                                schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps - 1)) as prof:
+        for i in range(steps):
+            if fail_in is not None and i == fail_in:
+                model(x)
+                raise RuntimeError("the training step failed")
+            step()
+            prof.step()
+
+
+meta4 = {"model": "tiny_cnn", "batch_size": 4, "optimizer": "sgd"}
+# A step cut short by an exception: torch still calls on_trace_ready. The cut step only closes the one before it
+# (tail_steps), so it is never an iteration of its own (it was exported and predicted as one, 8 ops of 24).
+cut = os.path.join(work, "cut.json")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    try:
+        profiled(4, lambda p: trace_export.export_kineto_json(p, cut, meta4), fail_in=3)
+    except RuntimeError:
+        pass
+with open(cut) as fh:
+    cut_doc = json.load(fh)
+r = subprocess.run([ets, "inspect", cut, "--json"], capture_output=True, text=True)
+got = json.loads(r.stdout) if r.returncode == 0 else {}
+ops = [i["ops"] for i in got.get("iterations", [])]
+check(cut_doc["ets"].get("tail_steps") == 1 and len(ops) == 2 and len(set(ops)) == 1 and
+      any("exception" in str(w.message) for w in caught),
+      f"a step cut short closes the one before and is no iteration: tail_steps {cut_doc['ets'].get('tail_steps')}, "
+      f"ops per iteration {ops}, warnings {[str(w.message) for w in caught]}")
+# cut short in the first active step: no complete step to export
+try:
+    profiled(4, lambda p: trace_export.export_kineto_json(p, os.path.join(work, "cut1.json"), meta4), fail_in=1)
+    check(False, "a loop that failed in its first profiled step exported something")
+except ValueError as e:
+    check("before one step completed" in str(e), f"first step cut short: {e}")
+except RuntimeError as e:
+    check(False, f"first step cut short: the exporter did not refuse ({e})")
+# nothing profiled (exported after the with block, where the profiler no longer holds the events)
+holder = {}
+profiled(3, lambda p: holder.setdefault("prof", p))
+try:
+    trace_export.export_kineto_json(holder["prof"], os.path.join(work, "late.json"), meta4)
+    check(False, "an export of a profile without events wrote a file")
+except ValueError as e:
+    check("no events" in str(e), f"empty profile: {e}")
+# no shapes, no batch size: a prediction from the file is poor or moves, so each is said
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    profiled(3, lambda p: trace_export.export_kineto_json(p, os.path.join(work, "noshapes.json"), {"model": "m"}),
+             record_shapes=False)
+said = " | ".join(str(w.message) for w in caught)
+check("record_shapes" in said and "batch_size" in said, f"warnings without shapes and batch size: {said}")
+# a write that fails (a full disk, here a file-size limit) leaves the earlier file as it was, not a truncated one
+keep = os.path.join(work, "keep.json")
+with open(keep, "w") as fh:
+    fh.write('{"traceEvents": []}')
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+failed = None
+try:
+    def ready_limited(p):
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
+        try:
+            trace_export.export_kineto_json(p, keep, meta4)
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    profiled(3, ready_limited)
+except OSError as e:
+    failed = e
+finally:
+    signal.signal(signal.SIGXFSZ, previous_handler)
+with open(keep) as fh:
+    kept = fh.read()
+check(failed is not None and kept == '{"traceEvents": []}' and
+      not [n for n in os.listdir(work) if n.startswith("keep.json.")],
+      f"a failed write keeps the earlier file: error {failed!r}, content {kept[:60]!r}")
+
 finish(f"trace_export: {len(fast['events'])} events, {len(with_flops)} with FLOPs, identical with the skip; "
        f"pooling arguments filled in {len(hyper)} pool ops")

@@ -237,6 +237,60 @@ TEST_CASE("Kineto \"ets\".\"tail_steps\": trailing steps recorded only to close 
         Catch::Contains("ets.kineto.7"));
 }
 
+TEST_CASE("Kineto \"ets\".\"batch_size\": a whole number, also as a string of digits; anything else warns") {
+  const auto doc = [](const std::string& value) {
+    return fmt::format(R"({{"ets": {{"batch_size": {}}}, "traceEvents": [)"
+                       R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 90}},)"
+                       R"({{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 20}},)"
+                       R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 90}},)"
+                       R"({{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 105, "dur": 20}}]}})",
+                       value);
+  };
+  for (const auto& [value, want] : std::map<std::string, std::int64_t>{{"8", 8}, {"8.0", 8}, {"\"8\"", 8}, {"0", 0}}) {
+    INFO(value);
+    const ets_test::CapturedWarnings warnings;
+    const auto its = ets::import::read_kineto_json(doc(value), "b.json", {});
+    REQUIRE(!its.empty());
+    CHECK(its[0].meta.batch_size == want);
+    CHECK(warnings.lines.empty());
+  }
+  // a value that is not a whole number >= 0 leaves the size unknown, and says so (it used to pass in silence)
+  for (const char* value : {"\"eight\"", "-3", "8.5", "1e300", "\"8 \"", "null", "[8]"}) {
+    INFO(value);
+    const ets_test::CapturedWarnings warnings;
+    const auto its = ets::import::read_kineto_json(doc(value), "b.json", {});
+    REQUIRE(!its.empty());
+    CHECK(its[0].meta.batch_size == 0);
+    REQUIRE(warnings.lines.size() == 1);
+    CHECK(warnings.lines[0].find("[ets.kineto.8]") != std::string::npos);
+  }
+}
+
+TEST_CASE("Kineto phases: backward ops inside an optimizer's span (a closure, as LBFGS runs) stay backward") {
+  std::string s = R"({"traceEvents": [)";
+  for (int k = 0; k < 2; ++k) {
+    const int t = 1000 * k;
+    s += fmt::format(R"({}{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, )"
+                     R"("ts": {}, "dur": 900}},)", k ? "," : "", k, t);
+    // Optimizer.step#LBFGS.step [closure: aten::linear (forward), evaluate_function: AddmmBackward0, aten::add_]
+    s += fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#LBFGS.step", "pid": 1, )"
+                     R"("tid": 1, "ts": {}, "dur": 800}},)", t + 10);
+    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": {}, "dur": 50}},)",
+                     t + 20);
+    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddmmBackward0", )"
+                     R"("pid": 1, "tid": 1, "ts": {}, "dur": 100}},)", t + 100);
+    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "AddmmBackward0", "pid": 1, "tid": 1, "ts": {}, "dur": 90}},)",
+                     t + 105);
+    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": {}, "dur": 30}})",
+                     t + 300);
+  }
+  const auto its = ets::import::read_kineto_json(s + "]}", "closure.json", {});
+  REQUIRE(!its.empty());
+  std::vector<Phase> phases;
+  for (const auto& op : its[0].ops) phases.push_back(op.phase);
+  CHECK(phases == std::vector<Phase>{Phase::Update, Phase::Backward, Phase::Update});
+}
+
 TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv arguments follow each schema") {
   // One step of ops without a "flops" field, so FLOPs and bytes come from the shapes.
   const std::string op = R"({{"ph": "X", "cat": "cpu_op", "name": "{0}", "pid": 7, "tid": 7, "ts": {1}, "dur": 5, "args": {{"External id": {2}, "Input Dims": {3}, "Input type": {4}, "Concrete Inputs": {5}}}}})";
