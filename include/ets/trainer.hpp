@@ -97,7 +97,7 @@ class Trainer {
   struct Result {
     LstmWeights weights;            ///< best by validation metric (last when there is no validation)
     int epochs_run = 0;
-    int best_epoch = -1;
+    int best_epoch = -1;            ///< counted from 0, as EpochRecord::epoch (-1: none)
     double best_val_metric = -1;
     double final_train_loss = 0;
     double seconds = 0;

@@ -651,7 +651,8 @@ def main(argv=None) -> int:
         Collector(args).invalidate(cfgs, windows)
         return 0
     if not args.no_label and not os.path.exists(args.ets or _find_ets()):
-        ap.error("the ets tool was not found; build it (cmake --build build-dataset --target ets_cli) or pass --ets")
+        ap.error("the ets tool was not found; build it (cmake -S . -B build-dataset -DCMAKE_BUILD_TYPE=Release && "
+                 "cmake --build build-dataset --target ets_cli) or pass --ets")
     return Collector(args).run(cfgs)
 
 
