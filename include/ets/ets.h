@@ -65,6 +65,9 @@ ets_status ets_predictor_add_model(ets_predictor* predictor, const char* env, co
    <exe dir>/models/default.etsm, else (a shared libets loaded by python3, a Go or JVM binary...)
    <libets dir>/../share/ets/models/default.etsm; ETS_IO (ets.predict.8) when none exists. */
 ets_status ets_predictor_add_default_model(ets_predictor* predictor, const char* env);
+/* Forgets an environment's model, its cached predictions and every job's observations on it (ETS_INVALID_ARGUMENT,
+   ets.predict.2, when none is registered): a long-running scheduler that retires environments frees them so. */
+ets_status ets_predictor_remove_model(ets_predictor* predictor, const char* env);
 /* Number of environments, and the id of the i-th (copied into buf of cap bytes, NUL-terminated; ETS_INVALID_ARGUMENT
    when it does not fit, buf untouched). env_name_size gives the bytes the i-th id needs, NUL included. */
 ets_status ets_predictor_env_count(const ets_predictor* predictor, size_t* out);
@@ -92,6 +95,10 @@ ets_status ets_predict_batch(const ets_predictor* predictor, const char* const* 
 /* Reports a measured iteration time of a running job; later predictions of that job on that environment are
    corrected (shrunk log-space multiplicative factor, see include/ets/predictor.hpp). */
 ets_status ets_observe(ets_predictor* predictor, const char* job_id, const char* env, double measured_us);
+/* Drops a job's observations on every environment: later predictions are uncorrected until it is observed again
+   (a job that changed, e.g. after a restart with other settings). ETS_INVALID_ARGUMENT (ets.predict.1) for an
+   unknown job. */
+ets_status ets_predictor_reset_observations(ets_predictor* predictor, const char* job_id);
 
 #ifdef __cplusplus
 }

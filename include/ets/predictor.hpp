@@ -34,7 +34,8 @@ namespace ets {
 /// is c = exp(Σ r_i / (n + k)), the posterior mean of a log-space bias under a N(0, σ²/k) prior (k =
 /// Options::prior_weight pseudo-observations of "no bias"), i.e. the mean log ratio shrunk toward 0 (c toward 1).
 /// Each r_i is clipped to ±ln(Options::max_ratio) so one straggler cannot swing the job. A constant bias b gives
-/// c = b^(n / (n + k)) → b. The corrected estimate is c × raw, interval scaled alike.
+/// c = b^(n / (n + k)) → b. The corrected estimate is c × raw, interval scaled alike. With Options::max_observations
+/// N > 0, once n reaches N each new r first scales Σ r_i by (N − 1) / N and n stays N.
 class Predictor {
  public:
   struct Options {
@@ -43,6 +44,11 @@ class Predictor {
     double max_ratio = 10.0;          ///< clip of a single observation's measured / predicted ratio
     bool verify_self_test = true;     ///< run each model file's self-test on load
     bool cache = true;                ///< cache raw predictions of registered jobs per model
+    /// N > 0: observe() weighs the last ~N observations (an exponentially weighted mean with a time constant of N
+    /// observations), so a job whose speed changes is followed within a few N, where the plain mean over days of
+    /// observations would take about six times as many as it has to move. 0 (the default): every observation
+    /// counts alike.
+    std::int64_t max_observations = 0;
   };
 
   /// One answer: a job on an environment.
@@ -75,7 +81,7 @@ class Predictor {
   };
 
   Predictor();
-  /// Throws ets.predict.7 for options out of range.
+  /// Throws ets.predict.7 for options out of range (prior_weight < 0, max_ratio ≤ 1, max_observations < 0).
   explicit Predictor(Options options);
   ~Predictor();
   Predictor(const Predictor&) = delete;
@@ -93,6 +99,9 @@ class Predictor {
   std::string add_model(const std::string& env, const std::string& path);
   /// Same, from a model in memory (e.g. fresh from ModelTrainer).
   std::string add_model(const std::string& env, const ModelFile& model);
+  /// Forgets an environment's model, its cached predictions and every job's observations on it; false if it was not
+  /// registered. A long-running scheduler that retires environments calls it, or their models stay in memory.
+  bool remove_model(const std::string& env);
   /// Environment ids in insertion order.
   std::vector<std::string> environments() const;
   bool has_environment(const std::string& env) const;

@@ -236,6 +236,21 @@ ets_status ets_predictor_load_job_limited(ets_predictor* p, const char* job_id, 
   return guarded([&] { p->impl.load_job(job_id, trace_path, options); });
 }
 
+ets_status ets_predictor_remove_model(ets_predictor* p, const char* env) {
+  ETS_C_REQUIRE(p, "ets_predictor_remove_model", "predictor");
+  ETS_C_REQUIRE(env, "ets_predictor_remove_model", "env");
+  return guarded([&] {
+    ETS_CHECK(p->impl.remove_model(env), ets::Errc::invalid_argument, "ets.predict.2", "no model for environment '{}'",
+              env);
+  });
+}
+
+ets_status ets_predictor_reset_observations(ets_predictor* p, const char* job_id) {
+  ETS_C_REQUIRE(p, "ets_predictor_reset_observations", "predictor");
+  ETS_C_REQUIRE(job_id, "ets_predictor_reset_observations", "job_id");
+  return guarded([&] { p->impl.reset_observations(job_id); });
+}
+
 ets_status ets_predictor_remove_job(ets_predictor* p, const char* job_id) {
   ETS_C_REQUIRE(p, "ets_predictor_remove_job", "predictor");
   ETS_C_REQUIRE(job_id, "ets_predictor_remove_job", "job_id");

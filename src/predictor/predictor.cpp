@@ -76,13 +76,29 @@ struct Predictor::Impl {
   Options opt;
   mutable std::shared_mutex mu;  // guards models, order and jobs (the maps, not the Job internals)
   std::vector<std::shared_ptr<const Model>> models;  // insertion order
+  std::unordered_map<std::string, std::size_t> model_index;  // env id -> position in models: lookups stay O(1)
   std::unordered_map<std::string, std::shared_ptr<Job>> jobs;
   std::atomic<std::uint64_t> next_serial{1};
 
   std::shared_ptr<const Model> find_model(const std::string& env) const {
-    for (const auto& m : models)
-      if (m->env == env) return m;
-    return nullptr;
+    const auto it = model_index.find(env);
+    return it == model_index.end() ? nullptr : models[it->second];
+  }
+
+  // Drops every job's cache entries of serials no longer registered (also one a call in flight added meanwhile).
+  // Called with mu held exclusively; releases it before taking job locks (never taken under mu's exclusive lock).
+  void purge_unregistered(std::unique_lock<std::shared_mutex>& lock, const std::string* removed_env) {
+    std::unordered_set<std::uint64_t> live;
+    for (const auto& model : models) live.insert(model->serial);
+    std::vector<std::shared_ptr<Job>> all;
+    for (const auto& [id, job] : jobs) all.push_back(job);
+    lock.unlock();
+    for (const auto& job : all) {
+      std::lock_guard lk(job->mu);
+      for (auto it = job->cache.begin(); it != job->cache.end();)
+        it = live.count(it->first) ? std::next(it) : job->cache.erase(it);
+      if (removed_env) job->obs.erase(*removed_env);
+    }
   }
 
   // The caller holds mu. A Job's trace never changes once added, so the pointer may be used after mu is released.
@@ -182,10 +198,10 @@ Predictor::Predictor() : Predictor(Options{}) {}
 
 Predictor::Predictor(Options options) : impl_(std::make_unique<Impl>()) {
   ETS_CHECK(std::isfinite(options.prior_weight) && options.prior_weight >= 0 && std::isfinite(options.max_ratio) &&
-                options.max_ratio > 1,
+                options.max_ratio > 1 && options.max_observations >= 0,
             Errc::invalid_argument, "ets.predict.7",
-            "Predictor options: prior_weight {} must be ≥ 0 and max_ratio {} > 1", options.prior_weight,
-            options.max_ratio);
+            "Predictor options: prior_weight {} must be ≥ 0, max_ratio {} > 1 and max_observations {} ≥ 0",
+            options.prior_weight, options.max_ratio, options.max_observations);
   impl_->opt = options;
 }
 
@@ -239,25 +255,27 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
     }
   const std::string env = m->env;
   std::shared_ptr<const Model> cm = std::move(m);
-  for (auto& slot : impl_->models)
-    if (slot->env == env) {
-      slot = std::move(cm);
-      // The replaced model's cached predictions can never be asked for again (caches are keyed by serial). Drop
-      // every entry of a serial no longer registered, which also catches one a call in flight added meanwhile.
-      std::unordered_set<std::uint64_t> live;
-      for (const auto& model : impl_->models) live.insert(model->serial);
-      std::vector<std::shared_ptr<Job>> jobs;
-      for (const auto& [id, job] : impl_->jobs) jobs.push_back(job);
-      lock.unlock();  // job locks are never taken under mu's exclusive lock
-      for (const auto& job : jobs) {
-        std::lock_guard lk(job->mu);
-        for (auto it = job->cache.begin(); it != job->cache.end();)
-          it = live.count(it->first) ? std::next(it) : job->cache.erase(it);
-      }
-      return env;
-    }
+  if (const auto it = impl_->model_index.find(env); it != impl_->model_index.end()) {
+    impl_->models[it->second] = std::move(cm);
+    // The replaced model's cached predictions can never be asked for again (caches are keyed by serial).
+    // Observations stay until observe() or a query meets them with the old serial.
+    impl_->purge_unregistered(lock, nullptr);
+    return env;
+  }
   impl_->models.push_back(std::move(cm));
+  impl_->model_index.emplace(env, impl_->models.size() - 1);
   return env;
+}
+
+bool Predictor::remove_model(const std::string& env) {
+  std::unique_lock lock(impl_->mu);
+  const auto it = impl_->model_index.find(env);
+  if (it == impl_->model_index.end()) return false;
+  impl_->models.erase(impl_->models.begin() + static_cast<std::ptrdiff_t>(it->second));
+  impl_->model_index.clear();
+  for (std::size_t i = 0; i < impl_->models.size(); ++i) impl_->model_index.emplace(impl_->models[i]->env, i);
+  impl_->purge_unregistered(lock, &env);
+  return true;
 }
 
 std::vector<std::string> Predictor::environments() const {
@@ -544,6 +562,13 @@ void Predictor::observe(const std::string& job_id, const std::string& env, doubl
   // Serials only grow. Observations of a newer model stay: this one raced a replacement and measured the old model.
   if (o.serial > model->serial) return;
   if (o.serial != model->serial) o = Observations{model->serial, 0, 0};  // the first against this model
+  const std::int64_t window = impl_->opt.max_observations;
+  if (window > 0 && o.n >= window) {  // exponentially weighted: the oldest weigh less with every new one
+    o.sum_log *= static_cast<double>(window - 1) / static_cast<double>(window);
+    o.sum_log += r;
+    o.n = window;
+    return;
+  }
   o.sum_log += r;
   ++o.n;
 }

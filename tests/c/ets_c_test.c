@@ -168,6 +168,26 @@ int main(int argc, char** argv) {
     rmdir(dir);
   }
 
+  /* a job's observations dropped on every environment; an environment forgotten with its observations */
+  EXPECT(ets_observe(p, "job1", "envB", 2.0 * single[1].raw_us) == ETS_OK);
+  EXPECT(ets_predictor_reset_observations(p, "job1") == ETS_OK);
+  EXPECT(ets_predict(p, "job1", "envA", &after) == ETS_OK);
+  EXPECT(after.observations == 0 && after.correction == 1.0);
+  EXPECT(ets_predictor_reset_observations(p, "nojob") == ETS_INVALID_ARGUMENT);
+  EXPECT(strcmp(ets_last_error_id(), "ets.predict.1") == 0);
+  EXPECT(ets_predictor_reset_observations(p, NULL) == ETS_INVALID_ARGUMENT);
+  EXPECT(ets_observe(p, "job1", "envB", 2.0 * single[1].raw_us) == ETS_OK);
+  EXPECT(ets_predictor_remove_model(p, "envB") == ETS_OK);
+  EXPECT(ets_predictor_env_count(p, &count) == ETS_OK);
+  EXPECT(count == 1);
+  EXPECT(ets_predict(p, "job1", "envB", &after) == ETS_INVALID_ARGUMENT);
+  EXPECT(ets_predictor_remove_model(p, "envB") == ETS_INVALID_ARGUMENT);
+  EXPECT(strcmp(ets_last_error_id(), "ets.predict.2") == 0);
+  EXPECT(ets_predictor_remove_model(p, NULL) == ETS_INVALID_ARGUMENT);
+  EXPECT(ets_predictor_add_model(p, "envB", argv[1]) == ETS_OK);
+  EXPECT(ets_predict(p, "job1", "envB", &after) == ETS_OK);
+  EXPECT(after.observations == 0);
+
   EXPECT(ets_predictor_remove_job(p, "job2") == ETS_OK);
   EXPECT(ets_predictor_remove_job(p, "job2") == ETS_INVALID_ARGUMENT);
   ets_predictor_destroy(p);

@@ -191,6 +191,60 @@ TEST_CASE("observe() converges to a constant bias and leaves other jobs and envs
   }
 }
 
+TEST_CASE("max_observations: the correction follows a job whose speed changed", "[predictor][observe]") {
+  const auto traces = jobs_set();
+  ets::Predictor::Options o = cpu();
+  o.max_observations = 50;
+  ets::Predictor windowed(o);
+  ets::Predictor plain(cpu());
+  for (ets::Predictor* p : {&windowed, &plain}) {
+    p->add_model("a", ets_test::small_model(traces, 1));
+    p->add_job("j", traces[4]);
+  }
+  const double raw = plain.predict("j", "a").raw_us;
+  for (int n = 0; n < 2000; ++n) {  // a long spell at 2x the prediction
+    windowed.observe("j", "a", 2 * raw);
+    plain.observe("j", "a", 2 * raw);
+  }
+  CHECK(windowed.correction("j", "a").factor == Approx(std::pow(2.0, 50.0 / 52.0)).epsilon(1e-6));
+  CHECK(windowed.correction("j", "a").observations == 50);
+  for (int n = 0; n < 300; ++n) {  // then the job runs as predicted: 6 time constants of the window
+    windowed.observe("j", "a", raw);
+    plain.observe("j", "a", raw);
+  }
+  CHECK(windowed.correction("j", "a").factor < 1.01);  // followed the change
+  CHECK(plain.correction("j", "a").factor > 1.8);      // the mean over all 2,300 still says ~1.9
+  CHECK(windowed.predict("j", "a").iteration_us == Approx(raw * windowed.correction("j", "a").factor));
+  o.max_observations = -1;
+  CHECK_THROWS_WITH(ets::Predictor(o), Catch::Contains("ets.predict.7"));
+}
+
+TEST_CASE("remove_model frees an environment: its model, caches and every job's observations", "[predictor]") {
+  const auto traces = jobs_set();
+  ets::Predictor p(cpu());
+  p.add_model("a", ets_test::small_model(traces, 1));
+  p.add_model("b", ets_test::small_model(traces, 2));
+  p.add_model("c", ets_test::small_model(traces, 3));
+  p.add_job("j", traces[4]);
+  const auto before = p.predict_batch({"j"}, {"a", "c"});
+  p.observe("j", "b", 3 * p.predict("j", "b").raw_us);
+  p.observe("j", "c", 2 * before.at(0, 1).raw_us);
+  CHECK(p.remove_model("b"));
+  CHECK_FALSE(p.remove_model("b"));
+  CHECK_FALSE(p.has_environment("b"));
+  CHECK(p.environments() == std::vector<std::string>{"a", "c"});
+  CHECK_THROWS_WITH(p.predict("j", "b"), Catch::Contains("ets.predict.2"));
+  // the others are untouched, their order and lookups too (the index is rebuilt)
+  const auto after = p.predict_batch({"j"}, {"a", "c"});
+  CHECK(after.at(0, 0).iteration_us == before.at(0, 0).iteration_us);
+  CHECK(after.at(0, 1).correction == Approx(std::pow(2.0, 1.0 / 3.0)));
+  // a new model under the removed id starts without the old observations
+  p.add_model("b", ets_test::small_model(traces, 2));
+  CHECK(p.correction("j", "b").observations == 0);
+  CHECK(p.environments() == std::vector<std::string>{"a", "c", "b"});
+  CHECK(p.predict("j", "b").raw_us == Approx(p.predict("j", "b").iteration_us));
+}
+
 TEST_CASE("Predictor errors carry stable ids", "[predictor]") {
   const auto traces = jobs_set();
   ets::Predictor p(cpu());
@@ -300,7 +354,7 @@ TEST_CASE("load_job imports a trace file and picks the median iteration", "[pred
   CHECK(ets::Predictor::representative_iteration(zeroed) == its.size() - 1);
 }
 
-TEST_CASE("8 threads share one Predictor: batches, observations and job churn", "[predictor][threads]") {
+TEST_CASE("9 threads share one Predictor: batches, observations, job and model churn", "[predictor][threads]") {
   std::vector<ets::ExecutionTrace> traces;
   for (int i = 0; i < 16; ++i) traces.push_back(ets_test::learnable_trace(500 + static_cast<std::uint32_t>(i), 5 + 7 * i));
   ets::Predictor p(cpu());
@@ -316,9 +370,10 @@ TEST_CASE("8 threads share one Predictor: batches, observations and job churn", 
   const auto expect = ref.predict_batch(ids, {"a", "b"});
   for (std::size_t i = 0; i < traces.size(); ++i) p.add_job(ids[i], traces[i]);
 
+  const ets::ModelFile model_c = ets_test::small_model(traces, 3);
   std::atomic<int> mismatches{0}, failures{0};
   std::vector<std::thread> pool;
-  for (int t = 0; t < 8; ++t)
+  for (int t = 0; t < 9; ++t)
     pool.emplace_back([&, t] {
       try {
         std::mt19937 rng(static_cast<unsigned>(t));
@@ -327,6 +382,12 @@ TEST_CASE("8 threads share one Predictor: batches, observations and job churn", 
             p.add_job("churn", traces[static_cast<std::size_t>(it) % traces.size()]);
             p.observe("churn", "a", 100.0 + it);
             p.remove_job("churn");
+            continue;
+          }
+          if (t == 8) {  // an environment that no other thread queries comes and goes, observed meanwhile
+            p.add_model("c", model_c);
+            p.observe(ids[static_cast<std::size_t>(it) % ids.size()], "c", 50.0 + it);
+            p.remove_model("c");
             continue;
           }
           std::vector<std::string> sub;
@@ -355,6 +416,7 @@ TEST_CASE("8 threads share one Predictor: batches, observations and job churn", 
   CHECK(p.correction("j0", "b").observations == 40);
   CHECK(final_m.at(0, 1).iteration_us > expect.at(0, 1).iteration_us);
   CHECK_FALSE(p.has_job("churn"));
+  CHECK(p.environments() == std::vector<std::string>{"a", "b"});
 }
 
 // A finite, accepted observe() must never make predict() return an infinite estimate or interval.
