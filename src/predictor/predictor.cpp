@@ -228,6 +228,9 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
               shown);
   }
   m->file = file;
+  // The network keeps its own copy of the weights (and the backend a packed one): a third copy here cost a model's
+  // size again per environment. model() puts them back from the network.
+  m->file.weights = LstmWeights{};
   m->encoder_key = encoder_key(file);
   ETS_CHECK(!file.encoder_state.empty(), Errc::shape, "ets.predict.6",
             "model for '{}' carries no encoder state (a bare network, e.g. exported without --encoder-from): it cannot "
@@ -292,7 +295,10 @@ bool Predictor::has_environment(const std::string& env) const {
 
 ModelFile Predictor::model(const std::string& env) const {
   std::shared_lock lock(impl_->mu);
-  return impl_->resolve_envs({env}).front()->file;
+  const auto m = impl_->resolve_envs({env}).front();
+  ModelFile f = m->file;
+  f.weights = m->lstm->weights();
+  return f;
 }
 
 std::string Predictor::backend_name(const std::string& env) const {

@@ -238,6 +238,10 @@ TEST_CASE("remove_model frees an environment: its model, caches and every job's 
   const auto after = p.predict_batch({"j"}, {"a", "c"});
   CHECK(after.at(0, 0).iteration_us == before.at(0, 0).iteration_us);
   CHECK(after.at(0, 1).correction == Approx(std::pow(2.0, 1.0 / 3.0)));
+  // model() hands back the model as registered, weights included (the Predictor keeps them in the network only)
+  const ets::ModelFile c_file = ets_test::small_model(traces, 3);
+  const ets::ModelFile got = p.model("c");
+  CHECK(ets::serialize_model(got) == ets::serialize_model(c_file));
   // a new model under the removed id starts without the old observations
   p.add_model("b", ets_test::small_model(traces, 2));
   CHECK(p.correction("j", "b").observations == 0);
