@@ -92,7 +92,8 @@ class Predictor {
   // ---- models (one per hardware environment) ----
 
   /// Loads an .etsm file for `env` ("" = the model's own hardware_env, or "default" when that is empty), replacing
-  /// any model of that env. observe() corrections on a replaced env are dropped: they measured the old model's bias.
+  /// any model of that env. observe() corrections on a replaced env are dropped: they measured the old model's bias
+  /// (the same model again, bit for bit, keeps them and the caches: its predictions are the old ones).
   /// Returns the env id used. Throws the model reader's errors (ets.model.*), ets.encoder.* (embedded spec),
   /// ets.predict.6 (no encoder, widths differ, not 2 outputs), ets.predict.9 (an env id with a control character)
   /// and the backend's (ets.predictor.*, ets.cuda.*).

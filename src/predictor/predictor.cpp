@@ -64,6 +64,20 @@ struct Job {
   std::map<std::string, Observations> obs;
 };
 
+// Whether two models predict alike: the same network, encoder, window geometry and label normalisation (provenance,
+// hardware_env and the self-test do not change a prediction). Bitwise on the weights.
+bool same_predictions(const LstmWeights& a, const ModelFile& fa, const LstmWeights& b, const ModelFile& fb) {
+  if (!(a.config == b.config) || a.cells.size() != b.cells.size() || a.head_w != b.head_w || a.head_b != b.head_b ||
+      fa.encoder_state != fb.encoder_state || fa.window_width != fb.window_width ||
+      fa.window_stride != fb.window_stride || !(fa.labels == fb.labels))
+    return false;
+  for (std::size_t i = 0; i < a.cells.size(); ++i)
+    if (a.cells[i].w_ih != b.cells[i].w_ih || a.cells[i].w_hh != b.cells[i].w_hh || a.cells[i].b_ih != b.cells[i].b_ih ||
+        a.cells[i].b_hh != b.cells[i].b_hh)
+      return false;
+  return true;
+}
+
 std::string encoder_key(const ModelFile& m) {
   std::string k(m.encoder_state.begin(), m.encoder_state.end());
   k += "|" + std::to_string(m.window_width) + "|" + std::to_string(m.window_stride);
@@ -256,13 +270,23 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
       m->encoder = other->encoder;
       break;
     }
+  // The same model again under its environment (a scheduler reloading its configuration) predicts as the old one:
+  // it keeps the old serial, so the jobs' caches and observe() corrections stay valid.
+  bool reused_serial = false;
+  if (const auto it = impl_->model_index.find(m->env); it != impl_->model_index.end()) {
+    const auto& old = impl_->models[it->second];
+    if (same_predictions(old->lstm->weights(), old->file, file.weights, file)) {
+      m->serial = old->serial;
+      reused_serial = true;
+    }
+  }
   const std::string env = m->env;
   std::shared_ptr<const Model> cm = std::move(m);
   if (const auto it = impl_->model_index.find(env); it != impl_->model_index.end()) {
     impl_->models[it->second] = std::move(cm);
-    // The replaced model's cached predictions can never be asked for again (caches are keyed by serial).
-    // Observations stay until observe() or a query meets them with the old serial.
-    impl_->purge_unregistered(lock, nullptr);
+    // A replaced model's cached predictions can never be asked for again (caches are keyed by serial); its
+    // observations no longer apply, which correction_of() and observe() tell by the serial.
+    if (!reused_serial) impl_->purge_unregistered(lock, nullptr);
     return env;
   }
   impl_->models.push_back(std::move(cm));

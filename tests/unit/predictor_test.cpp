@@ -179,6 +179,21 @@ TEST_CASE("observe() converges to a constant bias and leaves other jobs and envs
     CHECK(c.mean_log_ratio == Approx(std::log(0.5)));
     CHECK(p.correction("other", "no-such-env").observations == 0);
   }
+  SECTION("the same model loaded again keeps the corrections and caches: its predictions are the old ones") {
+    const double r_old = p.predict("other", "b").raw_us;
+    p.observe("other", "b", 2.0 * r_old);
+    ets::ModelFile again = ets_test::small_model(traces, 2);
+    again.provenance["reloaded"] = "yes";  // provenance does not change a prediction
+    p.add_model("b", again);
+    CHECK(p.correction("other", "b").observations == 1);
+    CHECK(p.predict("other", "b").raw_us == r_old);
+    CHECK(p.model("b").provenance.at("reloaded") == "yes");
+    ets::ModelFile other = again;
+    other.weights.head_b[0] += 0.5f;  // predicts otherwise: a replacement
+    p.add_model("b", other);
+    CHECK(p.predict("other", "b").raw_us != r_old);
+    CHECK(p.correction("other", "b").observations == 0);
+  }
   SECTION("no shrinkage: one observation sets the factor exactly") {
     ets::Predictor::Options o = cpu();
     o.prior_weight = 0;
