@@ -310,8 +310,8 @@ Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& 
   double t = jobs[order[0]].submit;
   Metrics m;
   auto pred_remaining = [&](std::size_t j) { return remaining[j] * ratio(j, attained[j]); };
-  // Per-event work is kept to the active jobs: these are allocated once and only active entries are touched (with
-  // per-event vectors over all n jobs a run cost O(n^2): 16,000 jobs took 155 s).
+  // Allocated once, not at every event; only the active jobs' entries are touched. (Re-ranking the queue at every
+  // event still makes a run's cost grow with events × queued jobs: docs/scheduling.md, Cost.)
   std::vector<double> key(n, 0.0);
   std::vector<char> now_running(n, 0);
   std::vector<std::size_t> cand, still;

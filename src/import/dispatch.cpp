@@ -102,7 +102,6 @@ std::string Tracer::detect(const std::string& path, const LoadOptions& options) 
 
 std::vector<ExecutionTrace> Tracer::load(const std::string& path) { return load(path, LoadOptions{}); }
 
-
 std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOptions& options) {
   return with_utf8_source_paths(read_any(path, options, nullptr));
 }

@@ -64,24 +64,21 @@ struct Job {
   std::map<std::string, Observations> obs;
 };
 
-// Whether two models predict alike: the same network, encoder, window geometry and label normalisation (provenance,
-// hardware_env and the self-test do not change a prediction). Bitwise on the weights.
-bool same_predictions(const LstmWeights& a, const ModelFile& fa, const LstmWeights& b, const ModelFile& fb) {
-  if (!(a.config == b.config) || a.cells.size() != b.cells.size() || a.head_w != b.head_w || a.head_b != b.head_b ||
-      fa.encoder_state != fb.encoder_state || fa.window_width != fb.window_width ||
-      fa.window_stride != fb.window_stride || !(fa.labels == fb.labels))
+std::string encoder_key(const ModelFile& m) {
+  std::string k(m.encoder_state.begin(), m.encoder_state.end());
+  k += "|" + std::to_string(m.window_width) + "|" + std::to_string(m.window_stride);
+  return k;
+}
+
+// Whether two networks are the same: one config and equal weights (finite values, so the same predictions).
+bool same_network(const LstmWeights& a, const LstmWeights& b) {
+  if (!(a.config == b.config) || a.cells.size() != b.cells.size() || a.head_w != b.head_w || a.head_b != b.head_b)
     return false;
   for (std::size_t i = 0; i < a.cells.size(); ++i)
     if (a.cells[i].w_ih != b.cells[i].w_ih || a.cells[i].w_hh != b.cells[i].w_hh || a.cells[i].b_ih != b.cells[i].b_ih ||
         a.cells[i].b_hh != b.cells[i].b_hh)
       return false;
   return true;
-}
-
-std::string encoder_key(const ModelFile& m) {
-  std::string k(m.encoder_state.begin(), m.encoder_state.end());
-  k += "|" + std::to_string(m.window_width) + "|" + std::to_string(m.window_stride);
-  return k;
 }
 
 }  // namespace
@@ -271,11 +268,14 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
       break;
     }
   // The same model again under its environment (a scheduler reloading its configuration) predicts as the old one:
-  // it keeps the old serial, so the jobs' caches and observe() corrections stay valid.
+  // the same encoder and window geometry (encoder_key), label normalisation and network (provenance, hardware_env
+  // and the self-test change no prediction). It keeps the old serial, so the jobs' caches and observe()
+  // corrections stay valid.
   bool reused_serial = false;
   if (const auto it = impl_->model_index.find(m->env); it != impl_->model_index.end()) {
     const auto& old = impl_->models[it->second];
-    if (same_predictions(old->lstm->weights(), old->file, file.weights, file)) {
+    if (old->encoder_key == m->encoder_key && old->file.labels == file.labels &&
+        same_network(old->lstm->weights(), file.weights)) {
       m->serial = old->serial;
       reused_serial = true;
     }
