@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <ets/baseline.hpp>
 #include <ets/dataset_split.hpp>
 #include <ets/error.hpp>
@@ -90,13 +92,21 @@ void write_whole(const std::string& out, const std::string& text) {
     return;
   }
   const std::string path = link_target(out);
-  const std::string tmp = path + ".part";
-  std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
+  // The temporary gets a name of its own, created exclusively ("x": O_EXCL, which also refuses any symlink there),
+  // so neither a second run writing the same output nor a link planted at a predictable name is written through.
+  std::string tmp;
+  std::FILE* f = nullptr;
+  std::random_device rd;
+  for (int tries = 0; !f && tries < 16; ++tries) {
+    tmp = fmt::format("{}.part.{:08x}{:08x}", path, rd(), rd());
+    f = std::fopen(tmp.c_str(), "wbx");
+  }
+  ETS_CHECK(f != nullptr, ets::Errc::io, "ets.sim.1", "cannot create a temporary beside {}", out);
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = std::fclose(f) == 0 && ok;
   std::error_code ec;
-  if (!f.fail()) fs::rename(tmp, path, ec);
-  if (f.fail() || ec) {
+  if (ok) fs::rename(tmp, path, ec);
+  if (!ok || ec) {
     fs::remove(tmp, ec);
     ETS_THROW(ets::Errc::io, "ets.sim.1", "writing {} failed", out);
   }

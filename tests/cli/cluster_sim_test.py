@@ -76,6 +76,24 @@ via_link = open(real).read()
 if q.returncode != 0 or not os.path.islink(link) or not via_link.startswith("policy,predictor,"):
     failures.append(f"run --out a symlink: rc {q.returncode}, link kept {os.path.islink(link)}, target "
                     f"{via_link[:40]!r} {q.stderr[:200]}")
+# the temporary is the run's own: a symlink planted at a predictable name beside the output (`<out>.part`) is
+# neither written through nor renamed over the output
+victim = os.path.join(work, "victim.txt")
+with open(victim, "w") as f:
+    f.write("untouched\n")
+planted = os.path.join(work, "planted_results.csv")
+for pth in (planted, planted + ".part"):
+    if os.path.lexists(pth):
+        os.remove(pth)
+os.symlink(victim, planted + ".part")
+q = subprocess.run([*args, "--out", planted], capture_output=True, text=True)
+if (q.returncode != 0 or open(victim).read() != "untouched\n" or os.path.islink(planted)
+        or open(planted).read() != via_link):
+    failures.append(f"run --out beside a planted <out>.part symlink: rc {q.returncode}, victim "
+                    f"{open(victim).read()[:40]!r}, output a link {os.path.islink(planted)} {q.stderr[:200]}")
+leftover = [n for n in os.listdir(work) if n.startswith("planted_results.csv.") and n != "planted_results.csv.part"]
+if leftover:
+    failures.append(f"run --out left temporaries behind: {leftover}")
 r, w = os.pipe()
 q = subprocess.Popen([*args, "--out", f"/dev/fd/{w}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                      pass_fds=(w,))
