@@ -1,6 +1,9 @@
 """The Python tools' one atomic file writer (the C++ library's is detail::FileReplacement in
 include/ets/detail/output_file.hpp, and does the same)."""
+import contextlib
+import itertools
 import os
+import stat
 
 
 def sync_path(path: str) -> None:
@@ -28,15 +31,43 @@ def durable_replace(tmp: str, path: str) -> None:
         pass  # the file is in place; a folder that cannot be flushed loses nothing already written
 
 
-def atomic_write(path, data) -> None:
-    """Writes data (str or bytes) to a temporary file in path's folder, then renames it over path (durable_replace):
-    a reader, or an interrupted run, sees the old file or the new one, never a partial one. The temporary file never
-    outlives the call."""
-    tmp = f"{path}.tmp{os.getpid()}"
+@contextlib.contextmanager
+def replacing(path: str, binary: bool = True):
+    """Yields a new file object for a temporary in path's folder; when the block ends without an exception, the file
+    is closed and renamed over path (durable_replace), else removed: path holds the old file or the whole new one,
+    never a partial one. As the C++ writer's, the temporary is created new under a name of its own
+    (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0666 less the umask), so a file or symlink someone put under a name it might
+    take is never written through, and two writers of one path never share it; it gets the mode of the file it
+    replaces, so replacing a private file does not widen it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd, tmp = -1, ""
+    for n in itertools.count():
+        tmp = f"{path}.tmp{os.getpid()}-{n}"
+        try:
+            fd = os.open(tmp, flags, 0o666)
+            break
+        except FileExistsError:
+            if n >= 1000:
+                raise
     try:
-        with open(tmp, "wb" if isinstance(data, (bytes, bytearray)) else "w") as fh:
-            fh.write(data)
+        with contextlib.suppress(OSError):
+            mode = os.stat(path).st_mode
+            if stat.S_ISREG(mode) and hasattr(os, "fchmod"):
+                os.fchmod(fd, stat.S_IMODE(mode))
+        with os.fdopen(fd, "wb" if binary else "w") as fh:
+            fd = -1  # the file object owns it now
+            yield fh
         durable_replace(tmp, path)
     finally:
-        if os.path.exists(tmp):
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
             os.remove(tmp)
+
+
+def atomic_write(path, data) -> None:
+    """Writes data (str or bytes) to a temporary file in path's folder, then renames it over path (replacing()):
+    a reader, or an interrupted run, sees the old file or the new one, never a partial one. The temporary file never
+    outlives the call."""
+    with replacing(path, binary=isinstance(data, (bytes, bytearray))) as fh:
+        fh.write(data)

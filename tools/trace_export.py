@@ -33,9 +33,9 @@ import sys
 import warnings
 
 try:
-    from atomic_file import atomic_write, durable_replace  # tools/atomic_file.py, beside this module
+    from atomic_file import atomic_write, replacing  # tools/atomic_file.py, beside this module
 except ImportError:  # imported as part of a package (tools.trace_export)
-    from .atomic_file import atomic_write, durable_replace
+    from .atomic_file import atomic_write, replacing
 
 __all__ = ["export_kineto_json", "events_from_profile", "skip_function_events", "record_pool_args"]
 
@@ -365,9 +365,11 @@ def _write_json(doc: dict, path: str) -> str:
     return path
 
 
-def _append_ets_object(opener, src: str, dst: str, tail: bytes, chunk: int, compress: bool) -> None:
+def _append_ets_object(opener, src: str, out, tail: bytes, chunk: int, compress: bool) -> None:
     seen_events, opened = False, False
-    with opener(src, "rb") as fin, (gzip.open(dst, "wb", compresslevel=6) if compress else open(dst, "wb")) as fout:
+    # mtime 0 and no file name in the gzip header: the same trace gives the same bytes, whatever the temporary's name
+    with opener(src, "rb") as fin, (gzip.GzipFile(filename="", fileobj=out, mode="wb", compresslevel=6, mtime=0)
+                                    if compress else contextlib.nullcontext(out)) as fout:
         buf = b""  # read, not yet written: the last 64 bytes before any trailing blanks stay back for the closing '}'
         while True:
             data = fin.read(chunk)
@@ -398,13 +400,8 @@ def add_ets_metadata(src: str, dst: str, extra: dict, chunk: int = 1 << 20) -> s
     the file stays; the importer reads both, the later (this one) winning where they overlap. Returns dst."""
     opener = gzip.open if src.endswith(".gz") else open
     tail = json.dumps({"ets": extra}, separators=(",", ":"))[1:].encode()  # b'"ets":{...}}'
-    tmp = f"{dst}.tmp{os.getpid()}"  # written whole, then renamed over dst: a failure leaves dst as it was
-    try:
-        _append_ets_object(opener, src, tmp, tail, chunk, compress=dst.endswith(".gz"))
-        durable_replace(tmp, dst)
-    finally:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
+    with replacing(dst) as out:  # written whole, then renamed over dst: a failure leaves dst as it was
+        _append_ets_object(opener, src, out, tail, chunk, compress=dst.endswith(".gz"))
     return dst
 
 

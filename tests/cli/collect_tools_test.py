@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 from checks import check, finish  # tests/cli/checks.py, beside this script
 
@@ -244,6 +245,24 @@ finally:
     os.fsync = real_fsync
 check(synced == ["file", "folder"] and open(target).read() == "durable", f"atomic_write's flushes: {synced}")
 
+# ---- the temporary is created new under a name of its own: a symlink planted at the name the writer used to take
+# (<path>.tmp<pid>) is not written through; the replaced file's mode is kept (a private file stays private)
+victim = os.path.join(work, "victim.txt")
+with open(victim, "w") as fh:
+    fh.write("untouched")
+private = os.path.join(work, "private.json")
+with open(private, "w") as fh:
+    fh.write("old")
+os.chmod(private, 0o640)
+os.symlink(victim, f"{private}.tmp{os.getpid()}")
+K.atomic_write(private, "new")
+check(open(victim, "rb").read() == b"untouched" and open(private).read() == "new" and not os.path.islink(private),
+      f"atomic_write beside a planted symlink: victim {open(victim, 'rb').read()[:20]!r}, "
+      f"file {open(private).read()!r}")
+check(stat.S_IMODE(os.stat(private).st_mode) == 0o640, f"atomic_write keeps the mode: {oct(os.stat(private).st_mode)}")
+check([n for n in os.listdir(work) if n.startswith("private.json.")] == [f"private.json.tmp{os.getpid()}"],
+      f"atomic_write leaves no temporary of its own: {os.listdir(work)}")
+
 # ---- collect.py in a copied tree whose worker is a stub (no torch, no timing): what a run leaves behind
 tree = os.path.join(work, "tree")
 os.makedirs(os.path.join(tree, "tools", "collect"))
@@ -367,6 +386,21 @@ except ValueError:
 with open(earlier) as fh:
     check(fh.read() == "earlier trace" and not [n for n in os.listdir(work) if n.startswith("meta-earlier.json.")],
           "add_ets_metadata that fails keeps the earlier file and leaves no temporary")
+
+# the same for its temporary: a planted symlink is not written through, the earlier file's mode is kept, and the
+# gzip output is the same bytes whatever the temporary was called (no name or time in its header)
+dst = os.path.join(work, "meta-private.json.gz")
+src = os.path.join(work, "meta-synthetic.json")
+trace_export.add_ets_metadata(src, dst, meta)
+first = open(dst, "rb").read()
+os.chmod(dst, 0o600)
+os.symlink(victim, f"{dst}.tmp{os.getpid()}")
+time.sleep(1.1)  # a header carrying the time would now differ
+trace_export.add_ets_metadata(src, dst, meta)
+check(open(victim, "rb").read() == b"untouched" and not os.path.islink(dst) and open(dst, "rb").read() == first,
+      f"add_ets_metadata beside a planted symlink: victim {open(victim, 'rb').read()[:20]!r}, same bytes "
+      f"{open(dst, 'rb').read() == first}")
+check(stat.S_IMODE(os.stat(dst).st_mode) == 0o600, f"add_ets_metadata keeps the mode: {oct(os.stat(dst).st_mode)}")
 
 # ---- the worker's skip rule: the median warm-up iteration over --max-iter-s, decided as soon as it is certain (a
 # first warm-up paying one-off costs alone no longer drops a configuration); --rt is one of a pass's settings
