@@ -16,7 +16,8 @@
 namespace ets {
 
 namespace detail {
-ETS_INLINE std::atomic<CudaBackendFactory>& cuda_factory_slot() noexcept {
+// Inline in both modes, as log_state(): one slot per process, also where header-only and compiled code meet.
+inline std::atomic<CudaBackendFactory>& cuda_factory_slot() noexcept {
   static std::atomic<CudaBackendFactory> slot{nullptr};
   return slot;
 }

@@ -36,7 +36,9 @@ struct LogState {
   std::shared_ptr<const LogSink> sink;
   LogLevel min_level = LogLevel::info;
 };
-ETS_INLINE LogState& log_state() noexcept;
+// Always inline, in the compiled library too: its static is then one object per process (vague linkage, merged by
+// the linker and the loader) even where a library built on ets::ets_header_only shares a program with ets::ets.
+inline LogState& log_state() noexcept;
 ETS_INLINE bool log_enabled(LogLevel level) noexcept;
 }  // namespace detail
 
