@@ -104,7 +104,9 @@ class Evaluator {
     double predictor_bound = -1;
     std::size_t n = 0;  ///< traces matched; the figures are −1 when 0
   };
-  /// Missing file or no shared configuration → n = 0; throws ets.eval.3 when the file exists but cannot be read.
+  /// Missing file or no shared configuration → n = 0; throws ets.eval.3 when the file exists but cannot be read,
+  /// ets.eval.8 when a matched trace's labels were collected with other tail steps (`extra` "tail_steps", absent: 0)
+  /// than the file's "tail_steps" (absent: 0): their difference would be counted as noise.
   static Retest retest(const std::string& retest_json, const std::vector<ExecutionTrace>& traces);
 
   /// Iteration-level MRE of ETS weights on traces: the early-stopping metric of `ets train`.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -236,6 +237,12 @@ Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::v
   if (const auto err = parser.load(retest_json).get(doc)) bad(simdjson::error_message(err));
   simdjson::dom::object labels;
   if (doc["labels"].get_object().get(labels)) bad("no \"labels\" object");
+  // The --tail-steps of the re-collection (absent: 0, as in files from before the tail step). Labels ended one way
+  // and retest labels ended the other differ by the time between steps: that would be counted as noise.
+  std::int64_t retest_tail = 0;
+  if (simdjson::dom::element tail; !doc["tail_steps"].get(tail)) {
+    if (tail.get_int64().get(retest_tail) || retest_tail < 0) bad("tail_steps is not a whole number >= 0");
+  }
   for (const auto [key, value] : labels) {
     // A configuration re-collected without a label (card.py writes null) or an entry without one is skipped.
     if (value.is_null()) continue;
@@ -254,6 +261,12 @@ Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::v
     const auto hit = again.find(id->second);
     const double truth = truth_us(t);
     if (hit == again.end() || !(truth > 0) || !std::isfinite(truth) || !std::isfinite(hit->second)) continue;
+    const auto tail_it = t.meta.extra.find("tail_steps");
+    const std::string tail = tail_it == t.meta.extra.end() ? "0" : tail_it->second;
+    ETS_CHECK(tail == std::to_string(retest_tail), Errc::invalid_argument, "ets.eval.8",
+              "'{}' was re-collected with --tail-steps {}, the label of {} with {}: the two would differ by the time "
+              "between steps, counted as noise; re-collect the retest with the labels' --tail-steps",
+              retest_json, retest_tail, id->second, tail);
     const double diff = std::abs(hit->second - truth);
     rel += diff / truth;
     bound += diff / std::max(hit->second, truth);

@@ -270,7 +270,7 @@ for f in ("__init__.py", "collect.py", "card.py", "configs.py", "env.py", "zoo.p
     shutil.copy(os.path.join(ROOT, "tools", "collect", f), os.path.join(tree, "tools", "collect", f))
 shutil.copy(os.path.join(ROOT, "tools", "atomic_file.py"), os.path.join(tree, "tools", "atomic_file.py"))
 with open(os.path.join(tree, "tools", "collect", "worker.py"), "w") as fh:
-    fh.write("""import argparse, json, os
+    fh.write("""import argparse, json, os, time
 ap = argparse.ArgumentParser()
 ap.add_argument("--ids")
 ap.add_argument("--pass", dest="p", type=int)
@@ -286,7 +286,8 @@ for cid in ids:
     d = os.path.join(a.raw, cid)
     os.makedirs(d, exist_ok=True)
     open(os.path.join(d, "pass%d.json.gz" % a.p), "wb").close()
-    rec = {"ok": True, "pass": a.p, "pid": os.getpid(), "process_ids": len(ids),
+    rec = {"ok": True, "pass": a.p, "pid": os.getpid(), "process_ids": len(ids), "finished_unix": time.time(),
+           "wall_s": 0.01,
            "settings": dict({"warmup": a.warmup, "iters": a.iters}, **({"isolated": True} if a.isolated else {}),
                             **({"heap_mb": a.heap_mb} if a.heap_mb else {}),
                             **({"tail_steps": a.tail_steps} if a.tail_steps else {}))}
@@ -520,7 +521,7 @@ def aside(out, p):
 
 gate_out = os.path.join(work, "gate-out")
 r = gated(gate_out, [1.0, 1.2, 1.03], "--speed-retries", "1")  # pass 1 sets the reference; pass 2 runs 20% slow
-ref = json.load(open(os.path.join(gate_out, "collect", "speed_ref.json"))) if r.returncode == 0 else {}
+ref = json.load(open(os.path.join(gate_out, "speed_ref.json"))) if r.returncode == 0 else {}
 check(r.returncode == 0 and ref.get("cpu-s", {}).get("gemm_ms") == 3.0 and ref["cpu-s"].get("small_ops_ms") == 2.0,
       f"the first gated pass is the reference: rc {r.returncode} {ref} {r.stderr[-400:]}")
 check([e["ok"] for e in speed_events(gate_out)] == [True, False, True] and "set aside" in r.stderr,
@@ -538,6 +539,48 @@ check(r.returncode == 3 and "stopped" in r.stderr and len(aside(stop_out, 2)) ==
 r = gated(stop_out, [1.01], "--speed-retries", "0")
 check(r.returncode == 0 and units_to_run(r.stderr) == len(ids) and len(speed_events(stop_out)) == 4,
       f"a later run resumes with pass 2 only, against the kept reference: rc {r.returncode} {r.stderr[-300:]}")
+# a reference taken in a slow spell: every pass at the usual speed is then off, and a resume could never pass;
+# --invalidate over the spell drops it with the passes (it lists the passes it came from), and the next gated pass
+# sets a new one
+inv_out = os.path.join(work, "gate-inv")
+t_before = time.time()
+r = gated(inv_out, [1.5, 1.0], "--speed-retries", "0")
+ref = json.load(open(os.path.join(inv_out, "speed_ref.json"))).get("cpu-s", {})
+check(r.returncode == 3 and ref.get("gemm_ms") == 4.5 and sorted(ref.get("passes", [])) == sorted(ids) and
+      ref.get("gated_pass") == 1, f"a slow first pass became the reference: rc {r.returncode} {ref}")
+t_after = time.time()
+r = subprocess.run([sys.executable, TREE_COLLECT, "--out", inv_out, "--configs", os.path.join(work, "ids.txt"),
+                    "--passes", "2", "--invalidate", f"{t_before},{t_after}"], capture_output=True, text=True)
+check(r.returncode == 0 and "cpu-s" not in json.load(open(os.path.join(inv_out, "speed_ref.json"))) and
+      "came from a pass moved aside" in r.stderr, f"--invalidate drops that reference: rc {r.returncode} "
+      f"{r.stderr[-300:]}")
+r = gated(inv_out, [1.0, 1.02], "--speed-retries", "0")
+check(r.returncode == 0 and json.load(open(os.path.join(inv_out, "speed_ref.json")))["cpu-s"]["gemm_ms"] == 3.0,
+      f"and the resumed run gates on a new one: rc {r.returncode} {r.stderr[-300:]}")
+# a reference kept where collections before this one put it (OUT/collect/) still holds
+old_out = os.path.join(work, "gate-oldref")
+os.makedirs(os.path.join(old_out, "collect"))
+with open(os.path.join(old_out, "collect", "speed_ref.json"), "w") as fh:
+    json.dump({"cpu-s": {"gemm_ms": 6.0, "small_ops_ms": 4.0, "source": "first gated pass"}}, fh)
+r = gated(old_out, [1.0], "--speed-retries", "0")
+check(r.returncode == 3 and speed_events(old_out)[0].get("gemm_ms_rel") == -0.5,
+      f"the reference in OUT/collect/ is read: rc {r.returncode} {speed_events(old_out)}")
+# an OUT whose manifest is not this tree's (a dataset from before the generator families) is refused before any
+# pass: its labels would be trained on and carded under a manifest that does not list them
+stale_out = os.path.join(work, "stale-manifest")
+os.makedirs(stale_out)
+with open(os.path.join(ROOT, "data", "manifest.json")) as fh:
+    m = json.load(fh)
+m["configs"] = m["configs"][:-1]
+with open(os.path.join(stale_out, "manifest.json"), "w") as fh:
+    json.dump(m, fh)
+r = gated(stale_out, [1.0], "--speed-retries", "0")
+check(r.returncode == 2 and "not this tree's manifest" in r.stderr and "--manifest" in r.stderr and
+      not os.path.exists(os.path.join(stale_out, "raw")), f"a stale manifest is refused: rc {r.returncode} "
+      f"{r.stderr[-300:]}")
+r = subprocess.run([sys.executable, TREE_COLLECT, "--out", stale_out, "--manifest"], capture_output=True, text=True)
+r = gated(stale_out, [1.0, 1.0], "--speed-retries", "0") if r.returncode == 0 else r
+check(r.returncode == 0, f"and taken once --manifest rewrote it: rc {r.returncode} {r.stderr[-300:]}")
 ref_out = os.path.join(work, "gate-ref")
 r = gated(ref_out, [1.5], "--speed-retries", "0", "--speed-ref", "3,2")
 check(r.returncode == 3 and speed_events(ref_out)[0].get("gemm_ms_rel") == 0.5,

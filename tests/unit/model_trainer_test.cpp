@@ -240,6 +240,29 @@ TEST_CASE("the test-retest figures compare re-collected labels with the traces' 
   CHECK(absent.mre == -1.0);
   CHECK(absent.predictor_bound == -1.0);
   CHECK(absent.n == 0);
+  // a retest collected with other tail steps than the labels it meets would count the time between steps as
+  // noise: refused, naming both; one with the same (absent = 0 on both sides, or the same number) is scored
+  const auto write_text = [&](const std::string& text) {
+    std::ofstream f(path);
+    f << text;
+  };
+  const std::string two = "\"famR-0000\":{\"measured_us\":" + std::to_string(1.1 * t0) +
+                          "},\"famR-0001\":{\"measured_us\":" + std::to_string(0.8 * t1) + "}";
+  write_text("{\"tail_steps\":1,\"labels\":{" + two + "}}");
+  CHECK_THROWS_WITH(ets::Evaluator::retest(path, traces),
+                    Catch::Contains("ets.eval.8") && Catch::Contains("--tail-steps 1") && Catch::Contains("with 0"));
+  traces[0].meta.extra["tail_steps"] = "1";
+  traces[1].meta.extra["tail_steps"] = "1";
+  CHECK(ets::Evaluator::retest(path, traces).n == 2);
+  write_text("{\"labels\":{" + two + "}}");
+  CHECK_THROWS_WITH(ets::Evaluator::retest(path, traces), Catch::Contains("ets.eval.8"));
+  traces[0].meta.extra.erase("tail_steps");
+  traces[1].meta.extra.erase("tail_steps");
+  CHECK(ets::Evaluator::retest(path, traces).n == 2);
+  for (const char* bad_tail : {"-1", "1.5", "\"1\""}) {
+    write_text(std::string("{\"tail_steps\":") + bad_tail + ",\"labels\":{" + two + "}}");
+    CHECK_THROWS_WITH(ets::Evaluator::retest(path, traces), Catch::Contains("ets.eval.3"));
+  }
   // a damaged file, or a label of the wrong type, is an error: the figure must not quietly vanish or come from half
   // a file (the on-demand parser skipped what it did not read)
   const auto good_entry = "\"famR-0000\":{\"measured_us\":" + std::to_string(1.1 * t0) + "}";

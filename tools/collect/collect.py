@@ -86,7 +86,14 @@ class Collector:
         self.ets = args.ets or _find_ets()
         self.settings = E.pass_settings(args.warmup, args.iters, args.isolate, args.heap_mb, getattr(args, "rt", False),
                                         args.tail_steps)
-        self.speed_ref_path = os.path.join(self.state, "speed_ref.json")
+        # Beside the labels, not in collect/ (local state): a collection resumed on another day or machine, and its
+        # retest, must gate on the speed the first labels were taken at. An older collection's copy in collect/ is
+        # read where there is none here.
+        self.speed_ref_path = os.path.join(self.out, "speed_ref.json")
+        old_ref = os.path.join(self.state, "speed_ref.json")
+        if not os.path.exists(self.speed_ref_path) and os.path.exists(old_ref):
+            shutil.copyfile(old_ref, self.speed_ref_path)
+        self._gated_ids, self._gated_p = [], 0
 
     # ---- bookkeeping
     def log(self, **ev) -> None:
@@ -238,7 +245,9 @@ class Collector:
         elif env in refs:
             return refs[env]
         else:
-            ref = dict(measured, source="first gated pass")
+            # which passes it came from: --invalidate drops a reference taken in a window it moves aside
+            ref = dict(measured, source="first gated pass", passes=sorted(self._gated_ids), gated_pass=self._gated_p,
+                       at_unix=round(time.time(), 3))
         if refs.get(env) != ref:
             refs[env] = ref
             atomic_write(self.speed_ref_path, json.dumps(refs, indent=1, sort_keys=True))
@@ -268,6 +277,7 @@ class Collector:
         """Runs a block's pass until its probes match the reference speed; False when the retries ran out."""
         for attempt in range(self.a.speed_retries + 1):
             self.run_pass(ids, p, progress)
+            self._gated_ids, self._gated_p = list(ids), p
             speed = self.pass_speed(ids, p) if self.a.speed_gate > 0 else None
             if speed is None:
                 return True  # gate off, or no probes to judge by (every pass failed, or an old worker)
@@ -373,7 +383,9 @@ class Collector:
                                      f"retr{'y' if self.a.speed_retries == 1 else 'ies'}; resume later "
                                      "with the same command (finished passes are kept). A machine that stays at "
                                      "another speed would mix two speeds into one dataset: collect it into another "
-                                     "--out (or, knowingly, pass --speed-ref)\n")
+                                     "--out (or, knowingly, pass --speed-ref). A reference that itself came from a "
+                                     "slow or disturbed spell (compare tools/collect/drift.py's medians) is dropped "
+                                     "by --invalidate over that spell, or by deleting the file\n")
                     self.log(ev="end", stopped="speed")
                     return 3
             if self.a.no_label:
@@ -429,6 +441,7 @@ class Collector:
         (to raw/<id>/label.disturbed-<time>.etst.gz), so that the next run collects them again. Nothing is deleted."""
         stamp = time.strftime("%Y%m%d%H%M%S")
         n_pass = n_cfg = 0
+        moved = set()
         for c in cfgs:
             hit = []
             for p in range(1, self.a.passes + 1):
@@ -449,9 +462,40 @@ class Collector:
                 os.replace(lab, os.path.join(d, f"label.disturbed-{stamp}.etst.gz"))
             n_pass += len(hit)
             n_cfg += 1
+            moved.update((c["id"], p) for p in hit)
             self.log(ev="invalidate", config=c["id"], passes=hit, windows=windows)
         sys.stderr.write(f"collect: {n_pass} passes of {n_cfg} configs ran in a disturbed window; moved aside\n")
+        self._drop_disturbed_refs(moved, windows)
         return n_cfg
+
+    def _drop_disturbed_refs(self, moved: set, windows) -> None:
+        """A reference taken from a pass now moved aside (or, for one that does not list its passes, in a window)
+        measured the disturbed speed: every later pass would be judged against it and set aside as slow. It goes,
+        so the next gated pass sets a new one; a --speed-ref reference stays (the user's)."""
+        try:
+            with open(self.speed_ref_path) as fh:
+                refs = json.load(fh)
+        except (OSError, ValueError):
+            return
+        dropped = []
+        for env, ref in list(refs.items()):
+            if not isinstance(ref, dict) or ref.get("source") != "first gated pass":
+                continue
+            if "passes" in ref:
+                hit = any((cid, ref.get("gated_pass")) in moved for cid in ref["passes"])
+            else:
+                hit = False
+                sys.stderr.write(f"collect: the speed reference of {env or '?'} in {self.speed_ref_path} does not "
+                                 "say which passes it came from; if they ran in a disturbed window, delete it (the "
+                                 "next gated pass sets a new one) or pass --speed-ref\n")
+            if hit:
+                dropped.append(env)
+                del refs[env]
+        if dropped:
+            atomic_write(self.speed_ref_path, json.dumps(refs, indent=1, sort_keys=True))
+            self.log(ev="speed_ref_dropped", environments=dropped, windows=windows)
+            sys.stderr.write(f"collect: the speed reference of {', '.join(e or '?' for e in dropped)} came from a "
+                             "pass moved aside; the next gated pass sets a new one\n")
 
     def _failures(self, cfgs) -> dict:
         out = {}
@@ -466,6 +510,23 @@ class Collector:
 def _keep_raw_sample(cid: str) -> bool:
     # raw Kineto JSON is kept for a deterministic ~5% sample (the card's "raw sample")
     return C.seed_of(cid) % 20 == 0
+
+
+def _manifest_differs(path: str) -> str:
+    """Why the manifest at path is not the one this tree generates ("" when it is)."""
+    try:
+        with open(path) as fh:
+            have = json.load(fh).get("configs", [])
+    except (OSError, ValueError, AttributeError) as e:
+        return f"unreadable: {e}"
+    want = C.manifest()["configs"]
+    if have == want:
+        return ""
+    have_ids, want_ids = {c.get("id") for c in have}, {c["id"] for c in want}
+    if have_ids != want_ids:
+        return (f"{len(have)} configurations against {len(want)}; {len(want_ids - have_ids)} missing, "
+                f"{len(have_ids - want_ids)} unknown")
+    return "the same ids, generated differently"
 
 
 def _when(text: str) -> float:
@@ -650,6 +711,13 @@ def main(argv=None) -> int:
             ap.error("--invalidate takes START,END with START before END")
         Collector(args).invalidate(cfgs, windows)
         return 0
+    stale = _manifest_differs(mpath)
+    if stale:
+        # the splits, card.py and `ets train`'s split check read OUT/manifest.json: labels of configurations it does
+        # not list would be trained on with no split check, and the card would count them under no domain
+        sys.stderr.write(f"collect: {mpath} is not this tree's manifest ({stale}): rewrite it with --manifest "
+                         "(after moving an older dataset's labels aside) or collect into another --out\n")
+        return 2
     if not args.no_label and not os.path.exists(args.ets or _find_ets()):
         ap.error("the ets tool was not found; build it (cmake -S . -B build-dataset -DCMAKE_BUILD_TYPE=Release && "
                  "cmake --build build-dataset --target ets_cli) or pass --ets")
