@@ -622,6 +622,24 @@ with open(os.path.join(mixed_out, "collect", "run.jsonl")) as fh:
 check([(e["config"], e["ok"]) for e in label_evs] == [("mlp-0001", False), ("mlp-0002", True)] and
       "cpu-a, cpu-b" in label_evs[0].get("stderr", ""), f"label events: {label_evs}")
 
+# ---- a collection continued on a host of another environment stops after that host's first pass, before hours of
+# passes it could not label into this dataset; on a host of the labels' environment it goes on
+env_out = os.path.join(work, "env-out")
+write_label(os.path.join(env_out, "traces", C.config("mlp-0002")["split"], "mlp-0002.etst.gz"), "mlp-0002",
+            C.config("mlp-0002")["split"], 200.0, [100.0, 100.0], tail_steps=1)  # environment cpu-test
+env_cmd = [sys.executable, TREE_COLLECT, "--out", env_out, "--configs", os.path.join(work, "ids.txt"),
+           "--passes", "2", "--ets", stub_ets]
+r = subprocess.run(env_cmd, capture_output=True, text=True, env={**os.environ, "STUB_ENV": "cpu-other"})
+check(r.returncode == 2 and "cpu-other" in r.stderr and "cpu-test" in r.stderr and
+      not os.path.exists(os.path.join(env_out, "raw", "mlp-0001", "pass1.status.json")) and
+      [f for f in os.listdir(os.path.join(env_out, "raw", "mlp-0001")) if f.startswith("pass1.other-env-")] and
+      not os.path.exists(os.path.join(env_out, "raw", "mlp-0001", "pass2.status.json")),
+      f"another environment stops after its first pass: rc {r.returncode} {r.stderr[-300:]}")
+r = subprocess.run(env_cmd, capture_output=True, text=True, env={**os.environ, "STUB_ENV": "cpu-test"})
+check(r.returncode == 0 and os.path.exists(os.path.join(env_out, "traces", C.config("mlp-0001")["split"],
+                                                        "mlp-0001.etst.gz")),
+      f"the labels' environment goes on: rc {r.returncode} {r.stderr[-300:]}")
+
 # ---- env.py: a name without a model number (a VM's masked "AMD EPYC") gets the CPUID family / model
 from tools.collect import env as E  # noqa: E402
 

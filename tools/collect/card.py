@@ -65,14 +65,14 @@ def read_label(path: str) -> dict:
             "tail_steps": int(x.get("tail_steps", "0"))}
 
 
-def label_tail_steps(path: str) -> int:
-    """The tail steps a label's passes were profiled with (extra "tail_steps", absent = 0), from its first
-    iteration line alone: cheap enough to ask of every label of a dataset."""
+def label_head(path: str) -> dict:
+    """A label's iteration line (its "trace" object: environment, extra, ...) alone: cheap enough to ask of every
+    label of a dataset."""
     with gzip.open(path, "rt") as fh:
         for line in fh:
             o = json.loads(line)
             if "trace" in o:
-                return int(o["trace"].get("extra", {}).get("tail_steps", "0"))
+                return o["trace"]
     raise ValueError(f"{path}: no iteration")
 
 

@@ -335,24 +335,42 @@ class Collector:
         return ok
 
     # ---- driver
-    def other_tail_labels(self) -> list:
-        """Labels already in OUT collected with another --tail-steps than this run's: a dataset must close its
-        labels' last iterations one way (docs/dataset.md, Labels), so topping one up must keep its setting."""
-        from tools.collect.card import label_files, label_tail_steps
-        other = []
+    def existing_labels(self) -> list:
+        """(path, tail steps, environment) of the labels already in OUT; an unreadable label is card.py's to report,
+        not a setting to compare."""
+        from tools.collect.card import label_files, label_head
+        out = []
         for path in label_files(self.out):
             try:
-                n = label_tail_steps(path)
-                if n != self.a.tail_steps:
-                    other.append((path, n))
-            except (OSError, ValueError, EOFError):
-                continue  # an unreadable label is card.py's to report, not a setting to compare
-        return other
+                head = label_head(path)
+                out.append((path, int(head.get("extra", {}).get("tail_steps", "0")), head.get("environment") or ""))
+            except (OSError, ValueError, EOFError, AttributeError):
+                continue
+        return out
+
+    def other_tail_labels(self, labels: list) -> list:
+        """Labels already in OUT collected with another --tail-steps than this run's: a dataset must close its
+        labels' last iterations one way (docs/dataset.md, Labels), so topping one up must keep its setting."""
+        return [(path, n) for path, n, _ in labels if n != self.a.tail_steps]
+
+    def other_environment(self, ids: list, p: int, label_envs: set) -> str:
+        """The environment a pass of ids ran in when OUT's labels were all taken in others ("" otherwise): a
+        collection continued on another host type would mix two machine speeds into one dataset."""
+        if not label_envs:
+            return ""
+        for cid in ids:
+            env = ((self.status(cid, p) or {}).get("env") or {}).get("environment") or ""
+            if env and env not in label_envs:
+                return env
+        return ""
 
     def run(self, cfgs: list) -> int:
         P = self.a.passes
+        label_envs = set()
         if not self.a.no_label:
-            other = self.other_tail_labels()
+            labels = self.existing_labels()
+            label_envs = {env for _, _, env in labels if env}
+            other = self.other_tail_labels(labels)
             if other:
                 path, n = other[0]
                 sys.stderr.write(f"collect: {len(other)} labels in {self.out} (e.g. {os.path.basename(path)}) were "
@@ -376,7 +394,18 @@ class Collector:
             for p in range(1, P + 1):
                 ids = [c["id"] for c in block if self.needs_pass(c["id"], p)]
                 rng.shuffle(ids)  # a fresh order per pass: slow spells hit different configs each time
-                if ids and not self.gated_pass(ids, p, prog):
+                ran_ok = not ids or self.gated_pass(ids, p, prog)
+                other_env = self.other_environment(ids, p, label_envs) if ids else ""
+                if other_env:
+                    prog.close()
+                    sys.stderr.write(f"collect: stopped: this pass ran in environment {other_env}, but the labels in "
+                                     f"{self.out} were taken in {', '.join(sorted(label_envs))}: one dataset is one "
+                                     "machine speed. Continue it on a host of that environment, or collect into "
+                                     "another --out (this pass is set aside in raw/ as pass<N>.other-env-*)\n")
+                    self.set_aside(ids, p, "other-env")
+                    self.log(ev="end", stopped="environment", environment=other_env)
+                    return 2
+                if not ran_ok:
                     prog.close()
                     sys.stderr.write(f"collect: stopped: the machine stayed off its reference speed "
                                      f"({self.speed_ref_path}) through {self.a.speed_retries} "
