@@ -557,14 +557,29 @@ check(r.returncode == 0 and "cpu-s" not in json.load(open(os.path.join(inv_out, 
 r = gated(inv_out, [1.0, 1.02], "--speed-retries", "0")
 check(r.returncode == 0 and json.load(open(os.path.join(inv_out, "speed_ref.json")))["cpu-s"]["gemm_ms"] == 3.0,
       f"and the resumed run gates on a new one: rc {r.returncode} {r.stderr[-300:]}")
+# a reference taken before the window stays, even when a later run of one of its passes (same id and pass number)
+# fell in the window and moved aside
+refs = json.load(open(os.path.join(inv_out, "speed_ref.json")))
+refs["cpu-s"]["span_unix"] = [1.0, 2.0]  # taken long before
+with open(os.path.join(inv_out, "speed_ref.json"), "w") as fh:
+    json.dump(refs, fh)
+r = subprocess.run([sys.executable, TREE_COLLECT, "--out", inv_out, "--configs", os.path.join(work, "ids.txt"),
+                    "--passes", "2", "--invalidate", f"{t_after},{time.time() + 1}"], capture_output=True, text=True)
+check(r.returncode == 0 and "cpu-s" in json.load(open(os.path.join(inv_out, "speed_ref.json"))) and
+      "passes of 2 configs" in r.stderr, f"a reference from before the window stays: rc {r.returncode} "
+      f"{r.stderr[-300:]}")
 # a reference kept where collections before this one put it (OUT/collect/) still holds
 old_out = os.path.join(work, "gate-oldref")
 os.makedirs(os.path.join(old_out, "collect"))
 with open(os.path.join(old_out, "collect", "speed_ref.json"), "w") as fh:
     json.dump({"cpu-s": {"gemm_ms": 6.0, "small_ops_ms": 4.0, "source": "first gated pass"}}, fh)
 r = gated(old_out, [1.0], "--speed-retries", "0")
-check(r.returncode == 3 and speed_events(old_out)[0].get("gemm_ms_rel") == -0.5,
-      f"the reference in OUT/collect/ is read: rc {r.returncode} {speed_events(old_out)}")
+check(r.returncode == 3 and speed_events(old_out)[0].get("gemm_ms_rel") == -0.5 and
+      not os.path.exists(os.path.join(old_out, "collect", "speed_ref.json")),
+      f"the reference in OUT/collect/ is read, and moved beside the labels: rc {r.returncode} {speed_events(old_out)}")
+os.remove(os.path.join(old_out, "speed_ref.json"))  # what the exit-3 message says to do with a bad reference
+r = gated(old_out, [1.0, 1.0], "--speed-retries", "0")
+check(r.returncode == 0, f"deleting it drops it: rc {r.returncode} {r.stderr[-300:]}")
 # an OUT whose manifest is not this tree's (a dataset from before the generator families) is refused before any
 # pass: its labels would be trained on and carded under a manifest that does not list them
 stale_out = os.path.join(work, "stale-manifest")
@@ -629,7 +644,18 @@ write_label(os.path.join(env_out, "traces", C.config("mlp-0002")["split"], "mlp-
             C.config("mlp-0002")["split"], 200.0, [100.0, 100.0], tail_steps=1)  # environment cpu-test
 env_cmd = [sys.executable, TREE_COLLECT, "--out", env_out, "--configs", os.path.join(work, "ids.txt"),
            "--passes", "2", "--ets", stub_ets]
-r = subprocess.run(env_cmd, capture_output=True, text=True, env={**os.environ, "STUB_ENV": "cpu-other"})
+# with --no-label too: its passes could later be labelled into this dataset
+r = subprocess.run(env_cmd + ["--no-label"], capture_output=True, text=True, env={**os.environ, "STUB_ENV": "cpu-other"})
+check(r.returncode == 2 and "cpu-other" in r.stderr, f"--no-label in another environment: rc {r.returncode} "
+      f"{r.stderr[-300:]}")
+speed_file = os.path.join(work, "stub-speed-env.json")
+with open(speed_file, "w") as fh:
+    json.dump([1.0, 1.0, 1.0], fh)
+r = subprocess.run(env_cmd, capture_output=True, text=True,
+                   env={**os.environ, "STUB_ENV": "cpu-other", "STUB_SPEED": speed_file})
+refs = json.load(open(os.path.join(env_out, "speed_ref.json"))) if os.path.exists(os.path.join(env_out,
+                                                                                               "speed_ref.json")) else {}
+check("cpu-other" not in refs, f"a pass of another environment sets no speed reference: {refs}")
 check(r.returncode == 2 and "cpu-other" in r.stderr and "cpu-test" in r.stderr and
       not os.path.exists(os.path.join(env_out, "raw", "mlp-0001", "pass1.status.json")) and
       [f for f in os.listdir(os.path.join(env_out, "raw", "mlp-0001")) if f.startswith("pass1.other-env-")] and

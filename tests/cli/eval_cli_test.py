@@ -208,6 +208,13 @@ with open(os.path.join(rt_data, "retest.json"), "w") as fh:
     fh.write('{"labels": [')
 p = subprocess.run([ets, "eval", "--model", model, "--data", rt_data, "--split", "test"], capture_output=True, text=True)
 check(p.returncode != 0 and "ets.eval.3" in p.stderr, f"damaged retest.json refused: rc {p.returncode} {p.stderr}")
+# a retest re-collected with a tail step, beside labels taken without one, is refused before the baselines are fitted
+with open(os.path.join(rt_data, "retest.json"), "w") as fh:
+    json.dump({"collected": "test", "tail_steps": 1, "labels": again}, fh)
+p = subprocess.run([ets, "eval", "--model", model, "--data", rt_data, "--split", "test", "--baselines"],
+                   capture_output=True, text=True)
+check(p.returncode == 1 and "ets.eval.8" in p.stderr and "training baseline" not in p.stderr,
+      f"retest of other tail steps refused first: rc {p.returncode} {p.stderr[-300:]}")
 
 # (with a data folder that does not exist: had the data been read first, the error would be its ets.eval.1)
 p = subprocess.run([ets, "eval", "--model", model, "--data", os.path.join(work, "no-such-data"), "--split", "test",

@@ -13,7 +13,7 @@ block's configurations are then labelled. Interrupt at any time; the next run re
 
 Speed gate (--speed-gate, default 5%): every pass records speed probes (a GEMM loop, small tensor ops). A block's pass
 whose probe medians lie further than that from the environment's reference (the first gated pass, kept in
-OUT/collect/speed_ref.json, or --speed-ref) ran while the machine was faster or slower than the rest of the
+OUT/speed_ref.json beside the labels, or --speed-ref) ran while the machine was faster or slower than the rest of the
 collection: it is set aside (raw/<id>/pass<N>.slow-<time>.*), the collector pauses --speed-pause minutes and runs it
 again, and after --speed-retries such runs it stops (exit 3), to be resumed later.
 """
@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -92,8 +93,9 @@ class Collector:
         self.speed_ref_path = os.path.join(self.out, "speed_ref.json")
         old_ref = os.path.join(self.state, "speed_ref.json")
         if not os.path.exists(self.speed_ref_path) and os.path.exists(old_ref):
-            shutil.copyfile(old_ref, self.speed_ref_path)
+            os.replace(old_ref, self.speed_ref_path)  # moved, not copied: deleting the new file must drop it
         self._gated_ids, self._gated_p = [], 0
+        self.label_envs = set()  # environments of the labels in OUT when run() started
 
     # ---- bookkeeping
     def log(self, **ev) -> None:
@@ -247,12 +249,22 @@ class Collector:
         else:
             # which passes it came from: --invalidate drops a reference taken in a window it moves aside
             ref = dict(measured, source="first gated pass", passes=sorted(self._gated_ids), gated_pass=self._gated_p,
-                       at_unix=round(time.time(), 3))
+                       span_unix=self._pass_span(self._gated_ids, self._gated_p))
         if refs.get(env) != ref:
             refs[env] = ref
             atomic_write(self.speed_ref_path, json.dumps(refs, indent=1, sort_keys=True))
             self.log(ev="speed_ref", environment=env, **ref)
         return ref
+
+    def _pass_span(self, ids: list, p: int) -> list:
+        """[first start, last end] in unix seconds of pass p of ids (as --invalidate reads them); [] without times."""
+        starts, ends = [], []
+        for cid in ids:
+            st = self.status(cid, p) or {}
+            if "finished_unix" in st:
+                ends.append(float(st["finished_unix"]))
+                starts.append(ends[-1] - float(st.get("wall_s", 0.0)))
+        return [round(min(starts), 3), round(max(ends), 3)] if ends else []
 
     def move_pass(self, cid: str, p: int, tag: str) -> None:
         """Moves a pass's status and trace to pass<p>.<tag>.*, so that the next run collects it again; never deleted."""
@@ -273,14 +285,20 @@ class Collector:
                 tag = f"{why}-{stamp}-{k}"
             self.move_pass(cid, p, tag)
 
-    def gated_pass(self, ids: list, p: int, progress: Progress) -> bool:
-        """Runs a block's pass until its probes match the reference speed; False when the retries ran out."""
+    def gated_pass(self, ids: list, p: int, progress: Progress, label_envs: set) -> str:
+        """Runs a block's pass until its probes match the reference speed: "" then, "speed" when the retries ran
+        out, "environment:<id>" when it ran in an environment other than the labels' (set aside, before its speed
+        is judged or becomes a reference)."""
         for attempt in range(self.a.speed_retries + 1):
             self.run_pass(ids, p, progress)
+            other_env = self.other_environment(ids, p, label_envs)
+            if other_env:
+                self.set_aside(ids, p, "other-env")
+                return "environment:" + other_env
             self._gated_ids, self._gated_p = list(ids), p
             speed = self.pass_speed(ids, p) if self.a.speed_gate > 0 else None
             if speed is None:
-                return True  # gate off, or no probes to judge by (every pass failed, or an old worker)
+                return ""  # gate off, or no probes to judge by (every pass failed, or an old worker)
             env, got = speed
             ref = self.speed_reference(env, got)
             rel = {k: got[k] / ref[k] - 1.0 for k in E.SPEED_PROBES}
@@ -289,7 +307,7 @@ class Collector:
                      **{k: round(got[k], 4) for k in E.SPEED_PROBES}, **{k + "_rel": round(v, 4) for k, v in rel.items()},
                      ok=not off)
             if not off:
-                return True
+                return ""
             desc = ", ".join(f"{k} {100 * v:+.1f}%" for k, v in off.items())
             sys.stderr.write(f"\ncollect: pass {p} of {len(ids)} configs ran off the reference speed ({desc}; gate "
                              f"±{100 * self.a.speed_gate:.0f}%): set aside\n")
@@ -299,7 +317,7 @@ class Collector:
                                  f"({attempt + 1}/{self.a.speed_retries})\n")
                 progress.total += len(ids)
                 time.sleep(60.0 * self.a.speed_pause)
-        return False
+        return "speed"
 
     # ---- labelling
     def label(self, cfg: dict) -> bool:
@@ -314,6 +332,12 @@ class Collector:
             self.log(ev="label", config=cid, ok=False, rc=None, stdout="",
                      stderr=f"its passes ran in different environments ({', '.join(e or '?' for e in envs)}); "
                             "not labelled")
+            return False
+        if self.label_envs and envs and envs[0] and envs[0] not in self.label_envs:
+            # passes collected earlier with --no-label on another host: not labelled into this dataset
+            self.log(ev="label", config=cid, ok=False, rc=None, stdout="",
+                     stderr=f"its passes ran in {envs[0]}, the labels in {self.out} in "
+                            f"{', '.join(sorted(self.label_envs))}; not labelled")
             return False
         k = cfg["knobs"]
         cmd = [self.ets, "label", *files, "-o", out, "--id", cid, "--family", cfg["family"],
@@ -344,7 +368,7 @@ class Collector:
             try:
                 head = label_head(path)
                 out.append((path, int(head.get("extra", {}).get("tail_steps", "0")), head.get("environment") or ""))
-            except (OSError, ValueError, EOFError, AttributeError):
+            except (OSError, ValueError, EOFError, AttributeError, TypeError, zlib.error):
                 continue
         return out
 
@@ -366,10 +390,11 @@ class Collector:
 
     def run(self, cfgs: list) -> int:
         P = self.a.passes
-        label_envs = set()
+        labels = self.existing_labels()
+        # a dry run (--quick) is not a dataset: its labels may come from any host
+        label_envs = set() if self.a.quick else {env for _, _, env in labels if env}
+        self.label_envs = label_envs
         if not self.a.no_label:
-            labels = self.existing_labels()
-            label_envs = {env for _, _, env in labels if env}
             other = self.other_tail_labels(labels)
             if other:
                 path, n = other[0]
@@ -394,18 +419,17 @@ class Collector:
             for p in range(1, P + 1):
                 ids = [c["id"] for c in block if self.needs_pass(c["id"], p)]
                 rng.shuffle(ids)  # a fresh order per pass: slow spells hit different configs each time
-                ran_ok = not ids or self.gated_pass(ids, p, prog)
-                other_env = self.other_environment(ids, p, label_envs) if ids else ""
-                if other_env:
+                stop = self.gated_pass(ids, p, prog, label_envs) if ids else ""
+                if stop.startswith("environment:"):
                     prog.close()
+                    other_env = stop.split(":", 1)[1]
                     sys.stderr.write(f"collect: stopped: this pass ran in environment {other_env}, but the labels in "
                                      f"{self.out} were taken in {', '.join(sorted(label_envs))}: one dataset is one "
                                      "machine speed. Continue it on a host of that environment, or collect into "
                                      "another --out (this pass is set aside in raw/ as pass<N>.other-env-*)\n")
-                    self.set_aside(ids, p, "other-env")
                     self.log(ev="end", stopped="environment", environment=other_env)
                     return 2
-                if not ran_ok:
+                if stop:
                     prog.close()
                     sys.stderr.write(f"collect: stopped: the machine stayed off its reference speed "
                                      f"({self.speed_ref_path}) through {self.a.speed_retries} "
@@ -511,7 +535,11 @@ class Collector:
             if not isinstance(ref, dict) or ref.get("source") != "first gated pass":
                 continue
             if "passes" in ref:
-                hit = any((cid, ref.get("gated_pass")) in moved for cid in ref["passes"])
+                # one of its passes moved aside, and it was taken in the window (a pass of the same id and number
+                # run again later, by --retry-failed, may be the one that moved)
+                span = ref.get("span_unix") or []
+                hit = any((cid, ref.get("gated_pass")) in moved for cid in ref["passes"]) and (
+                    len(span) != 2 or any(span[0] < w1 and span[1] > w0 for w0, w1 in windows))
             else:
                 hit = False
                 sys.stderr.write(f"collect: the speed reference of {env or '?'} in {self.speed_ref_path} does not "
@@ -669,7 +697,7 @@ def main(argv=None) -> int:
                          "this fraction (default 0.05, 0 with --quick; 0: off)")
     ap.add_argument("--speed-ref", default="", metavar="GEMM_MS,SMALL_OPS_MS",
                     help="reference probe medians (e.g. from tools/collect/drift.py); default: the first gated pass "
-                         "of the environment, kept in OUT/collect/speed_ref.json")
+                         "of the environment, kept in OUT/speed_ref.json")
     ap.add_argument("--speed-pause", type=float, default=5.0, help="minutes to wait before re-running a slow pass")
     ap.add_argument("--speed-retries", type=int, default=6,
                     help="re-runs of a slow pass before the collector stops (exit 3; resumable)")
