@@ -88,8 +88,8 @@ class Collector:
         self.settings = E.pass_settings(args.warmup, args.iters, args.isolate, args.heap_mb, getattr(args, "rt", False),
                                         args.tail_steps)
         # Beside the labels, not in collect/ (local state): a collection resumed on another day or machine, and its
-        # retest, must gate on the speed the first labels were taken at. An older collection's copy in collect/ is
-        # read where there is none here.
+        # retest, must gate on the speed the first labels were taken at. An older collection's file in collect/ is
+        # moved here where there is none.
         self.speed_ref_path = os.path.join(self.out, "speed_ref.json")
         old_ref = os.path.join(self.state, "speed_ref.json")
         if not os.path.exists(self.speed_ref_path) and os.path.exists(old_ref):
@@ -392,7 +392,7 @@ class Collector:
         P = self.a.passes
         labels = self.existing_labels()
         # a dry run (--quick) is not a dataset: its labels may come from any host
-        label_envs = set() if self.a.quick else {env for _, _, env in labels if env}
+        label_envs = set() if getattr(self.a, "quick", False) else {env for _, _, env in labels if env}
         self.label_envs = label_envs
         if not self.a.no_label:
             other = self.other_tail_labels(labels)
@@ -522,9 +522,10 @@ class Collector:
         return n_cfg
 
     def _drop_disturbed_refs(self, moved: set, windows) -> None:
-        """A reference taken from a pass now moved aside (or, for one that does not list its passes, in a window)
-        measured the disturbed speed: every later pass would be judged against it and set aside as slow. It goes,
-        so the next gated pass sets a new one; a --speed-ref reference stays (the user's)."""
+        """A reference taken from a pass now moved aside, within the window, measured the disturbed speed: every
+        later pass would be judged against it and set aside as slow. It goes, so the next gated pass sets a new one.
+        A --speed-ref reference stays (the user's); one that does not list its passes (older collections) stays
+        with a hint to delete it."""
         try:
             with open(self.speed_ref_path) as fh:
                 refs = json.load(fh)
@@ -579,7 +580,10 @@ def _manifest_differs(path: str) -> str:
     want = C.manifest()["configs"]
     if have == want:
         return ""
-    have_ids, want_ids = {c.get("id") for c in have}, {c["id"] for c in want}
+    if not isinstance(have, list):
+        return "its \"configs\" is not a list"
+    have_ids = {c.get("id") for c in have if isinstance(c, dict)}
+    want_ids = {c["id"] for c in want}
     if have_ids != want_ids:
         return (f"{len(have)} configurations against {len(want)}; {len(want_ids - have_ids)} missing, "
                 f"{len(have_ids - want_ids)} unknown")
