@@ -58,11 +58,13 @@ def replacing(path: str, binary: bool = True):
             fd = -1  # the file object owns it now
             yield fh
         durable_replace(tmp, path)
+        tmp = ""  # renamed: the name may already be another writer's (a thread of this process) new temporary
     finally:
         if fd >= 0:
             os.close(fd)
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
 
 
 def atomic_write(path, data) -> None:

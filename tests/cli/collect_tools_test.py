@@ -263,6 +263,28 @@ check(stat.S_IMODE(os.stat(private).st_mode) == 0o640, f"atomic_write keeps the 
 check([n for n in os.listdir(work) if n.startswith("private.json.")] == [f"private.json.tmp{os.getpid()}"],
       f"atomic_write leaves no temporary of its own: {os.listdir(work)}")
 
+# ---- threads of one process replacing one file: a writer never removes another's temporary (the name it renamed
+# away may already be the next writer's)
+import threading  # noqa: E402
+shared, errors = os.path.join(work, "shared.json"), []
+
+
+def replace_often(i):
+    try:
+        for k in range(300):
+            K.atomic_write(shared, f"{i}-{k}")
+    except OSError as e:
+        errors.append(repr(e))
+
+
+writers = [threading.Thread(target=replace_often, args=(i,)) for i in range(4)]
+for t in writers:
+    t.start()
+for t in writers:
+    t.join()
+check(not errors and not [n for n in os.listdir(work) if n.startswith("shared.json.")],
+      f"4 threads x 300 replacements of one file: {len(errors)} failed ({errors[:2]})")
+
 # ---- collect.py in a copied tree whose worker is a stub (no torch, no timing): what a run leaves behind
 tree = os.path.join(work, "tree")
 os.makedirs(os.path.join(tree, "tools", "collect"))
