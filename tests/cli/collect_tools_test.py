@@ -687,6 +687,23 @@ r = subprocess.run(env_cmd, capture_output=True, text=True, env={**os.environ, "
 check(r.returncode == 0 and os.path.exists(os.path.join(env_out, "traces", C.config("mlp-0001")["split"],
                                                         "mlp-0001.etst.gz")),
       f"the labels' environment goes on: rc {r.returncode} {r.stderr[-300:]}")
+# a corrupt label (a gzip header, then no valid deflate block: zlib.error) is card.py's to report: the collector's
+# scan of the labels skips it
+bad_label = os.path.join(env_out, "traces", "train", "mlp-corrupt.etst.gz")
+with open(bad_label, "wb") as fh:
+    fh.write(gzip.compress(b"x")[:10] + b"\xff" * 40)
+r = subprocess.run(env_cmd, capture_output=True, text=True, env={**os.environ, "STUB_ENV": "cpu-test"})
+check(r.returncode == 0 and "Traceback" not in r.stderr, f"a corrupt label in OUT: rc {r.returncode} {r.stderr[-300:]}")
+os.remove(bad_label)
+# a --quick dry run is not a dataset: a second host may add to it
+quick_out = os.path.join(work, "quick-env")
+shutil.copytree(env_out, quick_out)
+os.remove(os.path.join(quick_out, "traces", C.config("mlp-0001")["split"], "mlp-0001.etst.gz"))
+shutil.rmtree(os.path.join(quick_out, "raw", "mlp-0001"))
+r = subprocess.run([*env_cmd[:3], quick_out, *env_cmd[4:], "--quick"], capture_output=True, text=True,
+                   env={**os.environ, "STUB_ENV": "cpu-other"})
+check(r.returncode == 0 and os.path.exists(os.path.join(quick_out, "raw", "mlp-0001", "pass2.status.json")),
+      f"--quick on another host: rc {r.returncode} {r.stderr[-300:]}")
 
 # ---- env.py: a name without a model number (a VM's masked "AMD EPYC") gets the CPUID family / model
 from tools.collect import env as E  # noqa: E402
