@@ -243,6 +243,7 @@ Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::v
   if (simdjson::dom::element tail; !doc["tail_steps"].get(tail)) {
     if (tail.get_int64().get(retest_tail) || retest_tail < 0) bad("tail_steps is not a whole number >= 0");
   }
+  const std::string retest_tail_text = std::to_string(retest_tail);  // as a label's extra writes it
   for (const auto [key, value] : labels) {
     // A configuration re-collected without a label (card.py writes null) or an entry without one is skipped.
     if (value.is_null()) continue;
@@ -263,7 +264,7 @@ Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::v
     if (hit == again.end() || !(truth > 0) || !std::isfinite(truth) || !std::isfinite(hit->second)) continue;
     const auto tail_it = t.meta.extra.find("tail_steps");
     const std::string tail = tail_it == t.meta.extra.end() ? "0" : tail_it->second;
-    ETS_CHECK(tail == std::to_string(retest_tail), Errc::invalid_argument, "ets.eval.8",
+    ETS_CHECK(tail == retest_tail_text, Errc::invalid_argument, "ets.eval.8",
               "'{}' was re-collected with --tail-steps {}, the label of {} with {}: the two would differ by the time "
               "between steps, counted as noise; re-collect the retest with the labels' --tail-steps",
               retest_json, retest_tail, id->second, tail);
