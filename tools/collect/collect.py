@@ -94,7 +94,6 @@ class Collector:
         old_ref = os.path.join(self.state, "speed_ref.json")
         if not os.path.exists(self.speed_ref_path) and os.path.exists(old_ref):
             os.replace(old_ref, self.speed_ref_path)  # moved, not copied: deleting the new file must drop it
-        self._gated_ids, self._gated_p = [], 0
         self.label_envs = set()  # environments of the labels in OUT when run() started
 
     # ---- bookkeeping
@@ -110,6 +109,10 @@ class Collector:
                 return json.load(fh)
         except (OSError, ValueError):
             return None
+
+    def pass_env(self, cid: str, p: int) -> str:
+        """The environment id a pass recorded ("" when none)."""
+        return ((self.status(cid, p) or {}).get("env") or {}).get("environment") or ""
 
     def label_path(self, cfg: dict) -> str:
         return os.path.join(self.traces, cfg["split"], cfg["id"] + ".etst.gz")
@@ -228,15 +231,16 @@ class Collector:
             probe = E.pass_probe(st)
             if probe is None:
                 continue
-            envs.append((st.get("env") or {}).get("environment") or "")
+            envs.append(self.pass_env(cid, p))
             for k in E.SPEED_PROBES:
                 probes[k].append(probe[k])
         if not envs:
             return None
         return statistics.mode(envs), {k: statistics.median(v) for k, v in probes.items()}
 
-    def speed_reference(self, env: str, measured: dict) -> dict:
-        """The environment's reference probe medians: --speed-ref, else the stored one, else `measured` (stored)."""
+    def speed_reference(self, env: str, measured: dict, ids: list, p: int) -> dict:
+        """The environment's reference probe medians: --speed-ref, else the stored one, else `measured`, pass p of
+        ids (stored)."""
         try:
             with open(self.speed_ref_path) as fh:
                 refs = json.load(fh)
@@ -248,8 +252,8 @@ class Collector:
             return refs[env]
         else:
             # which passes it came from: --invalidate drops a reference taken in a window it moves aside
-            ref = dict(measured, source="first gated pass", passes=sorted(self._gated_ids), gated_pass=self._gated_p,
-                       span_unix=self._pass_span(self._gated_ids, self._gated_p))
+            ref = dict(measured, source="first gated pass", passes=sorted(ids), gated_pass=p,
+                       span_unix=self._pass_span(ids, p))
         if refs.get(env) != ref:
             refs[env] = ref
             atomic_write(self.speed_ref_path, json.dumps(refs, indent=1, sort_keys=True))
@@ -258,13 +262,8 @@ class Collector:
 
     def _pass_span(self, ids: list, p: int) -> list:
         """[first start, last end] in unix seconds of pass p of ids (as --invalidate reads them); [] without times."""
-        starts, ends = [], []
-        for cid in ids:
-            st = self.status(cid, p) or {}
-            if "finished_unix" in st:
-                ends.append(float(st["finished_unix"]))
-                starts.append(ends[-1] - float(st.get("wall_s", 0.0)))
-        return [round(min(starts), 3), round(max(ends), 3)] if ends else []
+        spans = [w for w in (_pass_window(self.status(cid, p)) for cid in ids) if w]
+        return [round(min(w[0] for w in spans), 3), round(max(w[1] for w in spans), 3)] if spans else []
 
     def move_pass(self, cid: str, p: int, tag: str) -> None:
         """Moves a pass's status and trace to pass<p>.<tag>.*, so that the next run collects it again; never deleted."""
@@ -285,22 +284,21 @@ class Collector:
                 tag = f"{why}-{stamp}-{k}"
             self.move_pass(cid, p, tag)
 
-    def gated_pass(self, ids: list, p: int, progress: Progress, label_envs: set) -> str:
+    def gated_pass(self, ids: list, p: int, progress: Progress) -> str:
         """Runs a block's pass until its probes match the reference speed: "" then, "speed" when the retries ran
         out, "environment:<id>" when it ran in an environment other than the labels' (set aside, before its speed
         is judged or becomes a reference)."""
         for attempt in range(self.a.speed_retries + 1):
             self.run_pass(ids, p, progress)
-            other_env = self.other_environment(ids, p, label_envs)
+            other_env = self.other_environment(ids, p)
             if other_env:
                 self.set_aside(ids, p, "other-env")
                 return "environment:" + other_env
-            self._gated_ids, self._gated_p = list(ids), p
             speed = self.pass_speed(ids, p) if self.a.speed_gate > 0 else None
             if speed is None:
                 return ""  # gate off, or no probes to judge by (every pass failed, or an old worker)
             env, got = speed
-            ref = self.speed_reference(env, got)
+            ref = self.speed_reference(env, got, ids, p)
             rel = {k: got[k] / ref[k] - 1.0 for k in E.SPEED_PROBES}
             off = {k: v for k, v in rel.items() if abs(v) > self.a.speed_gate}
             self.log(ev="speed", **{"pass": p}, configs=len(ids), environment=env, attempt=attempt,
@@ -325,7 +323,7 @@ class Collector:
         files = [os.path.join(self.raw, cid, f"pass{p}.json.gz") for p in range(1, P + 1)]
         out = self.label_path(cfg)
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        envs = [((self.status(cid, p) or {}).get("env") or {}).get("environment", "") for p in range(1, P + 1)]
+        envs = [self.pass_env(cid, p) for p in range(1, P + 1)]
         if len(set(envs)) > 1:
             # a collection resumed on another host (or after an env.py change): a median over both is the time of
             # neither; --redo-unlabelled collects the config again, keeping these passes aside
@@ -377,14 +375,14 @@ class Collector:
         labels' last iterations one way (docs/dataset.md, Labels), so topping one up must keep its setting."""
         return [(path, n) for path, n, _ in labels if n != self.a.tail_steps]
 
-    def other_environment(self, ids: list, p: int, label_envs: set) -> str:
+    def other_environment(self, ids: list, p: int) -> str:
         """The environment a pass of ids ran in when OUT's labels were all taken in others ("" otherwise): a
         collection continued on another host type would mix two machine speeds into one dataset."""
-        if not label_envs:
+        if not self.label_envs:
             return ""
         for cid in ids:
-            env = ((self.status(cid, p) or {}).get("env") or {}).get("environment") or ""
-            if env and env not in label_envs:
+            env = self.pass_env(cid, p)
+            if env and env not in self.label_envs:
                 return env
         return ""
 
@@ -392,8 +390,7 @@ class Collector:
         P = self.a.passes
         labels = self.existing_labels()
         # a dry run (--quick) is not a dataset: its labels may come from any host
-        label_envs = set() if getattr(self.a, "quick", False) else {env for _, _, env in labels if env}
-        self.label_envs = label_envs
+        self.label_envs = set() if getattr(self.a, "quick", False) else {env for _, _, env in labels if env}
         if not self.a.no_label:
             other = self.other_tail_labels(labels)
             if other:
@@ -419,13 +416,13 @@ class Collector:
             for p in range(1, P + 1):
                 ids = [c["id"] for c in block if self.needs_pass(c["id"], p)]
                 rng.shuffle(ids)  # a fresh order per pass: slow spells hit different configs each time
-                stop = self.gated_pass(ids, p, prog, label_envs) if ids else ""
+                stop = self.gated_pass(ids, p, prog) if ids else ""
                 if stop.startswith("environment:"):
                     prog.close()
                     other_env = stop.split(":", 1)[1]
                     sys.stderr.write(f"collect: stopped: this pass ran in environment {other_env}, but the labels in "
-                                     f"{self.out} were taken in {', '.join(sorted(label_envs))}: one dataset is one "
-                                     "machine speed. Continue it on a host of that environment, or collect into "
+                                     f"{self.out} were taken in {', '.join(sorted(self.label_envs))}: one dataset "
+                                     "is one machine speed. Continue it on a host of that environment, or collect into "
                                      "another --out (this pass is set aside in raw/ as pass<N>.other-env-*)\n")
                     self.log(ev="end", stopped="environment", environment=other_env)
                     return 2
@@ -498,12 +495,8 @@ class Collector:
         for c in cfgs:
             hit = []
             for p in range(1, self.a.passes + 1):
-                st = self.status(c["id"], p)
-                if not st or "finished_unix" not in st:
-                    continue
-                end = float(st["finished_unix"])
-                start = end - float(st.get("wall_s", 0.0))
-                if any(start < w1 and end > w0 for w0, w1 in windows):
+                w = _pass_window(self.status(c["id"], p))
+                if w and _overlaps(w, windows):
                     hit.append(p)
             if not hit:
                 continue
@@ -540,7 +533,7 @@ class Collector:
                 # run again later, by --retry-failed, may be the one that moved)
                 span = ref.get("span_unix") or []
                 hit = any((cid, ref.get("gated_pass")) in moved for cid in ref["passes"]) and (
-                    len(span) != 2 or any(span[0] < w1 and span[1] > w0 for w0, w1 in windows))
+                    len(span) != 2 or _overlaps(span, windows))
             else:
                 hit = False
                 sys.stderr.write(f"collect: the speed reference of {env or '?'} in {self.speed_ref_path} does not "
@@ -568,6 +561,18 @@ class Collector:
 def _keep_raw_sample(cid: str) -> bool:
     # raw Kineto JSON is kept for a deterministic ~5% sample (the card's "raw sample")
     return C.seed_of(cid) % 20 == 0
+
+
+def _pass_window(st) -> tuple:
+    """(start, end) in unix seconds of a pass from its status; None without its finishing time."""
+    if not st or "finished_unix" not in st:
+        return None
+    end = float(st["finished_unix"])
+    return end - float(st.get("wall_s", 0.0)), end
+
+
+def _overlaps(span, windows) -> bool:
+    return any(span[0] < w1 and span[1] > w0 for w0, w1 in windows)
 
 
 def _manifest_differs(path: str) -> str:
@@ -757,7 +762,8 @@ def main(argv=None) -> int:
         return 0
     cfgs = select(args, ap)  # checks the selection before any folder or file is created
     mpath = os.path.join(args.out, "manifest.json")
-    if not args.print_ids and not os.path.exists(mpath):
+    fresh_manifest = not args.print_ids and not os.path.exists(mpath)
+    if fresh_manifest:
         os.makedirs(args.out, exist_ok=True)
         C.write_manifest(mpath)  # the full manifest, whatever this run selects: splits and card need it
     if args.print_ids:
@@ -772,7 +778,7 @@ def main(argv=None) -> int:
             ap.error("--invalidate takes START,END with START before END")
         Collector(args).invalidate(cfgs, windows)
         return 0
-    stale = _manifest_differs(mpath)
+    stale = "" if fresh_manifest else _manifest_differs(mpath)
     if stale:
         # the splits, card.py and `ets train`'s split check read OUT/manifest.json: labels of configurations it does
         # not list would be trained on with no split check, and the card would count them under no domain
