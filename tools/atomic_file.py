@@ -1,6 +1,7 @@
 """The Python tools' one atomic file writer (the C++ library's is detail::FileReplacement in
 include/ets/detail/output_file.hpp, and does the same)."""
 import contextlib
+import errno
 import itertools
 import os
 import stat
@@ -31,6 +32,28 @@ def durable_replace(tmp: str, path: str) -> None:
         pass  # the file is in place; a folder that cannot be flushed loses nothing already written
 
 
+def _follow_links(path: str) -> str:
+    """Follows path to the end of its chain of symlinks, as the C++ writer's follow_output_links: a dangling last
+    link included (the file is created where it points), a link that ends at a pipe or device left as it is (it is
+    written through in place). A loop of links raises OSError(ELOOP)."""
+    p = path
+    for _ in range(40):
+        if not os.path.islink(p) or _is_stream(p):
+            return p
+        to = os.readlink(p)
+        p = to if os.path.isabs(to) else os.path.join(os.path.dirname(p), to)
+    raise OSError(errno.ELOOP, "a loop of symlinks", path)
+
+
+def _is_stream(path: str) -> bool:
+    """Whether path exists and is neither a regular file nor a folder (a pipe, device or socket)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
 @contextlib.contextmanager
 def replacing(path: str, binary: bool = True):
     """Yields a new file object for a temporary in path's folder; when the block ends without an exception, the file
@@ -38,7 +61,16 @@ def replacing(path: str, binary: bool = True):
     never a partial one. As the C++ writer's, the temporary is created new under a name of its own
     (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0666 less the umask), so a file or symlink someone put under a name it might
     take is never written through, and two writers of one path never share it; it gets the mode of the file it
-    replaces, so replacing a private file does not widen it."""
+    replaces, so replacing a private file does not widen it. Also as the C++ writer's, a symlink at path is
+    followed to the end of its chain and its target replaced (the link stays), and a pipe or device is written in
+    place; a folder raises IsADirectoryError before anything is created."""
+    path = _follow_links(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "cannot replace a folder", path)
+    if _is_stream(path):
+        with open(path, "wb" if binary else "w") as fh:
+            yield fh
+        return
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     fd, tmp = -1, ""
     for n in itertools.count():

@@ -11,6 +11,7 @@
 # default; env.py's pre-fault touches its pages); a config whose passes ran in two environments is not
 # labelled, and env.py gives masked CPU names ("AMD EPYC") the CPUID family / model. drift.py bins the passes'
 # speed probes in time, turns a slow spell into an --invalidate window and compares a retest's speed with the first run.
+# The tools' atomic writer follows a symlink to its target and writes a pipe in place, as the C++ writer does.
 # Usage: collect_tools_test.py WORK_DIR
 import gzip
 import json
@@ -262,6 +263,42 @@ check(open(victim, "rb").read() == b"untouched" and open(private).read() == "new
 check(stat.S_IMODE(os.stat(private).st_mode) == 0o640, f"atomic_write keeps the mode: {oct(os.stat(private).st_mode)}")
 check([n for n in os.listdir(work) if n.startswith("private.json.")] == [f"private.json.tmp{os.getpid()}"],
       f"atomic_write leaves no temporary of its own: {os.listdir(work)}")
+
+# ---- a symlink at the path is followed, as the C++ writer's: its target is replaced and the link stays (a data
+# folder linked elsewhere keeps being written there); a dangling link creates its target, a loop of links and a
+# folder are refused before any temporary is made
+real = os.path.join(work, "real.json")
+with open(real, "w") as fh:
+    fh.write("old")
+os.chmod(real, 0o600)
+link = os.path.join(work, "link.json")
+os.symlink("real.json", link)
+K.atomic_write(link, "through")
+check(os.path.islink(link) and open(real).read() == "through" and stat.S_IMODE(os.stat(real).st_mode) == 0o600,
+      f"atomic_write through a symlink: link kept {os.path.islink(link)}, target {open(real).read()!r}")
+dangling = os.path.join(work, "dangling.json")
+os.symlink("made.json", dangling)
+K.atomic_write(dangling, "made")
+check(os.path.islink(dangling) and open(os.path.join(work, "made.json")).read() == "made",
+      "atomic_write through a dangling symlink creates its target")
+os.symlink("loop-b", os.path.join(work, "loop-a"))
+os.symlink("loop-a", os.path.join(work, "loop-b"))
+for bad, kind in ((os.path.join(work, "loop-a"), "a loop of symlinks"), (work, "a folder")):
+    try:
+        K.atomic_write(bad, "x")
+        check(False, f"atomic_write refuses {kind}")
+    except OSError:
+        pass
+check(not [n for n in os.listdir(work) if ".tmp" in n and not n.startswith("private.json.")],
+      f"no temporary left by the refusals: {os.listdir(work)}")
+fifo = os.path.join(work, "pipe.json")
+os.mkfifo(fifo)
+reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+K.atomic_write(fifo, "piped")
+got = os.read(reader, 100)
+os.close(reader)
+check(stat.S_ISFIFO(os.stat(fifo).st_mode) and got == b"piped", f"atomic_write into a pipe writes in place: {got!r}")
+os.remove(fifo)
 
 # ---- threads of one process replacing one file: a writer never removes another's temporary (the name it renamed
 # away may already be the next writer's)
