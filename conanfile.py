@@ -125,7 +125,12 @@ class EtsConan(ConanFile):
         "eigen": ("find_package(Eigen3 3.3 REQUIRED NO_MODULE)", "Eigen3::Eigen", False),
         "fmt": ("find_package(fmt REQUIRED)", "fmt::fmt", False),
         "simdjson": ("find_package(simdjson REQUIRED)", "simdjson::simdjson", True),
-        "sqlite3": ("find_package(SQLite3 REQUIRED)", "SQLite::SQLite3", True),
+        # CMake 4's FindSQLite3 names its target SQLite3::SQLite3 and deprecates SQLite::SQLite3 (a warning in the
+        # consumer's configure); before 4 only the old name exists, so it gets the new one (as ETS's CMakeLists)
+        "sqlite3": ("find_package(SQLite3 REQUIRED)\n  if(NOT TARGET SQLite3::SQLite3 AND TARGET SQLite::SQLite3)\n"
+                    "    add_library(SQLite3::SQLite3 INTERFACE IMPORTED)\n"
+                    "    target_link_libraries(SQLite3::SQLite3 INTERFACE SQLite::SQLite3)\n  endif()",
+                    "SQLite3::SQLite3", True),
         "zlib": ("find_package(ZLIB REQUIRED)", "ZLIB::ZLIB", True),
     }
     _modules_dir = os.path.join("lib", "cmake", "ets-conan")
