@@ -1,26 +1,32 @@
 # Install + export: headers, generated config, targets under ets::, etsConfig.cmake, version file, pkg-config.
+# Two install components, for packagers who split a runtime package from a -dev one
+# (`cmake --install build --component ets_Runtime`): ets_Runtime holds what a program needs to run (the shared
+# library, the ets tool, the default model); ets_Development what a build needs (headers, static library, the
+# .so link, CMake and pkg-config files). Every installed file is in one of the two (test package_install_components).
 include(CMakePackageConfigHelpers)
 set(ETS_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/ets CACHE STRING "Where etsConfig.cmake is installed")
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ets DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
-install(FILES ${ETS_GENERATED_INCLUDE}/ets/config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ets)
+        COMPONENT ets_Development FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
+install(FILES ${ETS_GENERATED_INCLUDE}/ets/config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ets
+        COMPONENT ets_Development)
 
 set(_ets_targets ets_header_only ets)
 if(ETS_WITH_CUDA)
   list(APPEND _ets_targets ets_cuda)
 endif()
 install(TARGETS ${_ets_targets} EXPORT etsTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})  # include dirs: the targets' $<INSTALL_INTERFACE:...>
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ets_Development
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ets_Runtime NAMELINK_COMPONENT ets_Development
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT ets_Runtime)  # include dirs: $<INSTALL_INTERFACE:...>
 if(ETS_BUILD_CLI)
-  install(TARGETS ets_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS ets_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT ets_Runtime)
 endif()
 if(EXISTS ${PROJECT_SOURCE_DIR}/models/default.etsm)
-  install(FILES ${PROJECT_SOURCE_DIR}/models/default.etsm DESTINATION ${CMAKE_INSTALL_DATADIR}/ets/models)
+  install(FILES ${PROJECT_SOURCE_DIR}/models/default.etsm DESTINATION ${CMAKE_INSTALL_DATADIR}/ets/models
+          COMPONENT ets_Runtime)
 endif()
-install(EXPORT etsTargets NAMESPACE ets:: DESTINATION ${ETS_INSTALL_CMAKEDIR})
+install(EXPORT etsTargets NAMESPACE ets:: DESTINATION ${ETS_INSTALL_CMAKEDIR} COMPONENT ets_Development)
 
 if(BUILD_SHARED_LIBS)  # a static libets.a needs its private dependencies at the consumer's link
   set(ETS_PACKAGE_STATIC 0)
@@ -37,7 +43,7 @@ else()
 endif()
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/etsConfigVersion.cmake COMPATIBILITY ${_ets_compat})
 install(FILES ${PROJECT_BINARY_DIR}/etsConfig.cmake ${PROJECT_BINARY_DIR}/etsConfigVersion.cmake
-        DESTINATION ${ETS_INSTALL_CMAKEDIR})
+        DESTINATION ${ETS_INSTALL_CMAKEDIR} COMPONENT ets_Development)
 # The same config also works from the build tree (find_package(ets) with ets_DIR=<build dir>): the
 # docs-snippet check and in-tree consumers link the freshly built targets without installing.
 export(EXPORT etsTargets NAMESPACE ets:: FILE ${PROJECT_BINARY_DIR}/etsTargets.cmake)
@@ -75,4 +81,4 @@ foreach(_ets_dir LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ets.pc.in ${PROJECT_BINARY_DIR}/ets.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/ets.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/ets.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT ets_Development)
