@@ -4,6 +4,7 @@ import contextlib
 import errno
 import itertools
 import os
+import re
 import stat
 
 
@@ -32,14 +33,26 @@ def durable_replace(tmp: str, path: str) -> None:
         pass  # the file is in place; a folder that cannot be flushed loses nothing already written
 
 
+def _names_descriptor(path: str) -> bool:
+    """Whether path names an open file descriptor: /proc/<pid or self>/fd/<n> or /dev/fd/<n> (the links behind
+    /dev/stdout and /dev/stderr), as the C++ writer's names_descriptor."""
+    return re.fullmatch(r"/dev/fd/\d+|/proc/[^/]+/fd/\d+", os.path.normpath(path)) is not None
+
+
 def _follow_links(path: str) -> str:
     """Follows path to the end of its chain of symlinks, as the C++ writer's follow_output_links: a dangling last
     link included (the file is created where it points), a link that ends at a pipe or device left as it is (it is
-    written through in place). A loop of links raises OSError(ELOOP)."""
-    p = path
+    written through in place). A loop of links raises OSError(ELOOP). A chain through an open descriptor that ends
+    at a regular file (/dev/stdout redirected to a log) raises OSError too: replacing that file would drop what it
+    held and what the process writes to the descriptor afterwards."""
+    p, via_descriptor = path, False
     for _ in range(40):
         if not os.path.islink(p) or _is_stream(p):
+            if via_descriptor and not _is_stream(p):
+                raise OSError(errno.EINVAL, f"it names an open descriptor whose file ('{p}') would be replaced; "
+                              "name that file itself", path)
             return p
+        via_descriptor = via_descriptor or _names_descriptor(p)
         to = os.readlink(p)
         p = to if os.path.isabs(to) else os.path.join(os.path.dirname(p), to)
     raise OSError(errno.ELOOP, "a loop of symlinks", path)

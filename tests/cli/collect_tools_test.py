@@ -299,6 +299,17 @@ got = os.read(reader, 100)
 os.close(reader)
 check(stat.S_ISFIFO(os.stat(fifo).st_mode) and got == b"piped", f"atomic_write into a pipe writes in place: {got!r}")
 os.remove(fifo)
+log = os.path.join(work, "log.txt")
+with open(log, "w") as fh:
+    fh.write("kept")
+log_fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+try:
+    K.atomic_write(f"/proc/self/fd/{log_fd}", "x")
+    check(False, "atomic_write refuses a descriptor open on a regular file (/dev/stdout redirected to a log)")
+except OSError:
+    pass
+os.close(log_fd)
+check(open(log).read() == "kept", f"the log behind the descriptor is kept: {open(log).read()!r}")
 
 # ---- threads of one process replacing one file: a writer never removes another's temporary (the name it renamed
 # away may already be the next writer's)
