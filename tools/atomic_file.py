@@ -28,7 +28,8 @@ def durable_replace(tmp: str, path: str) -> None:
     sync_path(tmp)
     os.replace(tmp, path)
     try:
-        sync_path(os.path.dirname(os.path.abspath(path)))
+        # the folder as named: abspath() would fold "link/.." in text, and flush another folder than the link's
+        sync_path(os.path.dirname(path) or ".")
     except OSError:
         pass  # the file is in place; a folder that cannot be flushed loses nothing already written
 
@@ -48,7 +49,7 @@ def _follow_links(path: str) -> str:
     p, via_descriptor = path, False
     for _ in range(40):
         if not os.path.islink(p) or _is_stream(p):
-            if via_descriptor and not _is_stream(p):
+            if via_descriptor and not _is_stream(p) and not os.path.isdir(p):  # a folder is refused as one
                 raise OSError(errno.EINVAL, f"it names an open descriptor whose file ('{p}') would be replaced; "
                               "name that file itself", path)
             return p
@@ -76,7 +77,10 @@ def replacing(path: str, binary: bool = True):
     take is never written through, and two writers of one path never share it; it gets the mode of the file it
     replaces, so replacing a private file does not widen it. Also as the C++ writer's, a symlink at path is
     followed to the end of its chain and its target replaced (the link stays), and a pipe or device is written in
-    place; a folder raises IsADirectoryError before anything is created."""
+    place; an empty path, a folder, a loop of links and a descriptor open on a regular file (/dev/stdout redirected
+    to a log) raise OSError before anything is created."""
+    if not path:
+        raise FileNotFoundError(errno.ENOENT, "no path given", path)
     path = _follow_links(path)
     if os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, "cannot replace a folder", path)

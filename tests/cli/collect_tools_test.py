@@ -283,12 +283,50 @@ check(os.path.islink(dangling) and open(os.path.join(work, "made.json")).read() 
       "atomic_write through a dangling symlink creates its target")
 os.symlink("loop-b", os.path.join(work, "loop-a"))
 os.symlink("loop-a", os.path.join(work, "loop-b"))
-for bad, kind in ((os.path.join(work, "loop-a"), "a loop of symlinks"), (work, "a folder")):
-    try:
-        K.atomic_write(bad, "x")
-        check(False, f"atomic_write refuses {kind}")
-    except OSError:
-        pass
+real_open, opened = os.open, []
+
+
+def recording_open(path, *args, **kw):
+    opened.append(path)
+    return real_open(path, *args, **kw)
+
+
+os.open = recording_open
+try:
+    for bad, kind in ((os.path.join(work, "loop-a"), "a loop of symlinks"), (work, "a folder"), ("", "an empty path")):
+        opened.clear()
+        try:
+            K.atomic_write(bad, "x")
+            check(False, f"atomic_write refuses {kind}")
+        except OSError:
+            pass
+        check(not opened, f"atomic_write refuses {kind} before it creates anything: opened {opened}")
+finally:
+    os.open = real_open
+# after a relative link that climbs out of a linked folder (dirlink/l.json -> ../real2.json), the folder flushed
+# after the rename is the one the file is in, not the one "dirlink/.." folds to in text
+os.makedirs(os.path.join(work, "other", "dir"))
+os.symlink(os.path.join("other", "dir"), os.path.join(work, "dirlink"))
+os.symlink(os.path.join("..", "real2.json"), os.path.join(work, "other", "dir", "l.json"))
+synced_dirs = []
+
+
+def recording_fsync(fd):
+    st = os.fstat(fd)
+    if stat.S_ISDIR(st.st_mode):
+        synced_dirs.append(st.st_ino)
+    return real_fsync(fd)
+
+
+os.fsync = recording_fsync
+try:
+    K.atomic_write(os.path.join(work, "dirlink", "l.json"), "climbed")
+finally:
+    os.fsync = real_fsync
+check(open(os.path.join(work, "other", "real2.json")).read() == "climbed" and
+      synced_dirs == [os.stat(os.path.join(work, "other")).st_ino],
+      f"atomic_write through dirlink/l.json -> ../real2.json flushes other/: {synced_dirs} "
+      f"(other/ {os.stat(os.path.join(work, 'other')).st_ino}, work {os.stat(work).st_ino})")
 check(not [n for n in os.listdir(work) if ".tmp" in n and not n.startswith("private.json.")],
       f"no temporary left by the refusals: {os.listdir(work)}")
 fifo = os.path.join(work, "pipe.json")
