@@ -38,7 +38,7 @@ foreach(f IN LISTS runtime development)
   endif()
 endforeach()
 foreach(f IN LISTS runtime)
-  if(f MATCHES "\\.(hpp|h|cmake|pc|a)$")
+  if(f MATCHES "\\.(hpp|h|cmake|pc|a|lib|dylib)$" OR f MATCHES "(^|/)lib[^/]*\\.so$")  # .so: the link, not the soname
     list(APPEND failures "a build file in ets_Runtime: ${f}")
   endif()
 endforeach()
