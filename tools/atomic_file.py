@@ -10,8 +10,15 @@ import stat
 
 def sync_path(path: str) -> None:
     """Flushes a file or a folder to the disk. A file system that cannot (EINVAL: some network and virtual ones) has
-    nothing to lose by it."""
-    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if os.path.isdir(path) else 0)
+    nothing to lose by it. On Windows a folder cannot be opened to flush (the rename itself is durable there, as for
+    the C++ writer), and a file is flushed only through a descriptor open for writing (FlushFileBuffers)."""
+    folder = os.path.isdir(path)
+    if os.name == "nt":
+        if folder:
+            return
+        flags = os.O_RDWR | getattr(os, "O_BINARY", 0)
+    else:
+        flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if folder else 0)
     fd = os.open(path, flags)
     try:
         os.fsync(fd)

@@ -246,6 +246,26 @@ finally:
     os.fsync = real_fsync
 check(synced == ["file", "folder"] and open(target).read() == "durable", f"atomic_write's flushes: {synced}")
 
+# ---- on Windows (os.name "nt", simulated here) a file is flushed through a descriptor open for writing, which
+# FlushFileBuffers needs (a read-only one made every atomic_write fail there), and no folder is opened to flush
+import atomic_file  # noqa: E402  (tools/, on the path through tools.collect.card)
+nt_opens = []
+
+
+def nt_open(path, flags, *args):
+    nt_opens.append((os.path.basename(path), flags & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR), os.path.isdir(path)))
+    return real_open(path, flags, *args)
+
+
+real_open, real_name = os.open, os.name
+os.open, os.name = nt_open, "nt"
+try:
+    atomic_file.sync_path(target)
+    atomic_file.sync_path(work)
+finally:
+    os.open, os.name = real_open, real_name
+check(nt_opens == [("atomic.json", os.O_RDWR, False)], f"sync_path on Windows opens {nt_opens}")
+
 # ---- the temporary is created new under a name of its own: a symlink planted at the name the writer used to take
 # (<path>.tmp<pid>) is not written through; the replaced file's mode is kept (a private file stays private)
 victim = os.path.join(work, "victim.txt")
