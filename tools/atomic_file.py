@@ -47,19 +47,15 @@ def _names_descriptor(path: str) -> bool:
     return re.fullmatch(r"/dev/fd/\d+|/proc/[^/]+/fd/\d+", os.path.normpath(path)) is not None
 
 
-def _follow_links(path: str) -> str:
+def _follow_links(path: str) -> tuple:
     """Follows path to the end of its chain of symlinks, as the C++ writer's follow_output_links: a dangling last
     link included (the file is created where it points), a link that ends at a pipe or device left as it is (it is
-    written through in place). A loop of links raises OSError(ELOOP). A chain through an open descriptor that ends
-    at a regular file (/dev/stdout redirected to a log) raises OSError too: replacing that file would drop what it
-    held and what the process writes to the descriptor afterwards."""
+    written through in place). Returns (the end, whether the chain went through a link naming an open descriptor).
+    A loop of links raises OSError(ELOOP)."""
     p, via_descriptor = path, False
     for _ in range(40):
         if not os.path.islink(p) or _is_stream(p):
-            if via_descriptor and not _is_stream(p) and not os.path.isdir(p):  # a folder is refused as one
-                raise OSError(errno.EINVAL, f"it names an open descriptor whose file ('{p}') would be replaced; "
-                              "name that file itself", path)
-            return p
+            return p, via_descriptor
         via_descriptor = via_descriptor or _names_descriptor(p)
         to = os.readlink(p)
         p = to if os.path.isabs(to) else os.path.join(os.path.dirname(p), to)
@@ -88,10 +84,17 @@ def replacing(path: str, binary: bool = True):
     to a log) raise OSError before anything is created."""
     if not path:
         raise FileNotFoundError(errno.ENOENT, "no path given", path)
-    path = _follow_links(path)
+    # resolved as the C++ writer's resolve_destination: a folder, then a pipe or device (written in place), then
+    # /dev/stdout redirected to a log, whose replacement would drop what it held and what is written to it later
+    given = path
+    path, via_descriptor = _follow_links(path)
     if os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, "cannot replace a folder", path)
-    if _is_stream(path):
+    in_place = _is_stream(path)
+    if via_descriptor and not in_place:
+        raise OSError(errno.EINVAL, f"it names an open descriptor whose file ('{path}') would be replaced; "
+                      "name that file itself", given)
+    if in_place:
         with open(path, "wb" if binary else "w") as fh:
             yield fh
         return
