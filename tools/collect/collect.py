@@ -112,7 +112,7 @@ class Collector:
 
     def pass_env(self, cid: str, p: int) -> str:
         """The environment id a pass recorded ("" when none)."""
-        return ((self.status(cid, p) or {}).get("env") or {}).get("environment") or ""
+        return _status_env(self.status(cid, p))
 
     def label_path(self, cfg: dict) -> str:
         return os.path.join(self.traces, cfg["split"], cfg["id"] + ".etst.gz")
@@ -231,7 +231,7 @@ class Collector:
             probe = E.pass_probe(st)
             if probe is None:
                 continue
-            envs.append(self.pass_env(cid, p))
+            envs.append(_status_env(st))
             for k in E.SPEED_PROBES:
                 probes[k].append(probe[k])
         if not envs:
@@ -561,6 +561,11 @@ class Collector:
 def _keep_raw_sample(cid: str) -> bool:
     # raw Kineto JSON is kept for a deterministic ~5% sample (the card's "raw sample")
     return C.seed_of(cid) % 20 == 0
+
+
+def _status_env(st) -> str:
+    """The environment id in a pass's status ("" when none)."""
+    return ((st or {}).get("env") or {}).get("environment") or ""
 
 
 def _pass_window(st) -> tuple:
