@@ -249,21 +249,22 @@ check(synced == ["file", "folder"] and open(target).read() == "durable", f"atomi
 # ---- on Windows (os.name "nt", simulated here) a file is flushed through a descriptor open for writing, which
 # FlushFileBuffers needs (a read-only one made every atomic_write fail there), and no folder is opened to flush
 import atomic_file  # noqa: E402  (tools/, on the path through tools.collect.card)
-nt_opens = []
+real_open, opened = os.open, []
 
 
-def nt_open(path, flags, *args):
-    nt_opens.append((os.path.basename(path), flags & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR), os.path.isdir(path)))
-    return real_open(path, flags, *args)
+def recording_open(path, flags, *args, **kw):  # os.open, recording (path, flags)
+    opened.append((path, flags))
+    return real_open(path, flags, *args, **kw)
 
 
-real_open, real_name = os.open, os.name
-os.open, os.name = nt_open, "nt"
+real_name = os.name
+os.open, os.name = recording_open, "nt"
 try:
     atomic_file.sync_path(target)
     atomic_file.sync_path(work)
 finally:
     os.open, os.name = real_open, real_name
+nt_opens = [(os.path.basename(f), fl & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR), os.path.isdir(f)) for f, fl in opened]
 check(nt_opens == [("atomic.json", os.O_RDWR, False)], f"sync_path on Windows opens {nt_opens}")
 
 # ---- the temporary is created new under a name of its own: a symlink planted at the name the writer used to take
@@ -303,14 +304,6 @@ check(os.path.islink(dangling) and open(os.path.join(work, "made.json")).read() 
       "atomic_write through a dangling symlink creates its target")
 os.symlink("loop-b", os.path.join(work, "loop-a"))
 os.symlink("loop-a", os.path.join(work, "loop-b"))
-real_open, opened = os.open, []
-
-
-def recording_open(path, *args, **kw):
-    opened.append(path)
-    return real_open(path, *args, **kw)
-
-
 os.open = recording_open
 try:
     for bad, kind in ((os.path.join(work, "loop-a"), "a loop of symlinks"), (work, "a folder"), ("", "an empty path")):
