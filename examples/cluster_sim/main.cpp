@@ -38,6 +38,8 @@
 #include <ets/predictor.hpp>
 #include <ets/tracer.hpp>
 
+#include "simulate.hpp"
+
 #ifdef ETS_SIM_HAVE_FIXTURES
 #include <ets/trace_file.hpp>
 
@@ -285,133 +287,12 @@ std::vector<PhillyJob> read_philly(const std::string& path) {
   return jobs;
 }
 
-// ---------------------------------------------------------------- simulation
-// EdfPlain: EDF on finish deadlines, which reads no prediction; the reference for what predictions add to EDF.
-enum class Policy { Fifo, Sjf, Srtf, Edf, EdfPlain };
-const char* policy_name(Policy p) {
-  return p == Policy::Fifo ? "FIFO" : p == Policy::Sjf ? "SJF" : p == Policy::Srtf ? "SRTF" : p == Policy::Edf ? "EDF"
-                                                                                                              : "EDF-plain";
-}
-
-struct Job {
-  double submit = 0, duration = 0, deadline = 0;
-  int gpus = 1;
-  std::size_t config = 0;
-};
-
-struct Metrics {
-  double avg_jct_h = 0, p99_jct_h = 0, makespan_h = 0, total_tardiness_h = 0, mean_tardiness_h = 0;
-  int misses = 0, preemptions = 0;
-};
-
-// ratio(j, attained_s): the scheduler's predicted iteration time of job j divided by its true one, after the job has
-// run attained_s seconds. Predicted remaining time = true remaining × ratio (the scheduler counts iterations exactly).
-template <typename Ratio>
-Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& ratio) {
-  const std::size_t n = jobs.size();
-  std::vector<double> remaining(n), attained(n, 0.0), finish(n, -1.0);
-  std::vector<char> running(n, 0), arrived(n, 0);
-  for (std::size_t i = 0; i < n; ++i) remaining[i] = jobs[i].duration;
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return jobs[a].submit < jobs[b].submit; });
-  std::vector<std::size_t> active;  // arrived, unfinished
-  std::size_t next = 0, done = 0;
-  double t = jobs[order[0]].submit;
-  Metrics m;
-  auto pred_remaining = [&](std::size_t j) { return remaining[j] * ratio(j, attained[j]); };
-  // Allocated once, not at every event; only the active jobs' entries are touched. (Re-ranking the queue at every
-  // event still makes a run's cost grow with events × queued jobs: docs/scheduling.md, Cost.)
-  std::vector<double> key(n, 0.0);
-  std::vector<char> now_running(n, 0);
-  std::vector<std::size_t> cand, still;
-  while (done < n) {
-    while (next < n && jobs[order[next]].submit <= t) {
-      arrived[order[next]] = 1;
-      active.push_back(order[next]);
-      ++next;
-    }
-    // ---- allocation at time t
-    cand = active;
-    int used = 0;
-    const bool preemptive = policy == Policy::Srtf || policy == Policy::Edf || policy == Policy::EdfPlain;
-    if (!preemptive) {
-      cand.erase(std::remove_if(cand.begin(), cand.end(), [&](std::size_t j) { return running[j] != 0; }), cand.end());
-      for (std::size_t j : active) used += running[j] ? jobs[j].gpus : 0;
-    }
-    for (std::size_t j : cand) {
-      switch (policy) {
-        case Policy::Fifo: key[j] = jobs[j].submit; break;
-        case Policy::Sjf: key[j] = jobs[j].duration * ratio(j, 0.0); break;
-        case Policy::Srtf: key[j] = pred_remaining(j); break;
-        case Policy::Edf:
-          // EDF on start deadlines: the latest time the job can (re)start and still finish by its deadline,
-          // deadline − predicted remaining time (least laxity first). Plain EDF on finish deadlines would ignore
-          // job lengths, so predictions would play no part in it.
-          key[j] = jobs[j].deadline - pred_remaining(j);
-          break;
-        case Policy::EdfPlain: key[j] = jobs[j].deadline; break;
-      }
-    }
-    std::sort(cand.begin(), cand.end(), [&](std::size_t a, std::size_t b) {
-      if (key[a] != key[b]) return key[a] < key[b];
-      return a < b;
-    });
-    for (std::size_t j : active) now_running[j] = preemptive ? 0 : running[j];
-    for (std::size_t j : cand) {
-      if (used + jobs[j].gpus <= gpus) {
-        now_running[j] = 1;
-        used += jobs[j].gpus;
-      } else if (policy == Policy::Fifo) {
-        break;  // strict FIFO: the head of the queue blocks everyone behind it
-      }
-    }
-    for (std::size_t j : active)
-      if (running[j] && !now_running[j]) ++m.preemptions;
-    for (std::size_t j : active) running[j] = now_running[j];
-    // ---- next event: an arrival or the first completion
-    double dt = next < n ? jobs[order[next]].submit - t : INFINITY;
-    for (std::size_t j : active)
-      if (running[j]) dt = std::min(dt, remaining[j]);
-    ETS_CHECK(std::isfinite(dt), ets::Errc::invalid_argument, "ets.sim.4",
-              "simulation stalled at t = {} s: a job needs more GPUs than the cluster has", t);
-    dt = std::max(dt, 0.0);
-    t += dt;
-    still.clear();
-    for (std::size_t j : active) {
-      if (running[j]) {
-        remaining[j] -= dt;
-        attained[j] += dt;
-      }
-      if (running[j] && remaining[j] <= 1e-9 * std::max(1.0, jobs[j].duration)) {
-        finish[j] = t;
-        running[j] = 0;
-        ++done;
-      } else {
-        still.push_back(j);
-      }
-    }
-    active.swap(still);
-  }
-  std::vector<double> jct(n);
-  double first = INFINITY, last = 0;
-  for (std::size_t j = 0; j < n; ++j) {
-    jct[j] = finish[j] - jobs[j].submit;
-    first = std::min(first, jobs[j].submit);
-    last = std::max(last, finish[j]);
-    const double tard = std::max(0.0, finish[j] - jobs[j].deadline);
-    m.total_tardiness_h += tard / 3600;
-    m.misses += tard > 0;
-  }
-  m.avg_jct_h = std::accumulate(jct.begin(), jct.end(), 0.0) / static_cast<double>(n) / 3600;
-  std::sort(jct.begin(), jct.end());
-  // nearest rank: the ⌈0.99 n⌉-th smallest (index 1,979 of 2,000; of 100 jobs the 99th, not the largest)
-  const auto rank = static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(n)));
-  m.p99_jct_h = jct[std::min(n - 1, std::max<std::size_t>(rank, 1) - 1)] / 3600;
-  m.makespan_h = (last - first) / 3600;
-  m.mean_tardiness_h = m.total_tardiness_h / static_cast<double>(n);
-  return m;
-}
+// ---------------------------------------------------------------- simulation (simulate.hpp)
+using cluster_sim::Job;
+using cluster_sim::Metrics;
+using cluster_sim::Policy;
+using cluster_sim::policy_name;
+using cluster_sim::simulate;
 
 std::string fmt_load_error(double gpus, double gpu_s, double span_s, double load) {
   char text[320];
