@@ -49,6 +49,16 @@ install(FILES ${PROJECT_BINARY_DIR}/etsConfig.cmake ${PROJECT_BINARY_DIR}/etsCon
 export(EXPORT etsTargets NAMESPACE ets:: FILE ${PROJECT_BINARY_DIR}/etsTargets.cmake)
 
 # pkg-config for non-CMake users: `pkg-config --cflags --libs ets` links the compiled library.
+# pkg-config splits Libs and Cflags as a shell does and reads '#' as a comment, so every path written into the file
+# has its blanks, quotes, backslashes and '#' escaped with a backslash; pkgconf and pkg-config undo that on reading
+# and escape the output again for the shell (`-L/opt/my\ libs`), so a folder with a space stays one argument.
+function(_ets_pc_escape out path)
+  string(REPLACE "\\" "\\\\" path "${path}")
+  foreach(_ets_c " " "\t" "#" "'" "\"")
+    string(REPLACE "${_ets_c}" "\\${_ets_c}" path "${path}")
+  endforeach()
+  set(${out} "${path}" PARENT_SCOPE)
+endfunction()
 # A static libets.a cannot carry its dependencies, so they go on Libs (plain --libs must link);
 # a shared libets.so already records them, so they are only Libs.private there. libets.a is C++: a C program
 # linked by the C compiler (the C ABI's users) also needs the C++ runtime and libm.
@@ -117,6 +127,7 @@ foreach(_ets_file IN LISTS _ets_pc_dep_files)
   endif()
   get_filename_component(_ets_dir "${_ets_file}" DIRECTORY)
   get_filename_component(_ets_real "${_ets_dir}" REALPATH)
+  _ets_pc_escape(_ets_dir "${_ets_dir}")
   if(NOT _ets_real IN_LIST _ets_pc_default_dirs AND NOT "-L${_ets_dir}" IN_LIST _ets_pc_dirs)
     list(APPEND _ets_pc_dirs "-L${_ets_dir}")
   endif()
@@ -138,7 +149,7 @@ endif()
 # Relocatable: the prefix is found from the .pc file's own location, so `cmake --install --prefix X`,
 # Conan and vcpkg packages all point at where the files actually are.
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
-  set(ETS_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+  _ets_pc_escape(ETS_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
 else()
   file(RELATIVE_PATH _ets_pc_up "/r/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/r")
   string(REGEX REPLACE "/$" "" _ets_pc_up "${_ets_pc_up}")
@@ -146,10 +157,11 @@ else()
 endif()
 # An absolute libdir / includedir (some distributions pass them) is used as is, not appended to the prefix.
 foreach(_ets_dir LIBDIR INCLUDEDIR)
+  _ets_pc_escape(_ets_path "${CMAKE_INSTALL_${_ets_dir}}")
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${_ets_dir}}")
-    set(ETS_PC_${_ets_dir} "${CMAKE_INSTALL_${_ets_dir}}")
+    set(ETS_PC_${_ets_dir} "${_ets_path}")
   else()
-    set(ETS_PC_${_ets_dir} "\${prefix}/${CMAKE_INSTALL_${_ets_dir}}")
+    set(ETS_PC_${_ets_dir} "\${prefix}/${_ets_path}")
   endif()
 endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ets.pc.in ${PROJECT_BINARY_DIR}/ets.pc @ONLY)
