@@ -30,12 +30,14 @@ bool is_candidate(const HostSpan& s) {
 // record_function's own tensor bookkeeping (torch <= 2.0), seen at thread top level and beside/inside scopes.
 bool is_bookkeeping(const std::string& raw) { return raw == "aten::zeros" || raw == "aten::empty"; }
 
-constexpr std::uint8_t kBwd = 1, kUpd = 2;
+// kZeroGrad: under Optimizer.zero_grad#, update whatever else holds (a closure's zero_grad runs with grad enabled).
+constexpr std::uint8_t kBwd = 1, kUpd = 2, kZeroGrad = 4;
 
 std::uint8_t own_phase_flags(const HostSpan& s) {
   const std::string& n = s.rec.raw_name;
   if (starts_with(n, "autograd::engine::evaluate_function")) return kBwd;
-  if (starts_with(n, "Optimizer.step#") || starts_with(n, "Optimizer.zero_grad#")) return kUpd;
+  if (starts_with(n, "Optimizer.step#")) return kUpd;
+  if (starts_with(n, "Optimizer.zero_grad#")) return kUpd | kZeroGrad;
   return 0;
 }
 
@@ -45,6 +47,10 @@ struct Forest {
   std::vector<std::int64_t> parent; ///< per span; -1 at thread top level
   std::vector<std::int64_t> top;    ///< outermost candidate at or above the span; -1 if none
   std::vector<std::uint8_t> flags;  ///< phase flags inherited from enclosing spans
+  /// the innermost Optimizer.step# span at or above the span (-1: none), and per span whether it is one that holds a
+  /// backward pass (a closure's)
+  std::vector<std::int64_t> opt_step;
+  std::vector<char> step_has_backward;
 };
 
 Forest build_forest(const std::vector<HostSpan>& h) {
@@ -60,6 +66,8 @@ Forest build_forest(const std::vector<HostSpan>& h) {
   f.parent.assign(n, -1);
   f.top.assign(n, -1);
   f.flags.assign(n, 0);
+  f.opt_step.assign(n, -1);
+  f.step_has_backward.assign(n, 0);
   std::vector<std::size_t> stack;
   std::int64_t tid = std::numeric_limits<std::int64_t>::min();
   for (std::size_t i : f.order) {
@@ -71,7 +79,10 @@ Forest build_forest(const std::vector<HostSpan>& h) {
     while (!stack.empty() && h[stack.back()].end_us <= h[i].start_us) stack.pop_back();
     const std::int64_t p = stack.empty() ? -1 : static_cast<std::int64_t>(stack.back());
     f.parent[i] = p;
-    f.flags[i] = static_cast<std::uint8_t>((p >= 0 ? f.flags[p] : 0) | own_phase_flags(h[i]));
+    const std::uint8_t own = own_phase_flags(h[i]);
+    f.flags[i] = static_cast<std::uint8_t>((p >= 0 ? f.flags[p] : 0) | own);
+    f.opt_step[i] = (own & kUpd) && !(own & kZeroGrad) ? static_cast<std::int64_t>(i) : p >= 0 ? f.opt_step[p] : -1;
+    if ((own & kBwd) && f.opt_step[i] >= 0) f.step_has_backward[static_cast<std::size_t>(f.opt_step[i])] = 1;
     if (p >= 0 && f.top[p] >= 0) f.top[i] = f.top[p];
     else if (is_candidate(h[i])) f.top[i] = static_cast<std::int64_t>(i);
     stack.push_back(i);
@@ -145,9 +156,18 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
     if (t.rec.name.empty()) t.rec.name = std::move(norm);
     if (!s.phase_known) {
       const std::uint8_t fl = f.flags[t.span];
-      // Backward first: an optimizer given a closure (LBFGS, or step(closure) of any) runs the backward pass inside
-      // its Optimizer.step# span, and those ops are still the backward pass.
-      t.rec.phase = ((fl & kBwd) || bwd_name) ? Phase::Backward : (fl & kUpd) ? Phase::Update : Phase::Forward;
+      // An optimizer given a closure (LBFGS, or step(closure) of any) runs the closure's forward and backward
+      // passes inside its Optimizer.step# span, and they are still the forward and backward passes. Backward ops
+      // are found by their spans. In a step that holds a backward pass, a forward op is one with an autograd
+      // sequence number, which the optimizer's own update ops lack: they run with grad disabled, the closure with
+      // grad enabled. (A step without a backward pass is all update: user work wrapped in an Optimizer.step# span,
+      // such as clip_grad_norm_, runs with grad enabled too.)
+      const std::int64_t step = f.opt_step[t.span];
+      const bool closure_forward = step >= 0 && f.step_has_backward[static_cast<std::size_t>(step)] &&
+                                   !(fl & kZeroGrad) && t.rec.sequence >= 0;
+      t.rec.phase = ((fl & kBwd) || bwd_name)           ? Phase::Backward
+                    : ((fl & kUpd) && !closure_forward) ? Phase::Update
+                                                        : Phase::Forward;
     }
     if (has_flops[k]) t.rec.flops = flops[k];
     fill_analytic(t.rec);

@@ -266,17 +266,23 @@ TEST_CASE("Kineto \"ets\".\"batch_size\": a whole number, also as a string of di
   }
 }
 
-TEST_CASE("Kineto phases: backward ops inside an optimizer's span (a closure, as LBFGS runs) stay backward") {
+TEST_CASE("Kineto phases: a closure's forward and backward ops inside an optimizer's span (as LBFGS runs) keep their phases") {
   std::string s = R"({"traceEvents": [)";
   for (int k = 0; k < 2; ++k) {
     const int t = 1000 * k;
     s += fmt::format(R"({}{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, )"
                      R"("ts": {}, "dur": 900}},)", k ? "," : "", k, t);
-    // Optimizer.step#LBFGS.step [closure: aten::linear (forward), evaluate_function: AddmmBackward0, aten::add_]
+    // Optimizer.step#LBFGS.step [closure: zero_grad (aten::zero_), aten::linear (forward), evaluate_function:
+    // AddmmBackward0; then the update, aten::add_]. With grad enabled in the closure, torch gives its ops autograd
+    // sequence numbers (zero_grad's too); the update runs with grad disabled and has none (torch 1.13).
     s += fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#LBFGS.step", "pid": 1, )"
                      R"("tid": 1, "ts": {}, "dur": 800}},)", t + 10);
-    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": {}, "dur": 50}},)",
-                     t + 20);
+    s += fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "Optimizer.zero_grad#LBFGS.zero_grad", )"
+                     R"("pid": 1, "tid": 1, "ts": {}, "dur": 6}},)", t + 12);
+    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::zero_", "pid": 1, "tid": 1, "ts": {}, "dur": 4, )"
+                     R"("args": {{"Sequence number": 3}}}},)", t + 13);
+    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": {}, "dur": 50, )"
+                     R"("args": {{"Sequence number": 4}}}},)", t + 20);
     s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddmmBackward0", )"
                      R"("pid": 1, "tid": 1, "ts": {}, "dur": 100}},)", t + 100);
     s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "AddmmBackward0", "pid": 1, "tid": 1, "ts": {}, "dur": 90}},)",
@@ -288,7 +294,31 @@ TEST_CASE("Kineto phases: backward ops inside an optimizer's span (a closure, as
   REQUIRE(!its.empty());
   std::vector<Phase> phases;
   for (const auto& op : its[0].ops) phases.push_back(op.phase);
-  CHECK(phases == std::vector<Phase>{Phase::Update, Phase::Backward, Phase::Update});
+  CHECK(phases == std::vector<Phase>{Phase::Update, Phase::Forward, Phase::Backward, Phase::Update});
+}
+
+TEST_CASE("Kineto phases: work wrapped in an Optimizer.step# span without a backward pass is all update") {
+  // clip_grad_norm_ wrapped in record_function("Optimizer.step#clip"), as trace-format.md advises: it runs with grad
+  // enabled, so its ops carry sequence numbers, yet they are update work, not a closure's forward pass.
+  std::string s = R"({"traceEvents": [)";
+  for (int k = 0; k < 2; ++k) {
+    const int t = 1000 * k;
+    s += fmt::format(R"({}{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, )"
+                     R"("ts": {}, "dur": 900}},)", k ? "," : "", k, t);
+    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": {}, "dur": 50, )"
+                     R"("args": {{"Sequence number": 4}}}},)", t + 10);
+    s += fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#clip", "pid": 1, "tid": 1, )"
+                     R"("ts": {}, "dur": 100}},)", t + 100);
+    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::norm", "pid": 1, "tid": 1, "ts": {}, "dur": 20, )"
+                     R"("args": {{"Sequence number": 9}}}},)", t + 110);
+    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::mul_", "pid": 1, "tid": 1, "ts": {}, "dur": 20, )"
+                     R"("args": {{"Sequence number": 10}}}})", t + 140);
+  }
+  const auto its = ets::import::read_kineto_json(s + "]}", "clip.json", {});
+  REQUIRE(!its.empty());
+  std::vector<Phase> phases;
+  for (const auto& op : its[0].ops) phases.push_back(op.phase);
+  CHECK(phases == std::vector<Phase>{Phase::Forward, Phase::Update, Phase::Update});
 }
 
 TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv arguments follow each schema") {
