@@ -96,9 +96,12 @@ struct Predictor::Impl {
     return it == model_index.end() ? nullptr : models[it->second];
   }
 
-  // Drops every job's cache entries of serials no longer registered (also one a call in flight added meanwhile).
+  // Drops every job's cache entries of serials no longer registered (also one a call in flight added meanwhile),
+  // and with removed_env its observations of the removed model (serial removed_serial) or an older one.
   // Called with mu held exclusively; releases it before taking job locks (never taken under mu's exclusive lock).
-  void purge_unregistered(std::unique_lock<std::shared_mutex>& lock, const std::string* removed_env) {
+  // So a model registered under removed_env meanwhile may already have observations here: they are newer, and kept.
+  void purge_unregistered(std::unique_lock<std::shared_mutex>& lock, const std::string* removed_env,
+                          std::uint64_t removed_serial = 0) {
     std::unordered_set<std::uint64_t> live;
     for (const auto& model : models) live.insert(model->serial);
     std::vector<std::shared_ptr<Job>> all;
@@ -108,7 +111,9 @@ struct Predictor::Impl {
       std::lock_guard lk(job->mu);
       for (auto it = job->cache.begin(); it != job->cache.end();)
         it = live.count(it->first) ? std::next(it) : job->cache.erase(it);
-      if (removed_env) job->obs.erase(*removed_env);
+      if (!removed_env) continue;
+      const auto it = job->obs.find(*removed_env);
+      if (it != job->obs.end() && it->second.serial <= removed_serial) job->obs.erase(it);
     }
   }
 
@@ -298,10 +303,11 @@ bool Predictor::remove_model(const std::string& env) {
   std::unique_lock lock(impl_->mu);
   const auto it = impl_->model_index.find(env);
   if (it == impl_->model_index.end()) return false;
+  const std::uint64_t serial = impl_->models[it->second]->serial;
   impl_->models.erase(impl_->models.begin() + static_cast<std::ptrdiff_t>(it->second));
   impl_->model_index.clear();
   for (std::size_t i = 0; i < impl_->models.size(); ++i) impl_->model_index.emplace(impl_->models[i]->env, i);
-  impl_->purge_unregistered(lock, &env);
+  impl_->purge_unregistered(lock, &env, serial);
   return true;
 }
 

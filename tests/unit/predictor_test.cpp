@@ -438,6 +438,50 @@ TEST_CASE("9 threads share one Predictor: batches, observations, job and model c
   CHECK(p.environments() == std::vector<std::string>{"a", "b"});
 }
 
+// remove_model releases the registry lock while it clears every job's observations of the removed environment. A
+// model registered again under that id meanwhile, and observed, keeps its observations: they used to be cleared too
+// (by the id alone). The observations race the clearing, so each round checks, for every observed job, that none
+// of the observations made against the new model was lost.
+TEST_CASE("remove_model racing a re-add of its environment keeps the new model's observations", "[predictor][threads]") {
+  const std::vector<ets::ExecutionTrace> traces{ets_test::learnable_trace(900, 2)};
+  const ets::ModelFile model = ets_test::small_model(traces, 5);
+  ets::Predictor p(cpu());  // max_observations 0: every observation counts, so a lost one shows in the count
+  std::vector<std::string> ids;
+  for (int i = 0; i < 20000; ++i) {
+    ids.push_back("j" + std::to_string(i));
+    p.add_job(ids.back(), traces[0]);
+  }
+  const std::size_t observed = 64, step = ids.size() / observed;
+  int lost = 0, raced_rounds = 0;
+  // rounds until four of them overlapped the removal (a loaded machine may let the removal finish first)
+  for (int round = 0; round < 200 && raced_rounds < 4; ++round) {
+    p.add_model("e", model);
+    std::atomic<bool> removed{false};
+    std::thread remover([&] {
+      p.remove_model("e");
+      removed = true;
+    });
+    while (p.has_environment("e")) std::this_thread::yield();
+    p.add_model("e", model);
+    std::vector<int> made(observed, 0);
+    bool during = false;  // some observations were made while remove_model still ran
+    do {
+      during = during || !removed;
+      for (std::size_t k = 0; k < observed; ++k) {
+        p.observe(ids[k * step], "e", 1000.0);
+        ++made[k];
+      }
+    } while (!removed);
+    remover.join();
+    raced_rounds += during;
+    for (std::size_t k = 0; k < observed; ++k) lost += p.correction(ids[k * step], "e").observations != made[k];
+    p.remove_model("e");
+  }
+  CHECK(lost == 0);
+  INFO("rounds in which observations overlapped the removal: " << raced_rounds);
+  CHECK(raced_rounds > 0);  // the race was reached at all
+}
+
 // A finite, accepted observe() must never make predict() return an infinite estimate or interval.
 TEST_CASE("observe() with max_ratio near DBL_MAX keeps the corrected estimate finite", "[predictor][observe]") {
   std::vector<ets::ExecutionTrace> traces;
