@@ -72,7 +72,9 @@ double forward_flops(const LstmConfig& c, int windows, int width) {
 void write_floats(const std::string& path, const std::vector<float>& v) {
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
-  if (!f) throw std::runtime_error("cannot write " + path);
+  f.close();  // a short write may show only when the buffer is flushed
+  ETS_CHECK(!f.fail(), Errc::io, "ets.cli.1", "cannot write the benchmark's input tensor {} (is TMPDIR's disk full?)",
+            path);
 }
 
 // The Python peer process: commands on its stdin, one answer line each on its stdout. A peer that stays silent for

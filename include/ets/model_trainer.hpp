@@ -56,7 +56,8 @@ class ModelTrainer {
   static std::vector<float> loss_weights(const WindowBatch& batch, const std::vector<ExecutionTrace>& traces,
                                          double power);
 
-  /// Throws ets.train.18 when no training trace carries labels.
+  /// Throws ets.train.18 when no training trace carries labels, ets.train.20 (before training) when the model's
+  /// environment id holds a control character.
   static Result train(const std::vector<ExecutionTrace>& train, const std::vector<ExecutionTrace>& val,
                       const Options& options);
 };

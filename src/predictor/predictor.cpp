@@ -21,6 +21,7 @@
 
 #include "ets/aggregator.hpp"
 #include "ets/bilstm_predictor.hpp"
+#include "ets/detail/ascii.hpp"
 #include "ets/error.hpp"
 #include "ets/feature_spec.hpp"
 #include "ets/tracer.hpp"
@@ -235,10 +236,9 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
   auto m = std::make_shared<Model>();
   m->env = !env_in.empty() ? env_in : !file.hardware_env.empty() ? file.hardware_env : "default";
   // Environment ids are names: one a C caller cannot spell (NUL) or a log line cannot hold (newline) is refused.
-  const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
-  if (std::any_of(m->env.begin(), m->env.end(), control)) {
+  if (std::any_of(m->env.begin(), m->env.end(), detail::ascii_control)) {
     std::string shown = m->env;
-    std::replace_if(shown.begin(), shown.end(), control, '?');
+    std::replace_if(shown.begin(), shown.end(), detail::ascii_control, '?');
     ETS_THROW(Errc::invalid_argument, "ets.predict.9",
               "environment id '{}' holds a control character (shown as '?'): name it with printable characters",
               shown);

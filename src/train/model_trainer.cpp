@@ -7,12 +7,15 @@
 #include <cmath>
 #include <ctime>
 #include <iterator>
+#include <map>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "ets/bilstm_predictor.hpp"
 #include "ets/error.hpp"
 #include "ets/evaluator.hpp"
+#include "ets/detail/ascii.hpp"
 #include "ets/detail/fnv1a.hpp"
 #include "ets/feature_spec.hpp"
 #include "ets/version.hpp"
@@ -108,6 +111,28 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   ETS_CHECK(!train.empty(), Errc::invalid_argument, "ets.train.18",
             "none of the {} training traces carries per-op labels", train_in.size());
   const auto& val = usable(val_in, val_subset, &Evaluator::scorable);
+  // The environment the model is registered under by default, chosen and checked before any training:
+  // Predictor::add_model refuses an id with a control character (ets.predict.9), so such a model would only fail
+  // when it is loaded, after the whole training.
+  std::string hardware_env = opt.hardware_env;
+  if (hardware_env.empty()) {
+    std::map<std::string, std::size_t> envs;
+    for (const auto& t : train) ++envs[t.meta.environment];
+    std::size_t best = 0;
+    for (const auto& [e, n] : envs)
+      if (n > best) {
+        best = n;
+        hardware_env = e;
+      }
+  }
+  if (std::any_of(hardware_env.begin(), hardware_env.end(), detail::ascii_control)) {
+    std::string shown = hardware_env;
+    std::replace_if(shown.begin(), shown.end(), detail::ascii_control, '?');
+    ETS_THROW(Errc::invalid_argument, "ets.train.20",
+              "the model's environment id '{}' ({}) holds a control character (shown as '?'): name the environment "
+              "with printable characters (Options::hardware_env, ets train --environment)",
+              shown, opt.hardware_env.empty() ? "the training traces' most common" : "given");
+  }
 
   Result res;
   res.train_traces = train.size();
@@ -179,17 +204,7 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   m.labels.transform = "log1p";
   label_norm(spec, 0, m.labels.time_mean, m.labels.time_scale);
   label_norm(spec, 1, m.labels.gap_mean, m.labels.gap_scale);
-  m.hardware_env = opt.hardware_env;
-  if (m.hardware_env.empty()) {
-    std::map<std::string, std::size_t> envs;
-    for (const auto& t : train) ++envs[t.meta.environment];
-    std::size_t best = 0;
-    for (const auto& [e, n] : envs)
-      if (n > best) {
-        best = n;
-        m.hardware_env = e;
-      }
-  }
+  m.hardware_env = hardware_env;
   // self-test: the first few training windows through the CPU predictor that will load this file
   // up to 4 windows, and never more positions than a reader accepts: at width 2,000 that is 2 windows, at 4,096 one
   const int st = std::max(1, std::min({batch.windows, 4, ModelFile::SelfTest::kMaxPositions / batch.width}));

@@ -4,7 +4,9 @@
 # or device must be written in place (not replaced by a regular file), and a file rewritten keeps its permissions.
 # An output that cannot be written is refused before any input is read. `ets label` refuses one pass given twice
 # under two spellings (./x, a symlink), or -o naming a pass, and reads --batch-size exactly; "--id -h" is an id. A
-# SIGTERM during a write or a benchmark leaves no temporary behind. Values are checked against each other.
+# SIGTERM during a write or a benchmark leaves no temporary behind, nor does a benchmark that cannot write its input
+# tensors (an error with an id). Values are checked against each other; label refuses an --environment with a
+# control character.
 # Usage: outputs_test.py ETS TRACE WORK_DIR
 import gzip
 import json
@@ -133,6 +135,13 @@ for cmd in (["label", trace], ["convert", trace, "--quiet"]):
         p = run(*cmd, "-o", name)
         check(p.returncode == 2 and b"must end in .etst or .etst.gz" in p.stderr and not os.path.exists(name),
               f"{cmd[0]} -o {name}: rc {p.returncode} {p.stderr!r}")
+
+# ---- an environment id with a control character would name a model no predictor loads (ets.predict.9): label
+# refuses it as train does, before any pass is read
+for env in ("cpu\tx", "cpu\nx"):
+    p = run("label", "no-such-pass.json", "-o", "env.etst", "--environment", env)
+    check(p.returncode == 2 and b"--environment holds a control character" in p.stderr and not os.path.exists("env.etst"),
+          f"label --environment {env!r}: rc {p.returncode} {p.stderr!r}")
 
 # ---- an option's value that looks like --help / -h is the value, not a request for help
 p = run("label", trace, "-o", "id-h.etst", "--id", "-h")
@@ -338,6 +347,16 @@ if not asan:  # ASan reserves terabytes of address space: it cannot run under su
     check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"address-space" not in p.stderr
           and not os.listdir(tmp),
           f"bench under a 1 GiB data limit: rc {p.returncode} {p.stderr!r} left {os.listdir(tmp)}")
+
+# an input tensor that cannot be written (here a file-size limit, ulimit -f, as a full TMPDIR) ends with an id, not
+# "unexpected error", and leaves nothing in TMPDIR
+import resource
+p = subprocess.run([ets, "bench", "--no-peers", "--rounds", "1", "--hidden", "8", "--windows", "4096", "--layers", "1",
+                    "--sample-ms", "1"], capture_output=True, timeout=120, env=dict(os.environ, TMPDIR=tmp),
+                   preexec_fn=lambda: (signal.signal(signal.SIGXFSZ, signal.SIG_IGN),
+                                       resource.setrlimit(resource.RLIMIT_FSIZE, (512 << 10, 512 << 10))))
+check(p.returncode == 1 and b"[ets.cli.1] cannot write the benchmark's input tensor" in p.stderr
+      and not os.listdir(tmp), f"bench with TMPDIR full: rc {p.returncode} {p.stderr!r} left {os.listdir(tmp)}")
 
 # sizes beyond what a model file holds are usage errors (exit 2, before any work), as in `ets train`
 for option, value in (("--layers", "65"), ("--width", "5000"), ("--hidden", "70000"), ("--hidden", "64,0")):

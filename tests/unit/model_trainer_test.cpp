@@ -16,6 +16,7 @@
 #include "ets/evaluator.hpp"
 #include "ets/feature_spec.hpp"
 #include "ets/model_trainer.hpp"
+#include "ets/predictor.hpp"
 #include "ets/trace_file.hpp"
 #include "ets/window_encoder.hpp"
 #include "encoder_fixtures.hpp"
@@ -134,6 +135,37 @@ TEST_CASE("ModelTrainer leaves out unlabelled traces and honours its time budget
 
   const std::vector<ets::ExecutionTrace> none{unlabelled};
   CHECK_THROWS_WITH(ets::ModelTrainer::train(none, val, o), Catch::Contains("ets.train.18"));
+}
+
+TEST_CASE("ModelTrainer refuses, before training, an environment id that Predictor::add_model would refuse", "[train]") {
+  auto train = ets_test::learnable_set(7, 6, "famA");
+  ets::ModelTrainer::Options o;
+  o.hidden = 8;
+  o.layers = 1;
+  o.train.epochs = 1;
+  o.train.batch = 16;
+  o.train.progress_every = 1;
+  bool trained = false;
+  o.train.progress = [&](const ets::Trainer::Progress&) { return trained = true; };
+  // the traces' most common environment holds a tab: refused, and no step was trained
+  for (std::size_t i = 0; i < train.size(); ++i) train[i].meta.environment = i < 4 ? "cpu\tx" : "cpu-y";
+  CHECK_THROWS_WITH(ets::ModelTrainer::train(train, {}, o), Catch::Contains("ets.train.20") && Catch::Contains("cpu?x"));
+  CHECK_FALSE(trained);
+  // a printable id given in the options is used instead
+  o.hardware_env = "cpu-x";
+  const auto named = ets::ModelTrainer::train(train, {}, o);
+  CHECK(trained);
+  CHECK(named.model.hardware_env == "cpu-x");
+  // one given with a newline is refused too
+  o.hardware_env = "cpu\nx";
+  CHECK_THROWS_WITH(ets::ModelTrainer::train(train, {}, o), Catch::Contains("ets.train.20"));
+  // a control character in a minority of the traces does not matter: the model takes the most common id, and loads
+  o.hardware_env.clear();
+  for (std::size_t i = 0; i < train.size(); ++i) train[i].meta.environment = i < 2 ? "cpu\tx" : "cpu-y";
+  const auto res = ets::ModelTrainer::train(train, {}, o);
+  CHECK(res.model.hardware_env == "cpu-y");
+  ets::Predictor p;
+  CHECK(p.add_model("", res.model) == "cpu-y");
 }
 
 TEST_CASE("a model of wide windows saves: its self-test stays within what a reader accepts", "[train]") {

@@ -9,6 +9,8 @@ constexpr bool ascii_lower(char c) noexcept { return c >= 'a' && c <= 'z'; }
 constexpr bool ascii_space(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
+/// C0 controls and DEL: refused in names (environment ids) that a C caller must spell and a log line must hold.
+constexpr bool ascii_control(char c) noexcept { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
 /// 'A'..'Z' to 'a'..'z'; every other byte (UTF-8 ones included) unchanged.
 constexpr char ascii_tolower(char c) noexcept { return ascii_upper(c) ? static_cast<char>(c - 'A' + 'a') : c; }
 
