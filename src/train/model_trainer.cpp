@@ -13,10 +13,10 @@
 #include <fmt/format.h>
 
 #include "ets/bilstm_predictor.hpp"
-#include "ets/error.hpp"
-#include "ets/evaluator.hpp"
 #include "ets/detail/ascii.hpp"
 #include "ets/detail/fnv1a.hpp"
+#include "ets/error.hpp"
+#include "ets/evaluator.hpp"
 #include "ets/feature_spec.hpp"
 #include "ets/version.hpp"
 #include "ets/window_encoder.hpp"
