@@ -373,11 +373,12 @@ void read_event(od::object obj, Collected& c) {
         c.zero_grads.push_back({pid, tid, start, start + dur, -1});
       } else if (name.rfind("Optimizer.step#", 0) == 0) {
         c.opt_steps.push_back({pid, tid, start, start + dur, -1});
-        if (c.optimizer.empty()) {
-          std::string_view cls = name.substr(15);
-          cls = cls.substr(0, cls.find('.'));
-          for (char ch : cls) c.optimizer += ets::detail::ascii_tolower(ch);
-        }
+        // torch names the span of an optimizer's step "Optimizer.step#<class>.step"; a user scope that borrows the
+        // prefix to count as update ("Optimizer.step#clip", trace-format.md) names no optimizer
+        const std::string_view rest = name.substr(15);
+        const std::size_t dot = rest.find('.');
+        if (c.optimizer.empty() && dot != 0 && dot != std::string_view::npos && rest.substr(dot) == ".step")
+          for (char ch : rest.substr(0, dot)) c.optimizer += ets::detail::ascii_tolower(ch);
       }
       HostSpan s;
       s.rec.raw_name.assign(name.data(), name.size());

@@ -297,7 +297,7 @@ TEST_CASE("Kineto phases: a closure's forward and backward ops inside an optimiz
   CHECK(phases == std::vector<Phase>{Phase::Update, Phase::Forward, Phase::Backward, Phase::Update});
 }
 
-TEST_CASE("Kineto phases: work wrapped in an Optimizer.step# span without a backward pass is all update") {
+TEST_CASE("Kineto phases: work wrapped in an Optimizer.step# span without a backward pass is all update, and names no optimizer") {
   // clip_grad_norm_ wrapped in record_function("Optimizer.step#clip"), as trace-format.md advises: it runs with grad
   // enabled, so its ops carry sequence numbers, yet they are update work, not a closure's forward pass.
   std::string s = R"({"traceEvents": [)";
@@ -312,13 +312,20 @@ TEST_CASE("Kineto phases: work wrapped in an Optimizer.step# span without a back
     s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::norm", "pid": 1, "tid": 1, "ts": {}, "dur": 20, )"
                      R"("args": {{"Sequence number": 9}}}},)", t + 110);
     s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::mul_", "pid": 1, "tid": 1, "ts": {}, "dur": 20, )"
-                     R"("args": {{"Sequence number": 10}}}})", t + 140);
+                     R"("args": {{"Sequence number": 10}}}},)", t + 140);
+    // then the optimizer's own step
+    s += fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step", "pid": 1, "tid": 1, )"
+                     R"("ts": {}, "dur": 100}},)", t + 300);
+    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": {}, "dur": 20}})",
+                     t + 310);
   }
   const auto its = ets::import::read_kineto_json(s + "]}", "clip.json", {});
   REQUIRE(!its.empty());
   std::vector<Phase> phases;
   for (const auto& op : its[0].ops) phases.push_back(op.phase);
-  CHECK(phases == std::vector<Phase>{Phase::Forward, Phase::Update, Phase::Update});
+  CHECK(phases == std::vector<Phase>{Phase::Forward, Phase::Update, Phase::Update, Phase::Update});
+  // the optimizer is the one torch named (Optimizer.step#<class>.step), not the user scope that came first
+  CHECK(its[0].meta.optimizer == "sgd");
 }
 
 TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv arguments follow each schema") {
