@@ -406,6 +406,30 @@ def add_ets_metadata(src: str, dst: str, extra: dict, chunk: int = 1 << 20) -> s
     return dst
 
 
+def _steps_holding_operators(events: list, steps: list) -> list:
+    """For each ProfilerStep# span, whether it holds an operator ETS's importer keeps: an outermost cpu_op on the
+    step's thread (nesting decided by start time, as the importer does) other than record_function's own
+    aten::zeros / aten::empty, which it drops as bookkeeping (docs/trace-format.md)."""
+    import bisect
+    ops = sorted((ev for ev in events if ev.get("cat") == "cpu_op" and "::" in ev.get("name", "")),
+                 key=lambda ev: (str(ev.get("tid")), ev["ts"], -ev["dur"]))
+    starts = {}  # tid -> sorted start times of the outermost ops that count
+    tid, open_until = None, float("-inf")
+    for ev in ops:
+        if str(ev.get("tid")) != tid:
+            tid, open_until = str(ev.get("tid")), float("-inf")
+        if ev["ts"] >= open_until:  # outermost
+            open_until = ev["ts"] + ev["dur"]
+            if ev["name"] not in ("aten::zeros", "aten::empty"):
+                starts.setdefault(tid, []).append(ev["ts"])
+    held = []
+    for st in steps:
+        t = starts.get(str(st.get("tid")), [])
+        i = bisect.bisect_left(t, st["ts"])
+        held.append(i < len(t) and t[i] < st["ts"] + st["dur"])
+    return held
+
+
 def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: list | None = None,
                        nested: str = "needed") -> str:
     """Writes the profile as Kineto-style Chrome JSON to `path` (gzip when it ends in .gz); returns path.
@@ -425,14 +449,30 @@ def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: l
                       stacklevel=2)
     # Called while an exception unwinds the profiled loop (torch runs on_trace_ready from the profiler's __exit__):
     # the last step was cut short. It still closes the step before it, so it is declared a tail step, never an
-    # iteration of its own; with no complete step before it there is nothing to export.
+    # iteration of its own; with no complete step before it there is nothing to export. A tail step closes the one
+    # before at its first operator, so one cut short before it ran any (the exception came from the data loader,
+    # say) cannot: it is dropped, and the step before ends at its own ProfilerStep# span, as without a tail.
+    steps = sorted((ev for ev in events if ev.get("name", "").startswith("ProfilerStep#")), key=lambda ev: ev["ts"])
+    held = _steps_holding_operators(events, steps)
+    if steps and not any(held):
+        # e.g. called after the with block once the schedule had begun a new cycle: only its warm-up is left
+        raise ValueError("no profiled step holds an operator: with a schedule, call export_kineto_json from "
+                         "on_trace_ready (after the with block the profiler holds only what it recorded since its "
+                         "last cycle)")
     cut_short = sys.exc_info()[0] is not None
     if cut_short:
-        steps = sum(1 for ev in events if ev.get("name", "").startswith("ProfilerStep#"))
-        if steps < 2:
+        if len(steps) < 2:
             raise ValueError("the profiled loop ended in an exception before one step completed: nothing to export")
-        warnings.warn("the profiled loop ended in an exception: its last, cut-short step only closes the one before "
-                      "(tail_steps)", stacklevel=2)
+        last = steps[-1]
+        if held[-1]:
+            warnings.warn("the profiled loop ended in an exception: its last, cut-short step only closes the one "
+                          "before (tail_steps)", stacklevel=2)
+        else:
+            events = [ev for ev in events if ev is not last]
+            cut_short = False  # no tail step to declare
+            warnings.warn("the profiled loop ended in an exception before its last step ran an operator: that step "
+                          "is dropped, and the one before ends at its ProfilerStep# span (short by the loop's time "
+                          "between two steps)", stacklevel=2)
     doc = {
         "schemaVersion": 1,
         "deviceProperties": [],

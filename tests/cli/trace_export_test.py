@@ -293,15 +293,16 @@ import signal  # noqa: E402
 import warnings  # noqa: E402
 
 
-def profiled(steps, ready, record_shapes=True, fail_in=None):
+def profiled(steps, ready, record_shapes=True, fail_in=None, fail_first=False):
     """Runs `steps` profiled steps (1 warm-up, then active), calling ready(prof) when the profiler stops; with
-    fail_in=k the k-th active step (1-based) raises after its forward pass."""
+    fail_in=k the k-th active step (1-based) raises after its forward pass (with fail_first, before any op)."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=record_shapes,
                                 on_trace_ready=ready,
                                 schedule=torch.profiler.schedule(wait=0, warmup=1, active=steps - 1)) as prof:
         for i in range(steps):
             if fail_in is not None and i == fail_in:
-                model(x)
+                if not fail_first:
+                    model(x)
                 raise RuntimeError("the training step failed")
             step()
             prof.step()
@@ -326,6 +327,25 @@ check(cut_doc["ets"].get("tail_steps") == 1 and len(ops) == 2 and len(set(ops)) 
       any("exception" in str(w.message) for w in caught),
       f"a step cut short closes the one before and is no iteration: tail_steps {cut_doc['ets'].get('tail_steps')}, "
       f"ops per iteration {ops}, warnings {[str(w.message) for w in caught]}")
+# cut short before it ran any operator (an exception from the data loader, say): that step cannot close the one
+# before (the importer refused the file, ets.import.7), so it is dropped, and the two complete steps stay
+cut0 = os.path.join(work, "cut-before-ops.json")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    try:
+        profiled(4, lambda p: trace_export.export_kineto_json(p, cut0, meta4), fail_in=3, fail_first=True)
+    except RuntimeError:
+        pass
+with open(cut0) as fh:
+    cut0_doc = json.load(fh)
+r = subprocess.run([ets, "inspect", cut0, "--json"], capture_output=True, text=True)
+got = json.loads(r.stdout) if r.returncode == 0 else {}
+ops0 = [i["ops"] for i in got.get("iterations", [])]
+check(r.returncode == 0 and not cut0_doc["ets"].get("tail_steps") and ops0 == ops and
+      any("before its last step ran an operator" in str(w.message) for w in caught),
+      f"a step cut short before any operator is dropped: rc {r.returncode} {r.stderr.strip()!r}, tail_steps "
+      f"{cut0_doc['ets'].get('tail_steps')}, ops per iteration {ops0} (want {ops}), "
+      f"warnings {[str(w.message) for w in caught]}")
 # cut short in the first active step: no complete step to export
 try:
     profiled(4, lambda p: trace_export.export_kineto_json(p, os.path.join(work, "cut1.json"), meta4), fail_in=1)
@@ -342,6 +362,20 @@ try:
     check(False, "an export of a profile without events wrote a file")
 except ValueError as e:
     check("no events" in str(e), f"empty profile: {e}")
+# exported after the with block once the schedule began a new cycle (wait 0, warm-up 1, active 2: the fourth step is
+# the next cycle's warm-up): what is left holds no operator, and used to be written as a trace of 0-op iterations
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+                            on_trace_ready=lambda p: None,
+                            schedule=torch.profiler.schedule(wait=0, warmup=1, active=2)) as late_prof:
+    for _ in range(4):
+        step()
+        late_prof.step()
+try:
+    trace_export.export_kineto_json(late_prof, os.path.join(work, "late-cycle.json"), meta4)
+    r = subprocess.run([ets, "inspect", os.path.join(work, "late-cycle.json"), "--json"], capture_output=True, text=True)
+    check(False, f"an export holding no operator wrote a file: inspect rc {r.returncode} {r.stdout.strip()[:200]}")
+except ValueError as e:
+    check("no profiled step holds an operator" in str(e) or "no events" in str(e), f"late export: {e}")
 # no shapes, no batch size: a prediction from the file is poor or moves, so each is said
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
