@@ -309,43 +309,38 @@ def profiled(steps, ready, record_shapes=True, fail_in=None, fail_first=False):
 
 
 meta4 = {"model": "tiny_cnn", "batch_size": 4, "optimizer": "sgd"}
+
+
+def cut_short(name, fail_first=False):
+    """Exports a 4-step profile whose third active step raises (before any op with fail_first); returns the file's
+    "ets" object, `ets inspect`'s result, the ops per imported iteration and the warnings said."""
+    path = os.path.join(work, name)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            profiled(4, lambda p: trace_export.export_kineto_json(p, path, meta4), fail_in=3, fail_first=fail_first)
+        except RuntimeError:
+            pass
+    with open(path) as fh:
+        ets_obj = json.load(fh)["ets"]
+    r = subprocess.run([ets, "inspect", path, "--json"], capture_output=True, text=True)
+    got = json.loads(r.stdout) if r.returncode == 0 else {}
+    return ets_obj, r, [i["ops"] for i in got.get("iterations", [])], [str(w.message) for w in caught]
+
+
 # A step cut short by an exception: torch still calls on_trace_ready. The cut step only closes the one before it
 # (tail_steps), so it is never an iteration of its own (it was exported and predicted as one, 8 ops of 24).
-cut = os.path.join(work, "cut.json")
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    try:
-        profiled(4, lambda p: trace_export.export_kineto_json(p, cut, meta4), fail_in=3)
-    except RuntimeError:
-        pass
-with open(cut) as fh:
-    cut_doc = json.load(fh)
-r = subprocess.run([ets, "inspect", cut, "--json"], capture_output=True, text=True)
-got = json.loads(r.stdout) if r.returncode == 0 else {}
-ops = [i["ops"] for i in got.get("iterations", [])]
-check(cut_doc["ets"].get("tail_steps") == 1 and len(ops) == 2 and len(set(ops)) == 1 and
-      any("exception" in str(w.message) for w in caught),
-      f"a step cut short closes the one before and is no iteration: tail_steps {cut_doc['ets'].get('tail_steps')}, "
-      f"ops per iteration {ops}, warnings {[str(w.message) for w in caught]}")
+cut_ets, _, ops, said = cut_short("cut.json")
+check(cut_ets.get("tail_steps") == 1 and len(ops) == 2 and len(set(ops)) == 1 and any("exception" in w for w in said),
+      f"a step cut short closes the one before and is no iteration: tail_steps {cut_ets.get('tail_steps')}, "
+      f"ops per iteration {ops}, warnings {said}")
 # cut short before it ran any operator (an exception from the data loader, say): that step cannot close the one
 # before (the importer refused the file, ets.import.7), so it is dropped, and the two complete steps stay
-cut0 = os.path.join(work, "cut-before-ops.json")
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    try:
-        profiled(4, lambda p: trace_export.export_kineto_json(p, cut0, meta4), fail_in=3, fail_first=True)
-    except RuntimeError:
-        pass
-with open(cut0) as fh:
-    cut0_doc = json.load(fh)
-r = subprocess.run([ets, "inspect", cut0, "--json"], capture_output=True, text=True)
-got = json.loads(r.stdout) if r.returncode == 0 else {}
-ops0 = [i["ops"] for i in got.get("iterations", [])]
-check(r.returncode == 0 and not cut0_doc["ets"].get("tail_steps") and ops0 == ops and
-      any("before its last step ran an operator" in str(w.message) for w in caught),
+cut0_ets, r, ops0, said = cut_short("cut-before-ops.json", fail_first=True)
+check(r.returncode == 0 and not cut0_ets.get("tail_steps") and ops0 == ops and
+      any("before its last step ran an operator" in w for w in said),
       f"a step cut short before any operator is dropped: rc {r.returncode} {r.stderr.strip()!r}, tail_steps "
-      f"{cut0_doc['ets'].get('tail_steps')}, ops per iteration {ops0} (want {ops}), "
-      f"warnings {[str(w.message) for w in caught]}")
+      f"{cut0_ets.get('tail_steps')}, ops per iteration {ops0} (want {ops}), warnings {said}")
 # cut short in the first active step: no complete step to export
 try:
     profiled(4, lambda p: trace_export.export_kineto_json(p, os.path.join(work, "cut1.json"), meta4), fail_in=1)

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -266,66 +267,66 @@ TEST_CASE("Kineto \"ets\".\"batch_size\": a whole number, also as a string of di
   }
 }
 
-TEST_CASE("Kineto phases: a closure's forward and backward ops inside an optimizer's span (as LBFGS runs) keep their phases") {
+namespace {
+// Two ProfilerStep# spans on thread 1, each holding what body(t) writes (events after the step's start t, each
+// followed by a comma but the last); the phases of the first imported iteration, and its optimizer.
+struct PhaseRun {
+  std::vector<Phase> phases;
+  std::string optimizer;
+};
+PhaseRun phases_of(const std::function<std::string(int)>& body) {
   std::string s = R"({"traceEvents": [)";
   for (int k = 0; k < 2; ++k) {
     const int t = 1000 * k;
     s += fmt::format(R"({}{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, )"
                      R"("ts": {}, "dur": 900}},)", k ? "," : "", k, t);
-    // Optimizer.step#LBFGS.step [closure: zero_grad (aten::zero_), aten::linear (forward), evaluate_function:
-    // AddmmBackward0; then the update, aten::add_]. With grad enabled in the closure, torch gives its ops autograd
-    // sequence numbers (zero_grad's too); the update runs with grad disabled and has none (torch 1.13).
-    s += fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#LBFGS.step", "pid": 1, )"
-                     R"("tid": 1, "ts": {}, "dur": 800}},)", t + 10);
-    s += fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "Optimizer.zero_grad#LBFGS.zero_grad", )"
-                     R"("pid": 1, "tid": 1, "ts": {}, "dur": 6}},)", t + 12);
-    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::zero_", "pid": 1, "tid": 1, "ts": {}, "dur": 4, )"
-                     R"("args": {{"Sequence number": 3}}}},)", t + 13);
-    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": {}, "dur": 50, )"
-                     R"("args": {{"Sequence number": 4}}}},)", t + 20);
-    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddmmBackward0", )"
-                     R"("pid": 1, "tid": 1, "ts": {}, "dur": 100}},)", t + 100);
-    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "AddmmBackward0", "pid": 1, "tid": 1, "ts": {}, "dur": 90}},)",
-                     t + 105);
-    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": {}, "dur": 30}})",
-                     t + 300);
+    s += body(t);
   }
-  const auto its = ets::import::read_kineto_json(s + "]}", "closure.json", {});
+  const auto its = ets::import::read_kineto_json(s + "]}", "phases.json", {});
   REQUIRE(!its.empty());
-  std::vector<Phase> phases;
-  for (const auto& op : its[0].ops) phases.push_back(op.phase);
-  CHECK(phases == std::vector<Phase>{Phase::Update, Phase::Forward, Phase::Backward, Phase::Update});
+  PhaseRun r;
+  for (const auto& op : its[0].ops) r.phases.push_back(op.phase);
+  r.optimizer = its[0].meta.optimizer;
+  return r;
+}
+// One event on thread 1; args_json empty or an object's members.
+std::string event(const char* cat, const char* name, int ts, int dur, const std::string& args = "", bool last = false) {
+  return fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": 1, "tid": 1, "ts": {}, "dur": {}{}}}{})", cat,
+                     name, ts, dur, args.empty() ? "" : R"(, "args": {)" + args + "}", last ? "" : ",");
+}
+}  // namespace
+
+TEST_CASE("Kineto phases: a closure's forward and backward ops inside an optimizer's span (as LBFGS runs) keep their phases") {
+  // Optimizer.step#LBFGS.step [closure: zero_grad (aten::zero_), aten::linear (forward), evaluate_function:
+  // AddmmBackward0; then the update, aten::add_]. With grad enabled in the closure, torch gives its ops autograd
+  // sequence numbers (zero_grad's too); the update runs with grad disabled and has none (torch 1.13).
+  const PhaseRun r = phases_of([](int t) {
+    return event("user_annotation", "Optimizer.step#LBFGS.step", t + 10, 800) +
+           event("user_annotation", "Optimizer.zero_grad#LBFGS.zero_grad", t + 12, 6) +
+           event("cpu_op", "aten::zero_", t + 13, 4, R"("Sequence number": 3)") +
+           event("cpu_op", "aten::linear", t + 20, 50, R"("Sequence number": 4)") +
+           event("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", t + 100, 100) +
+           event("cpu_op", "AddmmBackward0", t + 105, 90) + event("cpu_op", "aten::add_", t + 300, 30, "", true);
+  });
+  CHECK(r.phases == std::vector<Phase>{Phase::Update, Phase::Forward, Phase::Backward, Phase::Update});
+  CHECK(r.optimizer == "lbfgs");
 }
 
 TEST_CASE("Kineto phases: work wrapped in an Optimizer.step# span without a backward pass is all update, and names no optimizer") {
   // clip_grad_norm_ wrapped in record_function("Optimizer.step#clip"), as trace-format.md advises: it runs with grad
-  // enabled, so its ops carry sequence numbers, yet they are update work, not a closure's forward pass.
-  std::string s = R"({"traceEvents": [)";
-  for (int k = 0; k < 2; ++k) {
-    const int t = 1000 * k;
-    s += fmt::format(R"({}{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, )"
-                     R"("ts": {}, "dur": 900}},)", k ? "," : "", k, t);
-    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": {}, "dur": 50, )"
-                     R"("args": {{"Sequence number": 4}}}},)", t + 10);
-    s += fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#clip", "pid": 1, "tid": 1, )"
-                     R"("ts": {}, "dur": 100}},)", t + 100);
-    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::norm", "pid": 1, "tid": 1, "ts": {}, "dur": 20, )"
-                     R"("args": {{"Sequence number": 9}}}},)", t + 110);
-    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::mul_", "pid": 1, "tid": 1, "ts": {}, "dur": 20, )"
-                     R"("args": {{"Sequence number": 10}}}},)", t + 140);
-    // then the optimizer's own step
-    s += fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step", "pid": 1, "tid": 1, )"
-                     R"("ts": {}, "dur": 100}},)", t + 300);
-    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": {}, "dur": 20}})",
-                     t + 310);
-  }
-  const auto its = ets::import::read_kineto_json(s + "]}", "clip.json", {});
-  REQUIRE(!its.empty());
-  std::vector<Phase> phases;
-  for (const auto& op : its[0].ops) phases.push_back(op.phase);
-  CHECK(phases == std::vector<Phase>{Phase::Forward, Phase::Update, Phase::Update, Phase::Update});
+  // enabled, so its ops carry sequence numbers, yet they are update work, not a closure's forward pass. Then the
+  // optimizer's own step.
+  const PhaseRun r = phases_of([](int t) {
+    return event("cpu_op", "aten::linear", t + 10, 50, R"("Sequence number": 4)") +
+           event("user_annotation", "Optimizer.step#clip", t + 100, 100) +
+           event("cpu_op", "aten::norm", t + 110, 20, R"("Sequence number": 9)") +
+           event("cpu_op", "aten::mul_", t + 140, 20, R"("Sequence number": 10)") +
+           event("user_annotation", "Optimizer.step#SGD.step", t + 300, 100) +
+           event("cpu_op", "aten::add_", t + 310, 20, "", true);
+  });
+  CHECK(r.phases == std::vector<Phase>{Phase::Forward, Phase::Update, Phase::Update, Phase::Update});
   // the optimizer is the one torch named (Optimizer.step#<class>.step), not the user scope that came first
-  CHECK(its[0].meta.optimizer == "sgd");
+  CHECK(r.optimizer == "sgd");
 }
 
 TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv arguments follow each schema") {

@@ -36,6 +36,15 @@ void write_dataset(const fs::path& dir) {
   put("val", ets_test::learnable_set(2, 12, "famB"));
   put("test", ets_test::learnable_set(3, 12, "famC"));
 }
+// A network of one layer of 8 trained for `epochs` epochs in batches of 16: enough to build a model file.
+ets::ModelTrainer::Options tiny_options(int epochs) {
+  ets::ModelTrainer::Options o;
+  o.hidden = 8;
+  o.layers = 1;
+  o.train.epochs = epochs;
+  o.train.batch = 16;
+  return o;
+}
 }  // namespace
 
 TEST_CASE("train → save → load → evaluate on a synthetic dataset", "[train][pipeline]") {
@@ -112,11 +121,7 @@ TEST_CASE("ModelTrainer leaves out unlabelled traces and honours its time budget
   train.push_back(unlabelled);
   val.push_back(ets::ExecutionTrace{});  // no ops: nothing to validate on
 
-  ets::ModelTrainer::Options o;
-  o.hidden = 8;
-  o.layers = 1;
-  o.train.epochs = 2;
-  o.train.batch = 16;
+  ets::ModelTrainer::Options o = tiny_options(2);
   o.train.threads = 2;
   auto res = ets::ModelTrainer::train(train, val, o);
   CHECK(res.train_traces == 20);
@@ -139,11 +144,7 @@ TEST_CASE("ModelTrainer leaves out unlabelled traces and honours its time budget
 
 TEST_CASE("ModelTrainer refuses, before training, an environment id that Predictor::add_model would refuse", "[train]") {
   auto train = ets_test::learnable_set(7, 6, "famA");
-  ets::ModelTrainer::Options o;
-  o.hidden = 8;
-  o.layers = 1;
-  o.train.epochs = 1;
-  o.train.batch = 16;
+  ets::ModelTrainer::Options o = tiny_options(1);
   o.train.progress_every = 1;
   bool trained = false;
   o.train.progress = [&](const ets::Trainer::Progress&) { return trained = true; };
