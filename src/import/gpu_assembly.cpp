@@ -47,8 +47,8 @@ struct Forest {
   std::vector<std::int64_t> parent; ///< per span; -1 at thread top level
   std::vector<std::int64_t> top;    ///< outermost candidate at or above the span; -1 if none
   std::vector<std::uint8_t> flags;  ///< phase flags inherited from enclosing spans
-  /// the innermost Optimizer.step# span at or above the span (-1: none), and per span whether it is one that holds a
-  /// backward pass (a closure's)
+  /// the innermost Optimizer.step# span at or above the span (-1: none), and per span whether it is one during which
+  /// a backward pass ran (a closure's): on its thread, or on the autograd engine's (CUDA backward runs on its own)
   std::vector<std::int64_t> opt_step;
   std::vector<char> step_has_backward;
 };
@@ -82,10 +82,20 @@ Forest build_forest(const std::vector<HostSpan>& h) {
     const std::uint8_t own = own_phase_flags(h[i]);
     f.flags[i] = static_cast<std::uint8_t>((p >= 0 ? f.flags[p] : 0) | own);
     f.opt_step[i] = (own & kUpd) && !(own & kZeroGrad) ? static_cast<std::int64_t>(i) : p >= 0 ? f.opt_step[p] : -1;
-    if ((own & kBwd) && f.opt_step[i] >= 0) f.step_has_backward[static_cast<std::size_t>(f.opt_step[i])] = 1;
     if (p >= 0 && f.top[p] >= 0) f.top[i] = f.top[p];
     else if (is_candidate(h[i])) f.top[i] = static_cast<std::int64_t>(i);
     stack.push_back(i);
+  }
+  // A step span held a backward pass if one began while it ran, on any thread (loss.backward() returns only when
+  // the engine is done, so outside a closure no backward span starts inside a step span).
+  std::vector<double> bwd_starts;
+  for (std::size_t i = 0; i < n; ++i)
+    if (own_phase_flags(h[i]) & kBwd) bwd_starts.push_back(h[i].start_us);
+  std::sort(bwd_starts.begin(), bwd_starts.end());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (f.opt_step[i] != static_cast<std::int64_t>(i)) continue;
+    const auto it = std::lower_bound(bwd_starts.begin(), bwd_starts.end(), h[i].start_us);
+    f.step_has_backward[i] = it != bwd_starts.end() && *it < h[i].end_us;
   }
   return f;
 }
@@ -158,7 +168,7 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
       const std::uint8_t fl = f.flags[t.span];
       // An optimizer given a closure (LBFGS, or step(closure) of any) runs the closure's forward and backward
       // passes inside its Optimizer.step# span, and they are still the forward and backward passes. Backward ops
-      // are found by their spans. In a step that holds a backward pass, a forward op is one with an autograd
+      // are found by their spans. In a step during which a backward pass ran, a forward op is one with an autograd
       // sequence number, which the optimizer's own update ops lack: they run with grad disabled, the closure with
       // grad enabled. (A step without a backward pass is all update: user work wrapped in an Optimizer.step# span,
       // such as clip_grad_norm_, runs with grad enabled too.)

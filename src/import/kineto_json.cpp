@@ -372,13 +372,16 @@ void read_event(od::object obj, Collected& c) {
       } else if (name.rfind("Optimizer.zero_grad#", 0) == 0) {
         c.zero_grads.push_back({pid, tid, start, start + dur, -1});
       } else if (name.rfind("Optimizer.step#", 0) == 0) {
-        c.opt_steps.push_back({pid, tid, start, start + dur, -1});
         // torch names the span of an optimizer's step "Optimizer.step#<class>.step"; a user scope that borrows the
-        // prefix to count as update ("Optimizer.step#clip", trace-format.md) names no optimizer
+        // prefix to count as update ("Optimizer.step#clip", trace-format.md) names no optimizer and marks no
+        // iteration boundary (without ProfilerStep# spans, each optimizer step ends an iteration)
         const std::string_view rest = name.substr(15);
         const std::size_t dot = rest.find('.');
-        if (c.optimizer.empty() && dot != 0 && dot != std::string_view::npos && rest.substr(dot) == ".step")
-          for (char ch : rest.substr(0, dot)) c.optimizer += ets::detail::ascii_tolower(ch);
+        if (dot != 0 && dot != std::string_view::npos && rest.substr(dot) == ".step") {
+          c.opt_steps.push_back({pid, tid, start, start + dur, -1});
+          if (c.optimizer.empty())
+            for (char ch : rest.substr(0, dot)) c.optimizer += ets::detail::ascii_tolower(ch);
+        }
       }
       HostSpan s;
       s.rec.raw_name.assign(name.data(), name.size());

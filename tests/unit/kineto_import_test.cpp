@@ -289,10 +289,11 @@ PhaseRun phases_of(const std::function<std::string(int)>& body) {
   r.optimizer = its[0].meta.optimizer;
   return r;
 }
-// One event on thread 1; args_json empty or an object's members.
-std::string event(const char* cat, const char* name, int ts, int dur, const std::string& args = "", bool last = false) {
-  return fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": 1, "tid": 1, "ts": {}, "dur": {}{}}}{})", cat,
-                     name, ts, dur, args.empty() ? "" : R"(, "args": {)" + args + "}", last ? "" : ",");
+// One event (thread 1 unless told); args empty or an object's members.
+std::string event(const char* cat, const char* name, int ts, int dur, const std::string& args = "", bool last = false,
+                  int tid = 1) {
+  return fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": 1, "tid": {}, "ts": {}, "dur": {}{}}}{})", cat,
+                     name, tid, ts, dur, args.empty() ? "" : R"(, "args": {)" + args + "}", last ? "" : ",");
 }
 }  // namespace
 
@@ -312,6 +313,17 @@ TEST_CASE("Kineto phases: a closure's forward and backward ops inside an optimiz
   CHECK(r.optimizer == "lbfgs");
 }
 
+TEST_CASE("Kineto phases: a closure whose backward runs on the autograd engine's thread (as on CUDA) keeps its phases") {
+  // the training thread waits in the step span while thread 2 runs the backward pass
+  const PhaseRun r = phases_of([](int t) {
+    return event("user_annotation", "Optimizer.step#LBFGS.step", t + 10, 800) +
+           event("cpu_op", "aten::linear", t + 20, 50, R"("Sequence number": 4)") +
+           event("cpu_op", "aten::add_", t + 300, 30) +
+           event("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", t + 100, 100, "", true, 2);
+  });
+  CHECK(r.phases == std::vector<Phase>{Phase::Forward, Phase::Update});
+}
+
 TEST_CASE("Kineto phases: work wrapped in an Optimizer.step# span without a backward pass is all update, and names no optimizer") {
   // clip_grad_norm_ wrapped in record_function("Optimizer.step#clip"), as trace-format.md advises: it runs with grad
   // enabled, so its ops carry sequence numbers, yet they are update work, not a closure's forward pass. Then the
@@ -327,6 +339,26 @@ TEST_CASE("Kineto phases: work wrapped in an Optimizer.step# span without a back
   CHECK(r.phases == std::vector<Phase>{Phase::Forward, Phase::Update, Phase::Update, Phase::Update});
   // the optimizer is the one torch named (Optimizer.step#<class>.step), not the user scope that came first
   CHECK(r.optimizer == "sgd");
+}
+
+TEST_CASE("Kineto iterations without ProfilerStep# spans: a user's Optimizer.step# scope marks no boundary") {
+  // three loop iterations marked only by the optimizer's step spans; each also wraps clip_grad_norm_ in
+  // Optimizer.step#clip. The steps end iterations; the user scope used to end one too (5 iterations, not 2).
+  std::string s = R"({"traceEvents": [)";
+  for (int k = 0; k < 3; ++k) {
+    const int t = 1000 * k;
+    s += event("cpu_op", "aten::linear", t + 10, 50, R"("Sequence number": 4)") +
+         event("user_annotation", "Optimizer.step#clip", t + 100, 100) + event("cpu_op", "aten::norm", t + 110, 20) +
+         event("user_annotation", "Optimizer.step#SGD.step", t + 300, 100) +
+         event("cpu_op", "aten::add_", t + 310, 20, "", k == 2);
+  }
+  const auto its = ets::import::read_kineto_json(s + "]}", "no-steps.json", {});
+  REQUIRE(its.size() == 2);  // the first step has no start: the iterations run from one step's end to the next's
+  for (const auto& it : its) {
+    CHECK(it.ops.size() == 3);
+    CHECK(it.meta.optimizer == "sgd");
+    CHECK(it.measured_us == Approx(1000));
+  }
 }
 
 TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv arguments follow each schema") {
