@@ -454,14 +454,9 @@ def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: l
     # say) cannot: it is dropped, and the step before ends at its own ProfilerStep# span, as without a tail.
     steps = sorted((ev for ev in events if ev.get("name", "").startswith("ProfilerStep#")), key=lambda ev: ev["ts"])
     held = _steps_holding_operators(events, steps)
-    if steps and not any(held):
-        # e.g. called after the with block once the schedule had begun a new cycle: only its warm-up is left
-        raise ValueError("no profiled step holds an operator: with a schedule, call export_kineto_json from "
-                         "on_trace_ready (after the with block the profiler holds only what it recorded since its "
-                         "last cycle)")
     cut_short = sys.exc_info()[0] is not None
     if cut_short:
-        if len(steps) < 2:
+        if len(steps) < 2 or not any(held[:-1]):
             raise ValueError("the profiled loop ended in an exception before one step completed: nothing to export")
         last = steps[-1]
         if held[-1]:
@@ -473,6 +468,11 @@ def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: l
             warnings.warn("the profiled loop ended in an exception before its last step ran an operator: that step "
                           "is dropped, and the one before ends at its ProfilerStep# span (short by the loop's time "
                           "between two steps)", stacklevel=2)
+    elif steps and not any(held):
+        # e.g. called after the with block once the schedule had begun a new cycle: only its warm-up is left
+        raise ValueError("no profiled step holds an operator: with a schedule, call export_kineto_json from "
+                         "on_trace_ready (after the with block the profiler holds only what it recorded since its "
+                         "last cycle)")
     doc = {
         "schemaVersion": 1,
         "deviceProperties": [],

@@ -341,14 +341,16 @@ check(r.returncode == 0 and not cut0_ets.get("tail_steps") and ops0 == ops and
       any("before its last step ran an operator" in w for w in said),
       f"a step cut short before any operator is dropped: rc {r.returncode} {r.stderr.strip()!r}, tail_steps "
       f"{cut0_ets.get('tail_steps')}, ops per iteration {ops0} (want {ops}), warnings {said}")
-# cut short in the first active step: no complete step to export
-try:
-    profiled(4, lambda p: trace_export.export_kineto_json(p, os.path.join(work, "cut1.json"), meta4), fail_in=1)
-    check(False, "a loop that failed in its first profiled step exported something")
-except ValueError as e:
-    check("before one step completed" in str(e), f"first step cut short: {e}")
-except RuntimeError as e:
-    check(False, f"first step cut short: the exporter did not refuse ({e})")
+# cut short in the first active step (after or before its first operator): no complete step to export
+for first in (False, True):
+    try:
+        profiled(4, lambda p: trace_export.export_kineto_json(p, os.path.join(work, "cut1.json"), meta4), fail_in=1,
+                 fail_first=first)
+        check(False, f"a loop that failed in its first profiled step exported something (before any op: {first})")
+    except ValueError as e:
+        check("before one step completed" in str(e), f"first step cut short (before any op: {first}): {e}")
+    except RuntimeError as e:
+        check(False, f"first step cut short (before any op: {first}): the exporter did not refuse ({e})")
 # nothing profiled (exported after the with block, where the profiler no longer holds the events)
 holder = {}
 profiled(3, lambda p: holder.setdefault("prof", p))
