@@ -63,7 +63,8 @@ inline Metrics summarize(const std::vector<Job>& jobs, const std::vector<double>
 
 // ratio(j, attained_s): the scheduler's predicted iteration time of job j divided by its true one, after the job has
 // run attained_s seconds; it must depend on nothing else. Predicted remaining time = true remaining × ratio (the
-// scheduler counts iterations exactly).
+// scheduler counts iterations exactly). Every job needs at least one GPU. finish_out, if given, receives each job's
+// completion time.
 //
 // At every arrival and completion the scheduler ranks the candidates by (key, job index) and starts them in that
 // order while they fit: the running jobs stay and only the queue is ranked (FIFO, SJF), or everything is re-ranked
@@ -76,8 +77,10 @@ inline Metrics summarize(const std::vector<Job>& jobs, const std::vector<double>
 // is the same, since the next job the scan would start is the first in rank among those that fit the GPUs left (a
 // job skipped earlier needed more than were free then, and fewer are free now).
 template <typename Ratio>
-Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& ratio) {
+Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& ratio,
+                 std::vector<double>* finish_out = nullptr) {
   const std::size_t n = jobs.size();
+  if (finish_out) finish_out->clear();
   if (n == 0) return Metrics{};
   int preemptions = 0;
   std::vector<double> remaining(n), attained(n, 0.0), finish(n, -1.0);
@@ -161,6 +164,7 @@ Metrics simulate(const std::vector<Job>& jobs, int gpus, Policy policy, Ratio&& 
     }
     running.swap(next_running);
   }
+  if (finish_out) *finish_out = finish;
   return summarize(jobs, finish, preemptions);
 }
 
