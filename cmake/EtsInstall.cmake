@@ -51,7 +51,8 @@ export(EXPORT etsTargets NAMESPACE ets:: FILE ${PROJECT_BINARY_DIR}/etsTargets.c
 # pkg-config for non-CMake users: `pkg-config --cflags --libs ets` links the compiled library.
 # pkg-config splits Libs and Cflags as a shell does and reads '#' as a comment, so every path written into the file
 # has its blanks, quotes, backslashes and '#' escaped with a backslash; pkgconf and pkg-config undo that on reading
-# and escape the output again for the shell (`-L/opt/my\ libs`), so a folder with a space stays one argument.
+# and escape the output again for the shell (`-L/opt/my\ libs`), so a folder with a space stays one argument. A '$'
+# has no escape in a .pc file and is left as it is; the relocatable prefix is pkg-config's own ${pcfiledir}.
 function(_ets_pc_escape out path)
   string(REPLACE "\\" "\\\\" path "${path}")
   foreach(_ets_c " " "\t" "#" "'" "\"")
