@@ -11,6 +11,7 @@
 import gzip
 import json
 import os
+import resource
 import shutil
 import signal
 import stat
@@ -330,7 +331,6 @@ check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"Adam"
 with open(ets, "rb") as fh:
     asan = b"__asan_init" in fh.read()
 if not asan:  # ASan reserves terabytes of address space: it cannot run under such a limit
-    import resource
     cap = 1 << 30
     p = subprocess.run([ets, "bench", "--no-peers", "--rounds", "1", "--hidden", "64", "--windows", "1000000"],
                        capture_output=True, timeout=120, env=dict(os.environ, TMPDIR=tmp),
@@ -350,7 +350,6 @@ if not asan:  # ASan reserves terabytes of address space: it cannot run under su
 
 # an input tensor that cannot be written (here a file-size limit, ulimit -f, as a full TMPDIR) ends with an id, not
 # "unexpected error", and leaves nothing in TMPDIR
-import resource
 p = subprocess.run([ets, "bench", "--no-peers", "--rounds", "1", "--hidden", "8", "--windows", "4096", "--layers", "1",
                     "--sample-ms", "1"], capture_output=True, timeout=120, env=dict(os.environ, TMPDIR=tmp),
                    preexec_fn=lambda: (signal.signal(signal.SIGXFSZ, signal.SIG_IGN),
