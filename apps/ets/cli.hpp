@@ -153,6 +153,10 @@ bool same_file(const std::string& a, const std::string& b);
 /// nothing to report (convert --quiet) may stream its output there.
 void refuse_dash_output(const std::string& option, const std::string& path);
 
+/// Refuses an environment id (--environment) holding a control character: ets predict refuses such an id
+/// (ets.predict.9), so a label or model named by it could never be used.
+void require_printable_environment(const std::string& option, const std::string& value);
+
 /// Refuses a trace output not named *.etst or *.etst.gz: the dataset and the tools find trace files by that name,
 /// and ".gz" is what selects compression.
 void require_etst_output(const std::string& option, const std::string& path);

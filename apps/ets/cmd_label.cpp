@@ -1,6 +1,5 @@
 // `ets label PASS... -o OUT`: imports every timing pass of one configuration and writes its labelled iteration.
 // The dataset collector (tools/collect/collect.py) calls this once per configuration after its last pass.
-#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
@@ -10,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "ets/detail/ascii.hpp"
 #include "ets/error.hpp"
 #include "ets/labeler.hpp"
 #include "ets/trace_file.hpp"
@@ -42,12 +40,9 @@ int run_label(const Args& a) {
   for (const auto& pass : a.positional)
     if (same_file(out, pass))
       throw std::invalid_argument("-o '" + out + "' is the pass '" + pass + "': the label would overwrite it");
-  // The environment id names the model trained on this label (ets.train.20 and ets.predict.9 refuse a control
-  // character): refused here, before the passes are read, rather than after a training run.
-  const std::string env = a.value("--environment");
-  if (std::any_of(env.begin(), env.end(), detail::ascii_control))
-    throw std::invalid_argument("--environment holds a control character (newline, tab, ...): name it with printable "
-                                "characters");
+  // The environment id names the model trained on this label: refused here, before the passes are read, rather
+  // than after a training run (ets.train.20).
+  require_printable_environment("--environment", a.value("--environment"));
   const std::string per_op = a.value("--per-op", "bracket");
   if (per_op == "pass-median")
     opt.op_statistic = Labeler::OpStatistic::PassMedian;

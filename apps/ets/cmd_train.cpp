@@ -16,7 +16,6 @@
 
 #include "cli.hpp"
 #include "ets/dataset_split.hpp"
-#include "ets/detail/ascii.hpp"
 #include "ets/error.hpp"
 #include "ets/evaluator.hpp"
 #include "ets/feature_spec.hpp"
@@ -89,11 +88,8 @@ int run_train(const Args& a) {
   t.resume = a.flag("--resume");
   if (t.resume && t.checkpoint_path.empty()) throw std::invalid_argument("--resume needs --checkpoint PATH");
   o.hardware_env = a.value("--environment");
-  // ets predict refuses an environment id with a control character (ets.predict.9): no model it cannot load (one
-  // taken from the traces is checked by ModelTrainer::train before it trains, ets.train.20)
-  if (std::any_of(o.hardware_env.begin(), o.hardware_env.end(), detail::ascii_control))
-    throw std::invalid_argument("--environment holds a control character (newline, tab, ...): name it with printable "
-                                "characters");
+  // no model ets predict cannot load (one taken from the traces is checked by ModelTrainer::train, ets.train.20)
+  require_printable_environment("--environment", o.hardware_env);
   o.provenance["dataset"] = data;
   if (a.has("--commit")) o.provenance["git_commit"] = a.value("--commit");
 

@@ -34,6 +34,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "ets/detail/ascii.hpp"
 #include "ets/detail/output_file.hpp"
 #include "ets/detail/utf8.hpp"
 #include "ets/error.hpp"
@@ -407,6 +408,12 @@ void require_etst_output(const std::string& option, const std::string& path) {
   if (!ends_with(".etst") && !ends_with(".etst.gz"))
     throw std::invalid_argument(option + " '" + path + "' must end in .etst or .etst.gz (the name datasets and the " +
                                 "tools look for; .gz compresses)");
+}
+
+void require_printable_environment(const std::string& option, const std::string& value) {
+  if (std::any_of(value.begin(), value.end(), detail::ascii_control))
+    throw std::invalid_argument(option + " holds a control character (newline, tab, ...): name it with printable "
+                                "characters");
 }
 
 bool same_split(const std::string& dir, const std::string& a, const std::string& b) {
