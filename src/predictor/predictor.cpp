@@ -236,13 +236,9 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
   auto m = std::make_shared<Model>();
   m->env = !env_in.empty() ? env_in : !file.hardware_env.empty() ? file.hardware_env : "default";
   // Environment ids are names: one a C caller cannot spell (NUL) or a log line cannot hold (newline) is refused.
-  if (std::any_of(m->env.begin(), m->env.end(), detail::ascii_control)) {
-    std::string shown = m->env;
-    std::replace_if(shown.begin(), shown.end(), detail::ascii_control, '?');
-    ETS_THROW(Errc::invalid_argument, "ets.predict.9",
-              "environment id '{}' holds a control character (shown as '?'): name it with printable characters",
-              shown);
-  }
+  ETS_CHECK(std::none_of(m->env.begin(), m->env.end(), detail::ascii_control), Errc::invalid_argument, "ets.predict.9",
+            "environment id '{}' holds a control character (shown as '?'): name it with printable characters",
+            detail::controls_shown(m->env));
   m->file = file;
   // The network keeps its own copy of the weights (and the backend a packed one): a third copy here cost a model's
   // size again per environment. model() puts them back from the network.

@@ -125,14 +125,11 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
         hardware_env = e;
       }
   }
-  if (std::any_of(hardware_env.begin(), hardware_env.end(), detail::ascii_control)) {
-    std::string shown = hardware_env;
-    std::replace_if(shown.begin(), shown.end(), detail::ascii_control, '?');
-    ETS_THROW(Errc::invalid_argument, "ets.train.20",
-              "the model's environment id '{}' ({}) holds a control character (shown as '?'): name the environment "
-              "with printable characters (Options::hardware_env, ets train --environment)",
-              shown, opt.hardware_env.empty() ? "the training traces' most common" : "given");
-  }
+  ETS_CHECK(std::none_of(hardware_env.begin(), hardware_env.end(), detail::ascii_control), Errc::invalid_argument,
+            "ets.train.20",
+            "the model's environment id '{}' ({}) holds a control character (shown as '?'): name the environment "
+            "with printable characters (Options::hardware_env, ets train --environment)",
+            detail::controls_shown(hardware_env), opt.hardware_env.empty() ? "the training traces' most common" : "given");
 
   Result res;
   res.train_traces = train.size();
