@@ -69,6 +69,7 @@ Forest build_forest(const std::vector<HostSpan>& h) {
   f.opt_step.assign(n, -1);
   f.step_has_backward.assign(n, 0);
   std::vector<std::size_t> stack;
+  std::vector<double> bwd_starts;  // of every backward span, any thread
   std::int64_t tid = std::numeric_limits<std::int64_t>::min();
   for (std::size_t i : f.order) {
     if (h[i].tid != tid) {
@@ -82,15 +83,13 @@ Forest build_forest(const std::vector<HostSpan>& h) {
     const std::uint8_t own = own_phase_flags(h[i]);
     f.flags[i] = static_cast<std::uint8_t>((p >= 0 ? f.flags[p] : 0) | own);
     f.opt_step[i] = (own & kUpd) && !(own & kZeroGrad) ? static_cast<std::int64_t>(i) : p >= 0 ? f.opt_step[p] : -1;
+    if (own & kBwd) bwd_starts.push_back(h[i].start_us);
     if (p >= 0 && f.top[p] >= 0) f.top[i] = f.top[p];
     else if (is_candidate(h[i])) f.top[i] = static_cast<std::int64_t>(i);
     stack.push_back(i);
   }
   // A step span held a backward pass if one began while it ran, on any thread (loss.backward() returns only when
   // the engine is done, so outside a closure no backward span starts inside a step span).
-  std::vector<double> bwd_starts;
-  for (std::size_t i = 0; i < n; ++i)
-    if (own_phase_flags(h[i]) & kBwd) bwd_starts.push_back(h[i].start_us);
   std::sort(bwd_starts.begin(), bwd_starts.end());
   for (std::size_t i = 0; i < n; ++i) {
     if (f.opt_step[i] != static_cast<std::int64_t>(i)) continue;
