@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "ets/detail/ascii.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
@@ -27,6 +28,7 @@ struct Node {
   std::int64_t id = -1;
   std::int64_t parent = -1;
   std::int64_t seq = -1;
+  std::int64_t scope = -1;  // RecordScope; 7 = USER_SCOPE, a record_function label (Kineto's user_annotation)
   std::string name;
   std::vector<std::vector<std::int64_t>> shapes;  // per argument; empty unless a flat int list
   std::vector<std::string> types;                 // per argument, as the ET spells them ("Tensor(float)", "Int")
@@ -114,6 +116,8 @@ Node read_node(od::object obj) {
       n.parent = int_or_first(v);
     } else if (key == "seq_id") {
       n.seq = v.get_int64();
+    } else if (key == "scope") {
+      n.scope = v.get_int64();
     } else if (key == "inputs") {
       if (v.type() == od::json_type::object) {  // chakra: {"values", "shapes", "types"}
         for (auto f : v.get_object()) {
@@ -133,29 +137,35 @@ Node read_node(od::object obj) {
       for (auto a : v.get_array()) {
         std::string_view name;
         std::int64_t value = 0;
-        bool is_seq = false, have = false;
+        bool have = false;
         for (auto f : a.get_object()) {
           const std::string_view k = f.unescaped_key();
-          if (k == "name") is_seq = !f.value().get_string().get(name) && name == "seq_id";
+          if (k == "name" && f.value().get_string().get(name)) name = {};
           else if (k == "value") have = !f.value().get_int64().get(value);
         }
-        if (is_seq && have) n.seq = value;
+        if (have && name == "seq_id") n.seq = value;
+        if (have && name == "scope") n.scope = value;
       }
     }
   }
   return n;
 }
 
-// Operators are namespaced ("aten::conv2d", "c10d::allreduce_", "torch::autograd::AccumulateGrad", which the
-// Kineto reader also keeps as one op, accumulate_grad, over its aten children). Not operators: profiler / autograd
-// bookkeeping and record_function labels, whose "namespace" holds a dot, space or '#'
-// ("torch.distributed.ddp.reducer::copy_bucket_to_grad").
-bool is_operator(std::string_view name) {
+// Op candidates are operators, namespaced as in a Kineto trace's cpu_op events ("aten::conv2d", "c10d::allreduce_",
+// "autograd::engine::evaluate_function: AddmmBackward0", "torch::autograd::AccumulateGrad"); the outermost one on
+// a chain of parents is the op, as the Kineto reader takes it. Not candidates: profiler bookkeeping and
+// record_function labels (Kineto's user_annotation): USER_SCOPE nodes, and names whose "namespace" holds a dot,
+// space or '#' ("torch.distributed.ddp.reducer::copy_bucket_to_grad").
+constexpr std::int64_t kUserScope = 7;
+
+bool is_candidate(const Node& n) {
+  if (n.scope == kUserScope) return false;
+  const std::string_view name = n.name;
   const auto p = name.find("::");
   if (p == std::string_view::npos || p == 0) return false;
   const std::string_view ns = name.substr(0, p);
   if (ns.find_first_of(" .#") != std::string_view::npos) return false;
-  return ns != "profiler" && ns != "autograd";
+  return ns != "profiler";
 }
 
 // "ProfilerStep#7" -> 7.
@@ -174,15 +184,28 @@ bool profiler_step(std::string_view name, std::int64_t& index) {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+// Phase flags of a node's own scope, as the Kineto reader sets them (gpu_assembly.cpp): backward under
+// evaluate_function, update under Optimizer.step# / Optimizer.zero_grad#; kZeroGrad marks the latter, which stays
+// update even in a closure (its ops run with grad enabled there).
+constexpr std::uint8_t kBwd = 1, kUpd = 2, kZeroGrad = 4;
+
+std::uint8_t own_phase_flags(std::string_view name) {
+  if (starts_with(name, "autograd::engine::evaluate_function")) return kBwd;
+  if (starts_with(name, "Optimizer.step#")) return kUpd;
+  if (starts_with(name, "Optimizer.zero_grad#")) return kUpd | kZeroGrad;
+  return 0;
+}
+
 // A node and its ancestors, from the node outwards to the root (the first node without a known parent, or its
-// own parent): whether one is an operator, the phase of the outermost autograd / optimizer scope among them, and
-// the nearest ProfilerStep#N.
+// own parent, or a parent that closes a cycle): the outermost candidate among them, the phase flags of them all,
+// the innermost Optimizer.step# and the nearest ProfilerStep#N.
 struct Chain {
-  bool has_operator = false;
-  Phase phase = Phase::Forward;
-  bool phase_set = false;
-  std::int64_t step = -1;       // N
-  std::int64_t step_node = -1;  // that step node's id
+  std::int64_t parent = -1;    // index of the parent node actually followed (-1: none)
+  std::int64_t top = -1;       // index of the outermost candidate (-1: none)
+  std::uint8_t flags = 0;
+  std::int64_t opt_step = -1;  // index of the innermost Optimizer.step# node (-1: none)
+  std::int64_t step = -1;      // N
+  std::int64_t step_node = -1; // that step node's id
 };
 
 std::vector<Chain> parent_chains(const std::vector<Node>& nodes,
@@ -206,12 +229,13 @@ std::vector<Chain> parent_chains(const std::vector<Node>& nodes,
       path.pop_back();
       const Node& n = nodes[k];
       const auto it = by_id.find(n.parent);
-      Chain c = it != by_id.end() && it->second != k && state[it->second] == done ? chain[it->second] : Chain{};
-      c.has_operator = c.has_operator || is_operator(n.name);
-      if (!c.phase_set) {  // the outermost scope wins: only a node with no scope above it sets the phase
-        if (starts_with(n.name, "autograd::engine::evaluate_function")) c.phase = Phase::Backward, c.phase_set = true;
-        if (starts_with(n.name, "Optimizer.")) c.phase = Phase::Update, c.phase_set = true;
-      }
+      const bool has_parent = it != by_id.end() && it->second != k && state[it->second] == done;
+      Chain c = has_parent ? chain[it->second] : Chain{};
+      c.parent = has_parent ? static_cast<std::int64_t>(it->second) : -1;
+      if (c.top < 0 && is_candidate(n)) c.top = static_cast<std::int64_t>(k);
+      const std::uint8_t own = own_phase_flags(n.name);
+      c.flags = static_cast<std::uint8_t>(c.flags | own);
+      if (own == kUpd) c.opt_step = static_cast<std::int64_t>(k);
       std::int64_t index = -1;
       if (profiler_step(n.name, index)) c.step = index, c.step_node = n.id;  // the nearest step wins
       chain[k] = c;
@@ -240,6 +264,18 @@ RawArgs raw_args(const Node& n) {
     a.concrete.push_back(std::move(conc));
   }
   return a;
+}
+
+// A node's own record: normalised name, inputs and hyper-parameters from its arguments, its sequence number.
+OpRecord record_of(const Node& n) {
+  OpRecord rec;
+  rec.raw_name = n.name;
+  const RawArgs args = raw_args(n);
+  const auto rank = [&](std::size_t i) { return args.dims.size() > i ? static_cast<int>(args.dims[i].size()) : -1; };
+  rec.name = normalize_op_name_by_args(n.name, nullptr, rank(1), rank(2));
+  rec.sequence = n.seq;
+  fill_from_args(rec, args);
+  return rec;
 }
 
 }  // namespace
@@ -285,11 +321,10 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
     by_id.emplace(nodes[i].id, i);
   }
 
-  // Outermost operators in id order (ids are handed out as ops start); the phase comes from the enclosing
-  // autograd / optimizer scopes.
+  // Ops in id order (ids are handed out as ops start): the outermost candidates, chosen and phased by the Kineto
+  // reader's rules, so that an ET and a Kineto trace of one run give the model the same sequence.
   struct OpRef {
     std::size_t node;
-    Phase phase;
     std::int64_t step;       // ProfilerStep#N enclosing it, -1 if none
     std::int64_t step_node;  // that ProfilerStep# node's id: two steps of one N (a restarted counter) stay apart
   };
@@ -303,23 +338,62 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   // What a node's chain of parents says about its children, computed once per node: a walk from every operator
   // to the root was quadratic in the depth (a 3 MB chain of nested nodes took 1.5 minutes).
   const std::vector<Chain> chain = parent_chains(nodes, by_id);
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (!is_operator(nodes[i].name)) continue;
-    const auto parent = by_id.find(nodes[i].parent);
-    const Chain up = parent == by_id.end() ? Chain{} : chain[parent->second];
-    if (up.has_operator) continue;  // nested: its time is its outermost operator's
-    const Phase phase = up.phase;
-    std::int64_t step = up.step, step_node = up.step_node;
-    // Backward ops run on autograd threads outside the step's subtree; ids are handed out in start order
-    // across threads, so they belong to the last step that started before them.
-    if (step < 0 && !steps.empty()) {
-      const auto it = std::upper_bound(steps.begin(), steps.end(), std::make_pair(nodes[i].id, std::int64_t{-1}));
-      if (it != steps.begin()) {
-        step = std::prev(it)->second;
-        step_node = std::prev(it)->first;
+  // Nodes in id order, and each node's last descendant id: the id span during which it ran (children start after
+  // their parent; a hostile file that breaks this only gets a narrower span).
+  std::vector<std::size_t> by_start(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) by_start[i] = i;
+  std::sort(by_start.begin(), by_start.end(), [&](std::size_t a, std::size_t b) { return nodes[a].id < nodes[b].id; });
+  std::vector<std::int64_t> last_id(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) last_id[i] = nodes[i].id;
+  for (auto it = by_start.rbegin(); it != by_start.rend(); ++it) {
+    const std::int64_t p = chain[*it].parent;
+    if (p >= 0) last_id[static_cast<std::size_t>(p)] = std::max(last_id[static_cast<std::size_t>(p)], last_id[*it]);
+  }
+  // An Optimizer.step# during which a backward pass began (on any thread) ran a closure: its ops with an autograd
+  // sequence number are the closure's forward ops (trace-format.md, Phases).
+  std::vector<std::int64_t> backward_starts;
+  for (const Node& n : nodes)
+    if (own_phase_flags(n.name) == kBwd) backward_starts.push_back(n.id);
+  std::sort(backward_starts.begin(), backward_starts.end());
+  const auto step_has_backward = [&](std::size_t s) {
+    const auto it = std::upper_bound(backward_starts.begin(), backward_starts.end(), nodes[s].id);
+    return it != backward_starts.end() && *it <= last_id[s];
+  };
+  // The trace's optimizer, as the Kineto reader names it: the first span torch writes as Optimizer.step#<class>.step.
+  std::string optimizer;
+  for (std::size_t i : by_start) {
+    const std::string_view name = nodes[i].name;
+    if (!starts_with(name, "Optimizer.step#")) continue;
+    const std::string_view rest = name.substr(15);
+    const std::size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string_view::npos || rest.substr(dot) != ".step") continue;
+    for (char ch : rest.substr(0, dot)) optimizer += ets::detail::ascii_tolower(ch);
+    break;
+  }
+  // Each op's descendants in id order: the first with tensor inputs (or a sequence number) lends them to an op
+  // that has none of its own (an evaluate_function node's are its autograd node's), as in the Kineto reader.
+  std::vector<std::vector<std::size_t>> members(nodes.size());
+  for (std::size_t i : by_start) {
+    const std::int64_t top = chain[i].top;
+    if (top < 0) continue;
+    if (top == static_cast<std::int64_t>(i)) {
+      // record_function's own tensor bookkeeping (torch <= 2.0) at thread top level or directly under a scope:
+      // dropped, as the Kineto reader drops it
+      if (nodes[i].name == "aten::zeros" || nodes[i].name == "aten::empty") continue;
+      std::int64_t step = chain[i].step, step_node = chain[i].step_node;
+      // Backward ops run on autograd threads outside the step's subtree; ids are handed out in start order
+      // across threads, so they belong to the last step that started before them.
+      if (step < 0 && !steps.empty()) {
+        const auto it = std::upper_bound(steps.begin(), steps.end(), std::make_pair(nodes[i].id, std::int64_t{-1}));
+        if (it != steps.begin()) {
+          step = std::prev(it)->second;
+          step_node = std::prev(it)->first;
+        }
       }
+      ops.push_back({i, step, step_node});
+    } else {
+      members[static_cast<std::size_t>(top)].push_back(i);
     }
-    ops.push_back({i, phase, step, step_node});
   }
   // With ProfilerStep# nodes, each step is an iteration and ops before the first step (setup) are left out.
   if (!steps.empty())
@@ -349,6 +423,7 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
       t.meta.source_format = "pytorch-et";
       t.meta.source_path = path;
       t.meta.framework = "pytorch";
+      t.meta.optimizer = optimizer;
       t.meta.extra["schema"] = schema;
       t.meta.extra["timings"] = "absent";
       t.iteration = std::max<std::int64_t>(o.step, 0);
@@ -356,15 +431,34 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
       out.push_back(std::move(t));
     }
     const Node& n = nodes[o.node];
-    OpRecord rec;
-    rec.raw_name = n.name;
-    bool backward = false;
-    const RawArgs args = raw_args(n);
-    const auto rank = [&](std::size_t i) { return args.dims.size() > i ? static_cast<int>(args.dims[i].size()) : -1; };
-    rec.name = normalize_op_name_by_args(n.name, &backward, rank(1), rank(2));
-    rec.phase = backward && o.phase == Phase::Forward ? Phase::Backward : o.phase;
-    rec.sequence = n.seq;
-    fill_from_args(rec, args);
+    OpRecord rec = record_of(n);
+    if (rec.inputs.empty() || rec.sequence < 0) {
+      bool have_inputs = !rec.inputs.empty();
+      for (std::size_t d : members[o.node]) {
+        if (have_inputs && rec.sequence >= 0) break;
+        if (rec.sequence < 0 && nodes[d].seq >= 0) rec.sequence = nodes[d].seq;
+        if (have_inputs) continue;
+        OpRecord r = record_of(nodes[d]);
+        if (r.inputs.empty()) continue;
+        have_inputs = true;
+        rec.inputs = std::move(r.inputs);
+        if (rec.hyper.present == 0) rec.hyper = r.hyper;
+        // the weight's rank names a generic convolution: grad_out comes first in a backward op's inputs
+        const auto& in = rec.inputs;
+        bool bwd = false;
+        rec.name = normalize_op_name_by_args(n.name, &bwd, in.size() > 1 ? static_cast<int>(in[1].dims.size()) : -1,
+                                             in.size() > 2 ? static_cast<int>(in[2].dims.size()) : -1);
+      }
+    }
+    bool backward_name = false;
+    normalize_op_name(n.name, &backward_name);
+    const std::uint8_t flags = chain[o.node].flags;
+    const std::int64_t opt_step = chain[o.node].opt_step;
+    const bool closure_forward = opt_step >= 0 && step_has_backward(static_cast<std::size_t>(opt_step)) &&
+                                 !(flags & kZeroGrad) && rec.sequence >= 0;
+    rec.phase = ((flags & kBwd) || backward_name)        ? Phase::Backward
+                : ((flags & kUpd) && !closure_forward)   ? Phase::Update
+                                                         : Phase::Forward;
     fill_analytic(rec);
     out.back().ops.push_back(std::move(rec));
   }
