@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -190,7 +191,7 @@ bool is_element_size(std::int64_t v) { return v == 1 || v == 2 || v == 4 || v ==
 void decode_params(std::int64_t op, const std::vector<std::int64_t>& p, OpRecord& rec) {
   if (op == kConv2dId) {
     const std::int64_t N = p[0], C = p[1], H = p[2], W = p[3], K = p[4], R = p[7], S = p[8], g = p[15];
-    if (N <= 0 || C <= 0 || K <= 0 || R <= 0 || S <= 0 || g <= 0) return;
+    if (N <= 0 || C <= 0 || H <= 0 || W <= 0 || K <= 0 || R <= 0 || S <= 0 || g <= 0) return;
     const DType dt = dtype_of_size(p[16]);
     rec.inputs.push_back(TensorInfo{{N, C, H, W}, dt});
     rec.inputs.push_back(TensorInfo{{K, C / g, R, S}, dt});
@@ -218,6 +219,12 @@ void decode_params(std::int64_t op, const std::vector<std::int64_t>& p, OpRecord
     for (std::size_t i = base + 1; i < base + width; ++i)
       if (p[i] != 0) last = i + 1;
     if (last == base + 1) continue;  // no recorded dims: shape unknown, not a scalar
+    // a negative dim is no shape: the op's shapes are unknown, as a conv's are when one of its sizes is not positive
+    if (std::any_of(p.begin() + static_cast<std::ptrdiff_t>(base + 1), p.begin() + static_cast<std::ptrdiff_t>(last),
+                    [](std::int64_t d) { return d < 0; })) {
+      rec.inputs.clear();
+      return;
+    }
     TensorInfo t;
     t.dtype = dtype_of_size(p[base]);
     t.dims.assign(p.begin() + static_cast<std::ptrdiff_t>(base + 1), p.begin() + static_cast<std::ptrdiff_t>(last));
@@ -255,22 +262,22 @@ void meta_from_name(const std::string& path, ExecutionTrace& t) {
   }
 }
 
-// Column positions from the header row; false when a required column is missing (`missing` names it).
-bool find_columns(const std::vector<std::string>& header, int (&col)[cCount], const char*& missing) {
+// Column positions from the header row; "" when every required column is there once, else what is wrong.
+std::string find_columns(const std::vector<std::string>& header, int (&col)[cCount]) {
   std::fill(std::begin(col), std::end(col), -1);
   for (std::size_t i = 0; i < header.size(); ++i) {
     const std::string_view h = trim(header[i]);
-    for (int c = 0; c < cH; ++c)
-      if (h == kRequired[c]) col[c] = static_cast<int>(i);
-    for (int c = cH; c < cCount; ++c)
-      if (h == kOptional[c - cH]) col[c] = static_cast<int>(i);
+    for (int c = 0; c < cCount; ++c) {
+      const char* name = c < cH ? kRequired[c] : kOptional[c - cH];
+      if (h != name) continue;
+      // two columns of one name: which one holds the op (or its time) is anyone's guess
+      if (col[c] >= 0) return fmt::format("has the column '{}' twice (columns {} and {})", name, col[c] + 1, i + 1);
+      col[c] = static_cast<int>(i);
+    }
   }
   for (int c = 0; c < cH; ++c)
-    if (col[c] < 0) {
-      missing = kRequired[c];
-      return false;
-    }
-  return true;
+    if (col[c] < 0) return fmt::format("lacks the ETS CSV column '{}'", kRequired[c]);
+  return "";
 }
 
 }  // namespace
@@ -300,9 +307,8 @@ std::vector<ExecutionTrace> read_ets_csv(std::string_view bytes, const std::stri
     if (!csv.next(f)) ETS_THROW(Errc::parse, "ets.csv.1", "'{}' is empty", path);
   } while (f.size() == 1 && trim(f[0]).empty());
   int col[cCount];
-  const char* missing = "";
-  if (!find_columns(f, col, missing))
-    ETS_THROW(Errc::parse, "ets.csv.1", "'{}' lacks the ETS CSV column '{}'", path, missing);
+  const std::string header_problem = find_columns(f, col);
+  if (!header_problem.empty()) ETS_THROW(Errc::parse, "ets.csv.1", "'{}' {}", path, header_problem);
   const std::size_t ncols = f.size();
 
   ExecutionTrace t;
@@ -344,10 +350,19 @@ std::vector<ExecutionTrace> read_ets_csv(std::string_view bytes, const std::stri
     if (t.ops.empty()) {
       first_start = kstart;
       t.meta.batch_size = get_i(cBatch);
+      if (t.meta.batch_size < 0) {  // as the Kineto reader takes one: unknown, and said
+        log(LogLevel::warn, "[ets.csv.9] {}:{}: batch is {}; the batch size, a feature, is unknown", path, line,
+            t.meta.batch_size);
+        t.meta.batch_size = 0;
+      }
       const std::int64_t it = get_i(cInputType);
       t.meta.extra["input_type"] = it == 1 ? "fp32" : it == 2 ? "fp16" : it == 3 ? "fp64" : fmt::format("{}", it);
-      if (col[cH] >= 0) t.meta.extra["h"] = std::string(trim(f[col[cH]]));
-      if (col[cW] >= 0) t.meta.extra["w"] = std::string(trim(f[col[cW]]));
+      for (const auto& [c, key] : {std::pair<Col, const char*>{cH, "h"}, {cW, "w"}})
+        if (col[c] >= 0) {
+          std::string value(trim(f[col[c]]));
+          check_meta_field(key, value, path);
+          t.meta.extra[key] = std::move(value);
+        }
     }
     last_end = kend;
     // Nanosecond integers near the int64 limits would wrap: a file that far out is broken, not a long iteration.

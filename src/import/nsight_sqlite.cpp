@@ -400,7 +400,17 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
   {
     std::map<std::int64_t, std::pair<bool, std::size_t>> processes;  // process -> (has markers, ops)
     for (const auto& [g, b] : ops) ++processes[process_of(g->tid)].second;
-    if (processes.size() > 1) {
+    if (processes.size() == 1) {
+      // The markers are the imported process's own too: another process's (a rank without NVTX op ranges that
+      // still marks its loop) would split this one's iterations at its own, slightly different, times.
+      const std::size_t all = iterations.size();
+      iterations_of_process(iterations, iteration_index, processes.begin()->first);
+      if (iterations.size() < all)
+        log(LogLevel::warn,
+            "[ets.nsight.8] '{}': {} of {} iteration markers belong to processes without operator ranges and are "
+            "not used, as one import holds one process",
+            path, all - iterations.size(), all);
+    } else {
       for (const auto& m : iterations)
         if (auto it = processes.find(process_of(m.tid)); it != processes.end()) it->second.first = true;
       const auto chosen = std::max_element(processes.begin(), processes.end(), [](const auto& a, const auto& b) {
@@ -528,7 +538,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     t.meta.device = device;
     t.iteration = iterations.empty() ? 0 : g.index;
     t.start_us = static_cast<double>(g.ops.front()->kstart) / 1000.0;
-    std::int64_t last_end = 0;
+    std::int64_t last_end = std::numeric_limits<std::int64_t>::min();  // timestamps may be negative
     for (const Built* x : g.ops) last_end = std::max(last_end, x->kend);
     // The iteration ends where the next one's first kernel starts. The last one, with no next kernel, at the later
     // of its last kernel's end and its range's end (the next step's first kernel comes after both), as in Kineto.

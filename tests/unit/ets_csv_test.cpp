@@ -2,6 +2,7 @@
 // Expected values come from PROVENANCE.txt (row counts) and the published model architectures, not from the reader.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -221,4 +222,45 @@ TEST_CASE("malformed ETS CSV input raises documented ids") {
     } catch (const ets::Error&) {
     }
   }
+}
+
+TEST_CASE("ETS CSV: a header column twice, a negative batch or dim, an oversized h / w are not taken silently") {
+  const std::string row =
+      "203,1,\"[2, 3, 8, 8, 4, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\",1,1,"
+      "10.0,20.0,0,5,1000,3000,0,500,0,1,1,5,2000,2,8,8,1\n";
+  const auto ok = read_csv(std::string(kHeader) + row);
+  REQUIRE(ok[0].ops.at(0).inputs.size() == 2);
+  CHECK(ok[0].meta.batch_size == 2);
+
+  // a second "op" column (holding relu's id) made the last one win: the conv row read as relu, silently
+  const std::string dup_header = std::string(kHeader).insert(std::string(kHeader).size() - 1, ",op");
+  CHECK(error_id(dup_header + row.substr(0, row.size() - 1) + ",152\n") == "ets.csv.1");
+  CHECK(error_id(std::string(kHeader).insert(std::string(kHeader).size() - 1, ",kduration") + row.substr(0, row.size() - 1) +
+                 ",1\n") == "ets.csv.1");
+
+  // a negative batch is an unknown batch size, said (as the Kineto reader does), not a feature of -3
+  std::string bad = row;
+  bad.replace(bad.find(",2000,2,"), 8, ",2000,-3,");
+  ets_test::CapturedWarnings log;
+  const auto negative_batch = read_csv(std::string(kHeader) + bad);
+  CHECK(negative_batch[0].meta.batch_size == 0);
+  CHECK(std::count_if(log.lines.begin(), log.lines.end(),
+                      [](const std::string& l) { return l.find("[ets.csv.9]") != std::string::npos; }) == 1);
+
+  // negative sizes are no shape: the op's shapes are unknown (a conv's H, a generic op's dims)
+  bad = row;
+  bad.replace(bad.find("[2, 3, 8, 8,"), 12, "[2, 3, -8, 8,");
+  CHECK(read_csv(std::string(kHeader) + bad)[0].ops.at(0).inputs.empty());
+  const std::string relu =
+      "152,1,\"[4, -2, 64, 15, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\",1,1,"
+      "10.0,20.0,0,5,1000,3000,0,500,0,1,1,5,2000,2,8,8,1\n";
+  CHECK(read_csv(std::string(kHeader) + relu)[0].ops.at(0).inputs.empty());
+  std::string relu_ok = relu;
+  relu_ok.replace(relu_ok.find("-2,"), 3, "2, ");
+  REQUIRE(read_csv(std::string(kHeader) + relu_ok)[0].ops.at(0).inputs.size() == 1);
+
+  // h / w are metadata every iteration keeps: longer than a metadata field may hold is refused (ets.import.6)
+  bad = row;
+  bad.replace(bad.find(",2,8,8,1"), 8, ",2," + std::string(5000, '8') + ",8,1");
+  CHECK(error_id(std::string(kHeader) + bad) == "ets.import.6");
 }

@@ -200,6 +200,66 @@ TEST_CASE("synthetic Nsight capture: ops from NVTX ranges timed by their kernels
   CHECK(ets::Tracer::detect(path, capped) == "nsight");  // told by its first 16 bytes: never refused by size
 }
 
+TEST_CASE("Nsight: only the imported process's iteration markers split its iterations (ets.nsight.8)") {
+  // torchrun with emit_nvtx on rank 0 only, every rank marking its loop: rank 1's "ProfilerStep#1" (starting 100 ns
+  // earlier) took rank 0's first op, splitting its iteration 1 in two, both numbered 1, one measured by rank 1's
+  // marker, with no warning.
+  const std::int64_t a = std::int64_t{100} << 24, b = std::int64_t{200} << 24;
+  TempDir dir;
+  const std::string path = (dir.path / "markers_of_another_process.sqlite").string();
+  sqlite3* db = new_capture(path);
+  Builder w{db};
+  w.range(1000, 2000, a | 7, "ProfilerStep#1");
+  w.range(2000, 3000, a | 7, "ProfilerStep#2");
+  w.range(900, 1300, b | 9, "ProfilerStep#1");  // rank 1: no operator ranges, markers only
+  w.range(1300, 2100, b | 9, "ProfilerStep#2");
+  w.range(1200, 1300, a | 7, "aten::relu");
+  w.launch(1210, 1220, a | 7, 1);
+  w.kernel(1250, 1350, 1, a);
+  w.range(1400, 1500, a | 7, "aten::sigmoid");
+  w.launch(1410, 1420, a | 7, 2);
+  w.kernel(1450, 1550, 2, a);
+  w.range(2200, 2300, a | 7, "aten::relu");
+  w.launch(2210, 2220, a | 7, 3);
+  w.kernel(2250, 2350, 3, a);
+  sqlite3_close(db);
+  ets_test::CapturedWarnings log;
+  const auto traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
+  const std::vector<std::string> warnings = log.lines;
+  REQUIRE(traces.size() == 2);
+  CHECK(traces[0].iteration == 1);
+  CHECK(traces[0].ops.size() == 2);
+  CHECK(traces[0].measured_us == Approx(1.0));  // rank 0's own ProfilerStep#1, 1,000 to 2,000 ns
+  CHECK(traces[1].iteration == 2);
+  CHECK(traces[1].ops.size() == 1);
+  CHECK(traces[1].measured_us == Approx(1.0));
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("[ets.nsight.8]") != std::string::npos);
+  CHECK(warnings[0].find("2 of 4 iteration markers") != std::string::npos);
+}
+
+TEST_CASE("Nsight: negative timestamps end an iteration at its last kernel, not at time 0") {
+  // Without markers the capture is one iteration from its first kernel's start to its last kernel's end; the
+  // latest end started at 0, so kernels all before t = 0 stretched it to 0 (measured 0.5 us, not 0.3).
+  TempDir dir;
+  const std::string path = (dir.path / "negative.sqlite").string();
+  sqlite3* db = new_capture(path);
+  Builder w{db};
+  w.range(-900, -800, 1, "aten::relu");
+  w.launch(-890, -880, 1, 1);
+  w.kernel(-500, -400, 1);
+  w.range(-700, -600, 1, "aten::sigmoid");
+  w.launch(-690, -680, 1, 2);
+  w.kernel(-300, -200, 2);
+  sqlite3_close(db);
+  const auto traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
+  REQUIRE(traces.size() == 1);
+  REQUIRE(traces[0].ops.size() == 2);
+  CHECK(traces[0].measured_us == Approx(0.3));
+  CHECK(traces[0].ops[1].gap_us == Approx(0.0).margin(1e-9));
+  CHECK(traces[0].sum_us() == Approx(0.3));
+}
+
 TEST_CASE("Nsight: emit_nvtx step markers; a generic convolution is named by its weight's rank, as in Kineto") {
   TempDir dir;
   const std::string path = (dir.path / "conv.sqlite").string();
