@@ -164,6 +164,11 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_range(const WindowBatch
       ETS_CHECK(a.count > 0, Errc::invalid_argument, "ets.aggregate.5",
                 "op {} of trace {} is covered by no window", i, first + static_cast<std::int64_t>(t));
       Prediction::Op& o = pr.ops[i];
+      // Closest-centre mode sums its windows too (for the interval): what overflows there is what the average
+      // would overflow on, and the same error.
+      ETS_CHECK(std::isfinite(a.sum_t + a.sum_g), Errc::invalid_argument, "ets.aggregate.3",
+                "the predictions of op {} of trace {} overflow when summed over its windows", i,
+                first + static_cast<std::int64_t>(t));
       o.windows = a.count;
       o.lo_us = a.lo;
       o.hi_us = a.hi;
@@ -227,7 +232,8 @@ ETS_INLINE std::vector<Prediction> Aggregator::aggregate_range(const WindowBatch
     pr.lo_us = std::max(0.0, std::min(pr.iteration_us, pr.iteration_us * (1.0 + qlo)));
     pr.hi_us = std::max(pr.iteration_us, pr.iteration_us * (1.0 + qhi));
     ETS_CHECK(std::isfinite(pr.hi_us), Errc::invalid_argument, "ets.aggregate.3",
-              "the interval of trace {} overflows ({} µs times {})", t, pr.iteration_us, 1.0 + qhi);
+              "the interval of trace {} overflows ({} µs times {})", first + static_cast<std::int64_t>(t),
+              pr.iteration_us, 1.0 + qhi);
   }
   return result;
 }

@@ -48,6 +48,8 @@ ETS_INLINE BiLstmPredictor::BiLstmPredictor(LstmWeights weights, Backend backend
         if (backend_ == nullptr) note_ = "cpu: the CUDA backend factory returned nothing";
       } catch (const std::exception& e) {  // Auto falls back whatever the backend threw (ets::Error or not)
         note_ = std::string("cpu: CUDA backend unavailable: ") + e.what();
+      } catch (...) {  // a factory's own exception type, not derived from std::exception
+        note_ = "cpu: CUDA backend unavailable: the factory threw a non-standard exception";
       }
     }
   }

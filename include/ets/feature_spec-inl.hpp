@@ -19,6 +19,11 @@ namespace ets {
 namespace detail {
 namespace fspec {
 
+// A z-score as a feature or target: finite whatever the statistics. A fitted spec's stay far inside (its smallest
+// std still leaves |z| < 1e20 for the log-scale columns); a crafted blob's std of 1e-300 would make them ±inf, which
+// the network documents it never gets.
+inline double finite_z(double z) noexcept { return std::clamp(z, -1e30, 1e30); }
+
 // Welford's update: stable for the wide ranges of tensor sizes and hyper-parameters we see.
 struct Welford {
   // A hyper-parameter of 1e154 would overflow the variance (and ±1.7e308 the mean), spoiling the statistic of
@@ -346,6 +351,7 @@ ETS_INLINE FeatureSpec FeatureSpec::fit(const std::vector<ExecutionTrace>& trace
 
 ETS_INLINE std::vector<std::string> FeatureSpec::feature_names() const {
   std::vector<std::string> names;
+  if (!fitted()) return names;  // one name per column: an unfitted spec has none
   names.reserve(static_cast<std::size_t>(layout_.features));
   names.resize(static_cast<std::size_t>(one_hot_));
   for (std::size_t r = 0; r < types_.size(); ++r)
@@ -394,6 +400,7 @@ ETS_INLINE std::int64_t FeatureSpec::type_count(int rank) const {
 ETS_INLINE const FeatureSpec::Moments& FeatureSpec::label_moments(int channel) const {
   ETS_CHECK(channel >= 0 && channel < kLabelCount, Errc::invalid_argument, "ets.encoder.11",
             "label channel {} is not 0 (time) or 1 (gap)", channel);
+  ETS_CHECK(fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
   return labels_[static_cast<std::size_t>(channel)];
 }
 
@@ -417,7 +424,9 @@ ETS_INLINE FeatureSpec::MetaCode FeatureSpec::encode_meta(const TraceMeta& meta)
   mc.optimizer = detail::fspec::optimizer_code(meta.optimizer);
   if (meta.batch_size > 0) {
     const Moments& m = cont_[static_cast<std::size_t>(cont_flops() + 2)];
-    if (m.n > 0) mc.batch_z = static_cast<float>((std::log1p(static_cast<double>(meta.batch_size)) - m.mean) / m.stdev);
+    if (m.n > 0)
+      mc.batch_z = static_cast<float>(
+          detail::fspec::finite_z((std::log1p(static_cast<double>(meta.batch_size)) - m.mean) / m.stdev));
     mc.batch_known = 1.f;
   }
   return mc;
@@ -431,7 +440,7 @@ ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, 
   // the model was trained on, like an unfitted hyper-parameter; the raw value would drive untrained weights.
   auto z = [this](int c, double v) {
     const Moments& m = cont_[static_cast<std::size_t>(c)];
-    return m.n > 0 ? static_cast<float>((v - m.mean) / m.stdev) : 0.f;
+    return m.n > 0 ? static_cast<float>(detail::fspec::finite_z((v - m.mean) / m.stdev)) : 0.f;
   };
 
   const auto it = index_.find(op.name);
@@ -525,13 +534,15 @@ ETS_INLINE void FeatureSpec::encode_ops(const ExecutionTrace& trace, float* rows
 ETS_INLINE double FeatureSpec::normalize_label(int channel, double us) const {
   ETS_CHECK(channel >= 0 && channel < kLabelCount, Errc::invalid_argument, "ets.encoder.11",
             "label channel {} is not 0 (time) or 1 (gap)", channel);
+  ETS_CHECK(fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
   const Moments& m = labels_[static_cast<std::size_t>(channel)];
-  return (std::log1p(us < 0.0 ? 0.0 : us) - m.mean) / m.stdev;
+  return detail::fspec::finite_z((std::log1p(us < 0.0 ? 0.0 : us) - m.mean) / m.stdev);
 }
 
 ETS_INLINE double FeatureSpec::denormalize_label(int channel, double z) const {
   ETS_CHECK(channel >= 0 && channel < kLabelCount, Errc::invalid_argument, "ets.encoder.11",
             "label channel {} is not 0 (time) or 1 (gap)", channel);
+  ETS_CHECK(fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
   const Moments& m = labels_[static_cast<std::size_t>(channel)];
   const double us = std::expm1(z * m.stdev + m.mean);
   return us < 0.0 ? 0.0 : us;  // NaN passes through: the caller decides what a NaN prediction means

@@ -307,3 +307,45 @@ TEST_CASE("a moved-from encoder or aggregator refuses to work instead of reading
   CHECK(std::isfinite(agg2.aggregate(batch, pred).iteration_us));
   CHECK(ets_test::error_id([&] { (void)agg.aggregate(batch, pred); }) == "ets.aggregate.8");
 }
+
+TEST_CASE("sums that overflow are ets.aggregate.3 in both modes, naming the trace by its batch index") {
+  // Width-1 windows, each holding one op of one trace (features copied from real encoded rows).
+  const auto batch_of = [](const std::vector<int>& ops, int trace) {
+    ets::ExecutionTrace t;
+    t.ops = {make_op(spec().type_name(0)), make_op(spec().type_name(1))};
+    const ets::WindowBatch enc = ets::WindowEncoder(spec(), 1, 1).encode(t);
+    ets::WindowBatch b;
+    b.windows = static_cast<int>(ops.size());
+    b.width = 1;
+    b.features = spec().feature_count();
+    const auto f = static_cast<std::ptrdiff_t>(b.features);
+    for (int op : ops) {
+      b.x.insert(b.x.end(), enc.x.begin() + op * f, enc.x.begin() + (op + 1) * f);
+      b.mask.push_back(1);
+      b.op_index.push_back(op);
+      b.trace_index.push_back(trace);
+    }
+    return b;
+  };
+  const auto z = [](double us) { return static_cast<float>(spec().normalize_time(us)); };
+  const float zero = -1000.f;  // denormalises to 0 µs
+  // two finite windows of ~1e308 µs for one op: the closest-centre mode returned the interval [0, 1e308]
+  const ets::WindowBatch two = batch_of({0, 0}, 0);
+  const std::vector<float> huge = {z(1.0e308), zero, z(0.9e308), zero};
+  for (bool average : {true, false}) {
+    INFO("overlap_average " << average);
+    ets::Aggregator::Options o;
+    o.overlap_average = average;
+    CHECK(error_id([&] { ets::Aggregator(spec(), o).aggregate(two, huge); }) == "ets.aggregate.3");
+  }
+  // an overflowing interval names the trace as every other message does: by its index in the batch (5), not 0
+  const ets::WindowBatch four = batch_of({0, 1, 1, 1}, 5);
+  const std::vector<float> skewed = {z(1e307), zero, zero, zero, zero, zero, z(1.6e308), zero};
+  try {
+    ets::Aggregator(spec()).aggregate(four, skewed);
+    FAIL("an overflowing interval must be refused");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.aggregate.3");
+    CHECK(std::string(e.what()).find("trace 5") != std::string::npos);
+  }
+}

@@ -255,6 +255,8 @@ std::unique_ptr<ets::InferenceBackend> failing_factory(const ets::LstmWeights&) 
 std::unique_ptr<ets::InferenceBackend> foreign_failing_factory(const ets::LstmWeights&) {
   throw std::runtime_error("driver library missing");
 }
+struct DriverFault {};  // a vendor wrapper's error type, not derived from std::exception
+std::unique_ptr<ets::InferenceBackend> non_standard_failing_factory(const ets::LstmWeights&) { throw DriverFault{}; }
 }  // namespace
 
 TEST_CASE("backend selection: Cuda needs a factory, Auto falls back to the CPU and says why") {
@@ -287,6 +289,14 @@ TEST_CASE("backend selection: Cuda needs a factory, Auto falls back to the CPU a
     CHECK(p.backend_name() == "cpu-eigen");
     CHECK(p.backend_note().find("driver library missing") != std::string::npos);
     CHECK_THROWS_AS(ets::BiLstmPredictor(w, ets::Backend::Cuda), std::runtime_error);
+  }
+  // ... also an exception type of the factory's own, not derived from std::exception (it escaped Auto)
+  ets::detail::set_cuda_backend_factory(&non_standard_failing_factory);
+  {
+    ets::BiLstmPredictor p(w, ets::Backend::Auto);
+    CHECK(p.backend_name() == "cpu-eigen");
+    CHECK(p.backend_note().find("non-standard exception") != std::string::npos);
+    CHECK_THROWS_AS(ets::BiLstmPredictor(w, ets::Backend::Cuda), DriverFault);
   }
   ets::detail::set_cuda_backend_factory(&fake_factory);
   {

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "encoder_fixtures.hpp"
+#include "ets/detail/fnv1a.hpp"
 #include "ets/error.hpp"
 #include "ets/feature_spec.hpp"
+#include "ets/window_encoder.hpp"
 
 namespace {
 
@@ -618,4 +620,45 @@ TEST_CASE("a moved-to spec is the source; a moved-from one is unfitted, refuses 
   CHECK(assigned.serialize() == fitted.serialize());
   static_assert(std::is_nothrow_move_constructible_v<ets::FeatureSpec>);
   static_assert(std::is_nothrow_move_assignable_v<ets::FeatureSpec>);
+}
+
+TEST_CASE("an unfitted spec refuses the label transform; statistics from a crafted blob still give finite features") {
+  ets::FeatureSpec fitted = ets_test::fitted_spec();
+  const double us = fitted.denormalize_time(0.0);
+  CHECK(us > 0.0);
+  ets::FeatureSpec moved_to = std::move(fitted);
+  CHECK(moved_to.denormalize_time(0.0) == us);
+  // a moved-from or default spec gave log1p with mean 0 and std 1 (0 µs for z = 0) and 64 names for 0 columns
+  for (const ets::FeatureSpec* s : {static_cast<const ets::FeatureSpec*>(&fitted), static_cast<const ets::FeatureSpec*>(nullptr)}) {
+    const ets::FeatureSpec empty;
+    const ets::FeatureSpec& spec = s ? *s : empty;
+    CHECK_FALSE(spec.fitted());
+    CHECK(ets_test::error_id([&] { (void)spec.denormalize_time(0.0); }) == "ets.encoder.9");
+    CHECK(ets_test::error_id([&] { (void)spec.normalize_time(100.0); }) == "ets.encoder.9");
+    CHECK(ets_test::error_id([&] { (void)spec.label_moments(0); }) == "ets.encoder.9");
+    CHECK(spec.feature_names().empty());
+  }
+
+  // A checksum-valid blob whose batch-size and time-label std are 1e-300 (fit() never makes one): the encoder gave
+  // ±inf features and labels, which the network is documented never to get.
+  std::vector<std::uint8_t> blob = moved_to.serialize();
+  const std::size_t n = blob.size();
+  const auto put_f64 = [&](std::size_t at, double v) {
+    std::uint64_t u;
+    std::memcpy(&u, &v, 8);
+    for (int i = 0; i < 8; ++i) blob[at + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(u >> (8 * i));
+  };
+  // the blob ends: ... continuous moments (the last: batch size) | time | gap moments | u64 checksum; a moment is
+  // i64 n, f64 mean, f64 std
+  put_f64(n - 8 - 48 - 24 + 16, 1e-300);
+  put_f64(n - 8 - 48 + 16, 1e-300);
+  const std::uint64_t h = ets::detail::fnv1a(blob.data(), n - 8);
+  for (int i = 0; i < 8; ++i) blob[n - 8 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(h >> (8 * i));
+  const ets::FeatureSpec crafted = ets::FeatureSpec::deserialize(blob);
+  REQUIRE(crafted.label_moments(0).stdev == 1e-300);  // the edit hit the fields it meant to
+  const ets::WindowBatch b = ets::WindowEncoder(crafted, 12, 4).encode(ets_test::synthetic_trace(20, 1));
+  std::size_t non_finite = 0;
+  for (float v : b.x) non_finite += !std::isfinite(v);
+  for (float v : b.y) non_finite += !std::isfinite(v);
+  CHECK(non_finite == 0);
 }
