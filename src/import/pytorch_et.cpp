@@ -342,7 +342,8 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   // their parent; a hostile file that breaks this only gets a narrower span).
   std::vector<std::size_t> by_start(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) by_start[i] = i;
-  std::sort(by_start.begin(), by_start.end(), [&](std::size_t a, std::size_t b) { return nodes[a].id < nodes[b].id; });
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [&](std::size_t a, std::size_t b) { return nodes[a].id < nodes[b].id; });  // file order for equal ids
   std::vector<std::int64_t> last_id(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) last_id[i] = nodes[i].id;
   for (auto it = by_start.rbegin(); it != by_start.rend(); ++it) {
@@ -401,7 +402,7 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   if (ops.empty())
     ETS_THROW(Errc::invalid_trace, "ets.et.5", "'{}': the Execution Trace holds no operator nodes", path);
   // Steps in the order they started (node ids), ops in order within each.
-  std::sort(ops.begin(), ops.end(), [&](const OpRef& a, const OpRef& b) {
+  std::stable_sort(ops.begin(), ops.end(), [&](const OpRef& a, const OpRef& b) {
     return a.step_node != b.step_node ? a.step_node < b.step_node : nodes[a.node].id < nodes[b.node].id;
   });
   {
