@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -113,6 +114,7 @@ struct CorrKeyHash {
 };
 struct Kernel {
   std::int64_t start, end;
+  std::int64_t device = -1;  // deviceId (TARGET_INFO_GPU.id); -1 when the export has no such column
 };
 
 // Keeps the iteration markers of one process (and their indices, element for element).
@@ -278,17 +280,21 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
   std::unordered_multimap<CorrKey, Kernel, CorrKeyHash> kernels;
   bool by_process = true;
   {
-    Stmt s = prepare(db,
-                     "SELECT start, end, correlationId, globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL "
-                     "WHERE correlationId IS NOT NULL",
-                     path, false);
-    if (!s) {
-      by_process = false;
-      s = prepare(db, "SELECT start, end, correlationId, 0 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId IS NOT NULL",
-                  path);
+    // the richest query the export's columns allow: the process (globalPid) and the GPU (deviceId) are optional
+    static constexpr const char* kQueries[] = {
+        "SELECT start, end, correlationId, globalPid, deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL "
+        "WHERE correlationId IS NOT NULL",
+        "SELECT start, end, correlationId, globalPid, -1 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId IS NOT NULL",
+        "SELECT start, end, correlationId, 0, deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId IS NOT NULL",
+        "SELECT start, end, correlationId, 0, -1 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId IS NOT NULL"};
+    Stmt s;
+    for (std::size_t q = 0; q < std::size(kQueries) && !s; ++q) {
+      s = prepare(db, kQueries[q], path, q + 1 == std::size(kQueries));  // the last one must work
+      by_process = q < 2;
     }
     each_row(db, s.get(), path, "reading kernels", [&](sqlite3_stmt* r) {
-      const Kernel k{sqlite3_column_int64(r, 0), sqlite3_column_int64(r, 1)};
+      const Kernel k{sqlite3_column_int64(r, 0), sqlite3_column_int64(r, 1),
+                     sqlite3_column_type(r, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(r, 4)};
       if (k.end >= k.start)
         kernels.emplace(CorrKey{process_of(sqlite3_column_int64(r, 3)), sqlite3_column_int64(r, 2)}, k);
     });
@@ -336,12 +342,16 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
       ranges.push_back(std::move(g));
     });
   }
-  std::string device;
+  // GPU names by device id, in table order (the first row names the device when the kernels' is not known)
+  std::vector<std::pair<std::int64_t, std::string>> gpus;
   if (has_table(db, path, "TARGET_INFO_GPU")) {
-    if (Stmt s = prepare(db, "SELECT name FROM TARGET_INFO_GPU LIMIT 1", path, false))
-      each_row(db, s.get(), path, "reading the GPU name", [&](sqlite3_stmt* r) { device = column_text(r, 0); });
+    Stmt s = prepare(db, "SELECT id, name FROM TARGET_INFO_GPU ORDER BY rowid", path, false);
+    if (!s) s = prepare(db, "SELECT -1, name FROM TARGET_INFO_GPU ORDER BY rowid", path, false);
+    if (s)
+      each_row(db, s.get(), path, "reading the GPU name", [&](sqlite3_stmt* r) {
+        gpus.emplace_back(sqlite3_column_type(r, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(r, 0), column_text(r, 1));
+      });
   }
-  check_meta_field("device", device, path);  // every iteration keeps a copy of the name
 
   // Split ranges into iteration markers and op candidates. When the capture names operators ("aten::..."),
   // module / user ranges wrapping them are not ops.
@@ -425,6 +435,23 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
           processes[chosen].first ? "one with iteration markers and the most ops" : "one with the most ops");
     }
   }
+
+  // The device: the GPU most of the imported kernels ran on (a machine lists every GPU it has, in any order, and
+  // the job may have run on any of them); the table's first GPU when the kernels' device is not recorded.
+  std::string device;
+  {
+    std::map<std::int64_t, std::size_t> kernels_on;
+    for (const auto& [g, b] : ops)
+      for (const Kernel& k : b.kernels) ++kernels_on[k.device];
+    const auto most = std::max_element(kernels_on.begin(), kernels_on.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    const auto named = std::find_if(gpus.begin(), gpus.end(), [&](const auto& gpu) {
+      return most != kernels_on.end() && most->first >= 0 && gpu.first == most->first;
+    });
+    if (named != gpus.end()) device = named->second;
+    else if (!gpus.empty()) device = gpus.front().second;
+  }
+  check_meta_field("device", device, path);  // every iteration keeps a copy of the name
 
   // Phase markers: user ranges that say backward / optimizer (e.g. record_function("backward")).
   std::vector<const Range*> backward_marks, update_marks;

@@ -70,9 +70,9 @@ struct Builder {
     exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (" + std::to_string(s) + "," + std::to_string(e) + ",0," +
                  std::to_string(tid) + "," + std::to_string(corr) + ",1,0,NULL)");
   }
-  void kernel(std::int64_t s, std::int64_t e, std::int64_t corr, std::int64_t global_pid = 1) {
-    exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (" + std::to_string(s) + "," + std::to_string(e) +
-                 ",0,1,7," + std::to_string(corr) + "," + std::to_string(global_pid) + ",2,2)");
+  void kernel(std::int64_t s, std::int64_t e, std::int64_t corr, std::int64_t global_pid = 1, std::int64_t device = 0) {
+    exec(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (" + std::to_string(s) + "," + std::to_string(e) + "," +
+                 std::to_string(device) + ",1,7," + std::to_string(corr) + "," + std::to_string(global_pid) + ",2,2)");
   }
 };
 
@@ -236,6 +236,29 @@ TEST_CASE("Nsight: only the imported process's iteration markers split its itera
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("[ets.nsight.8]") != std::string::npos);
   CHECK(warnings[0].find("2 of 4 iteration markers") != std::string::npos);
+}
+
+TEST_CASE("Nsight: the device is the GPU the kernels ran on, not the first one listed") {
+  // A machine with two GPUs lists both; the job ran on the second (CUDA_VISIBLE_DEVICES=1): named after the first.
+  TempDir dir;
+  const std::string path = (dir.path / "two_gpus.sqlite").string();
+  sqlite3* db = new_capture(path);
+  exec(db, "DELETE FROM TARGET_INFO_GPU; INSERT INTO TARGET_INFO_GPU VALUES (0, 0, 'NVIDIA A100'), (0, 1, 'NVIDIA V100')");
+  Builder w{db};
+  w.range(1000, 2000, 1, "aten::relu");
+  w.launch(1100, 1200, 1, 1);
+  w.kernel(3000, 4000, 1, 1, 1);
+  w.range(2000, 2500, 1, "aten::sigmoid");
+  w.launch(2100, 2200, 1, 2);
+  w.kernel(4500, 5000, 2, 1, 1);
+  sqlite3_close(db);
+  CHECK(ets::import::read_nsight_sqlite(path, ets::import::Options{}).at(0).meta.device == "NVIDIA V100");
+  // without the kernel's deviceId column, the first GPU listed, as before
+  sqlite3* db2 = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db2) == SQLITE_OK);
+  exec(db2, "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN deviceId");
+  sqlite3_close(db2);
+  CHECK(ets::import::read_nsight_sqlite(path, ets::import::Options{}).at(0).meta.device == "NVIDIA A100");
 }
 
 TEST_CASE("Nsight: negative timestamps end an iteration at its last kernel, not at time 0") {
