@@ -503,4 +503,24 @@ check(p.stdout.strip() and all(v == {} for v in json.loads(p.stdout).values()),
 p = run(trace, "--model", model_a, "--json", "--keep-going")
 check(p.stdout.splitlines() == alone and p.stderr == "", "--keep-going with nothing to skip: the same output, exit 0")
 
+# --batch-size N: the batch size of a trace that records none (an Execution Trace); a trace's own wins
+et = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "et_pair_sgd.et.json.gz")
+
+
+def predicted(*args):
+    out = run(*args, "--model", model_a, "--json").stdout.splitlines()
+    return json.loads(out[0])["predicted_us"] if out else None
+
+
+unknown, two, sixty_four = predicted(et), predicted(et, "--batch-size", "2"), predicted(et, "--batch-size", "64")
+check(None not in (unknown, two, sixty_four) and len({unknown, two, sixty_four}) == 3,
+      f"--batch-size is the ET's batch size, a feature: {unknown} (unknown), {two} (2), {sixty_four} (64)")
+check(predicted(et, "--batch-size", "2") == two, "--batch-size predicts the same twice")
+own = predicted(trace)
+check(own is not None and predicted(trace, "--batch-size", "64") == own,
+      "--batch-size leaves a trace that records its batch size as it is")
+for bad in ("0", "-3", "2x", ""):
+    p = run(et, "--model", model_a, "--batch-size", bad, expect_rc=2)
+    check("--batch-size" in p.stderr, f"--batch-size {bad!r} refused: {p.stderr}")
+
 finish("cli_predict: all checks passed")
