@@ -48,8 +48,9 @@ ETS_INLINE void validate_weights(const LstmWeights& w);
 ETS_INLINE double lstm_forward_flops(const LstmConfig& c, int windows, int width) noexcept;
 
 /// The CPU backend. Immutable after construction; forward() keeps a per-thread workspace that grows to the
-/// largest batch seen on that thread (batches over 64 Ki rows run in slices of that size, so it stays under
-/// ~350 MB at F = H = 102) and is reused afterwards, so steady-state calls allocate nothing.
+/// largest batch seen on that thread (batches over 64 Ki rows run in slices of whole windows of that size, so it
+/// stays under ~350 MB at F = H = 102 for windows of at most 64 Ki positions; a wider window runs unsliced) and is
+/// reused afterwards, so steady-state calls allocate nothing.
 class CpuLstmBackend final : public InferenceBackend {
  public:
   explicit CpuLstmBackend(const LstmWeights& weights);
