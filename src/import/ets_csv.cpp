@@ -98,7 +98,7 @@ struct Csv {
     if (pos >= bytes.size()) return false;
     ++line;
     std::string cur;
-    bool quoted = false;
+    bool quoted = false, was_quoted = false;  // in a quoted section; the field had one
     while (true) {
       if (pos >= bytes.size()) {
         if (quoted) ETS_THROW(Errc::parse, "ets.csv.2", "{}:{}: unterminated quoted field", path, line);
@@ -113,11 +113,15 @@ struct Csv {
         } else {
           cur.push_back(c);
         }
-      } else if (c == '"') {
-        quoted = true;
+      } else if (c == '"' && cur.find_first_not_of(" \t") == std::string::npos && !was_quoted) {
+        // a quote opens a quoted field only at its start (after blanks); inside one (1"0") it is a character, so
+        // the cell is not a number instead of reading as 10
+        cur.clear();
+        quoted = was_quoted = true;
       } else if (c == ',') {
         fields.push_back(std::move(cur));
         cur.clear();
+        was_quoted = false;
       } else if (c == '\n' || c == '\r') {
         if (c == '\r' && pos < bytes.size() && bytes[pos] == '\n') ++pos;
         fields.push_back(std::move(cur));
@@ -168,6 +172,7 @@ std::vector<std::int64_t> parse_params(std::string_view s, const std::string& pa
     out.push_back(v);
     if (comma == std::string_view::npos) break;
     s.remove_prefix(comma + 1);
+    if (trim(s).empty()) ETS_THROW(Errc::parse, "ets.csv.4", "{}:{}: params ends in a comma", path, line);
   }
   if (out.size() > 30) ETS_THROW(Errc::parse, "ets.csv.4", "{}:{}: params has {} entries (at most 30)", path, line, out.size());
   out.resize(30, 0);

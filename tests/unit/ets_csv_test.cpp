@@ -259,6 +259,15 @@ TEST_CASE("ETS CSV: a header column twice, a negative batch or dim, an oversized
   relu_ok.replace(relu_ok.find("-2,"), 3, "2, ");
   REQUIRE(read_csv(std::string(kHeader) + relu_ok)[0].ops.at(0).inputs.size() == 1);
 
+  // a quote inside a cell is a character, not the start of a quoted section: 1"0" is no number (it read as 10)
+  bad = row;
+  CHECK(error_id(std::string(kHeader) + bad.replace(bad.find(",2000,"), 6, ",2\"000\",")) == "ets.csv.3");
+  bad = row;  // a quoted cell after blanks is still quoted
+  CHECK(read_csv(std::string(kHeader) + bad.replace(bad.find(",2000,"), 6, ", \"2000\","))[0].ops.at(0).time_us == 2.0);
+  // params ending in a comma is no list of integers
+  bad = row;
+  CHECK(error_id(std::string(kHeader) + bad.replace(bad.find(", 0]"), 4, ", 0,]")) == "ets.csv.4");
+
   // h / w are metadata every iteration keeps: longer than a metadata field may hold is refused (ets.import.6)
   bad = row;
   bad.replace(bad.find(",2,8,8,1"), 8, ",2," + std::string(5000, '8') + ",8,1");
