@@ -88,9 +88,11 @@ class FeatureSpec {
   /// Whether a trace carries usable per-op labels: at least one op, all times and gaps finite, some positive.
   ETS_INLINE static bool has_labels(const ExecutionTrace& trace) noexcept;
 
-  /// Label transform z = (log1p(max(us, 0)) - mean) / std, channel 0 = time, 1 = gap; see docs/concepts.md.
+  /// Label transform z = (log1p(max(us, 0)) - mean) / std, channel 0 = time, 1 = gap; see docs/concepts.md. z is
+  /// held within +-1e30 (a fitted spec's never get near). ets.encoder.9 when unfitted.
   ETS_INLINE double normalize_label(int channel, double us) const;
-  /// Exact inverse of normalize_label for us >= 0 (clamped at 0 below).
+  /// Inverse of normalize_label for us >= 0 (clamped at 0 below); exact where z was not held at +-1e30.
+  /// ets.encoder.9 when unfitted.
   ETS_INLINE double denormalize_label(int channel, double z) const;
   double normalize_time(double us) const { return normalize_label(0, us); }
   double normalize_gap(double us) const { return normalize_label(1, us); }
@@ -117,7 +119,7 @@ class FeatureSpec {
     ETS_INLINE bool operator==(const Moments& o) const noexcept;
   };
   /// Statistics of log1p(µs) behind normalize_label (channel 0 = time, 1 = gap), for code that needs them in closed form.
-  /// ets.encoder.11 for a channel other than 0 / 1.
+  /// ets.encoder.11 for a channel other than 0 / 1, ets.encoder.9 when unfitted.
   ETS_INLINE const Moments& label_moments(int channel) const;
 
  private:

@@ -283,7 +283,7 @@ class Reader {
     // Blank lines before the header are skipped, as format detection skips them: a file detected as ets-trace
     // must not be refused as "not an ets-trace file".
     bool have = next_line(line);
-    while (have && line.find_first_not_of(" \t") == std::string_view::npos) have = next_line(line);
+    while (have && line.find_first_not_of(" \t\r") == std::string_view::npos) have = next_line(line);
     if (!have) ETS_THROW(Errc::parse, "ets.etst.3", "'{}' is empty, not an ets-trace file", path_);
     read_header(line);
 

@@ -371,6 +371,7 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
     for (char ch : rest.substr(0, dot)) optimizer += ets::detail::ascii_tolower(ch);
     break;
   }
+  check_meta_field("optimizer", optimizer, path);  // every iteration keeps a copy of the name
   // Each op's descendants in id order: the first with tensor inputs (or a sequence number) lends them to an op
   // that has none of its own (an evaluate_function node's are its autograd node's), as in the Kineto reader.
   std::vector<std::vector<std::size_t>> members(nodes.size());

@@ -230,6 +230,9 @@ TEST_CASE("malformed Execution Traces raise documented ids") {
   CHECK(error_id(R"({"schema": "1.0.1", "nodes": [{"name": 5, "id": 1}]})") == "ets.et.1");
   // a schema string each iteration would copy, longer than a metadata field may hold
   CHECK(error_id(R"({"schema": "1.0.)" + std::string(5000, '1') + R"(", "nodes": []})") == "ets.import.6");
+  // ... and an optimizer name (Optimizer.step#<class>.step), as the Kineto reader refuses it
+  CHECK(error_id(R"({"schema": "1.0.1", "nodes": [{"name": "Optimizer.step#)" + std::string(5000, 'X') +
+                 R"J(.step", "id": 2, "parent": 1}, {"name": "aten::add_", "id": 3, "parent": 2}]})J") == "ets.import.6");
   // a parent cycle must not hang: it is cut where the walk closes it, and each node counts once
   const auto cycle = read_et(R"({"schema": "1.0.1", "nodes": [{"name": "aten::a", "id": 1, "parent": 2},
                                                               {"name": "aten::b", "id": 2, "parent": 1}]})", "cycle.json");

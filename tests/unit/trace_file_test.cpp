@@ -366,7 +366,7 @@ TEST_CASE("Tracer::load reads what detection saw: after a BOM or blank lines, he
   const std::string etst = ets::serialize_traces({small_trace()});
   CHECK(ets::Tracer::load(put("bom.etst", bom + etst)).at(0) == small_trace());
   // blank lines before the header, which detection skips: detected as ets-trace, then refused as not one (ets.etst.3)
-  for (const std::string lead : {"\n", "\r\n", " \t\n\n", "\xEF\xBB\xBF\n"}) {
+  for (const std::string lead : {"\n", "\r\n", " \t\n\n", "\xEF\xBB\xBF\n", "\r\r\n", " \r \n"}) {
     const std::string p = put("blank.etst", lead + etst);
     CHECK(ets::Tracer::detect(p) == "ets-trace");
     CHECK(ets::Tracer::load(p).at(0) == small_trace());
