@@ -135,13 +135,15 @@ std::uint64_t default_max_trace_bytes();
 /// (ets.io.6: --max-bytes), "" elsewhere. A failure prints as "ets <command>: " + e.what() + error_hint(e).
 std::string error_hint(const ets::Error& e);
 
-/// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete, --max-bytes SIZE
+/// Trace-loading options shared by the subcommands that read traces: --rank N, --keep-incomplete, --max-bytes SIZE,
+/// and --batch-size N where a command lists it
 /// (each read only where the command's Spec accepts it; max_bytes is default_max_trace_bytes() when not given).
 Tracer::LoadOptions load_options(const Args& args);
 /// Their --help lines (functions, not globals: the commands' Spec objects are built during static initialisation).
 OptionHelp rank_help();
 OptionHelp keep_incomplete_help();
 OptionHelp max_bytes_help();
+OptionHelp batch_size_help();
 
 /// Whether two paths name one file: the same string, the same existing file (through links, "./", hard links), or,
 /// for a file not there yet, the same place once links, "." and ".." are resolved.

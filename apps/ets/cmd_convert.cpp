@@ -70,11 +70,12 @@ int run_convert(const Args& args) {
 
 const Register convert_cmd{Command{
     "convert", "convert traces to the canonical ETS trace file (.etst / .etst.gz)",
-    Spec{"convert TRACE... -o OUT.etst[.gz] [--rank N] [--keep-incomplete] [--max-bytes SIZE] [--quiet]",
+    Spec{"convert TRACE... -o OUT.etst[.gz] [--batch-size N] [--rank N] [--keep-incomplete] [--max-bytes SIZE] [--quiet]",
          {"--keep-incomplete", "--quiet"},
-         {"-o", "--output", "--rank", "--max-bytes"},
+         {"-o", "--output", "--batch-size", "--rank", "--max-bytes"},
          1,
          {{"-o, --output OUT", "file to write: OUT.etst, or OUT.etst.gz gzip-compressed (required)"},
+          batch_size_help(),
           rank_help(),
           keep_incomplete_help(),
           max_bytes_help(),

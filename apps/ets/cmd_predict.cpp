@@ -2,10 +2,8 @@
 // [--backend auto|cpu|cuda]`: predicted iteration time per trace (and environment) through ets::Predictor;
 // gavel/matrix export what schedulers load.
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
 #include <map>
 #include <new>
 #include <set>
@@ -162,9 +160,6 @@ int run_predict(const Args& a) {
   // is reported (stderr; an error object in --json) and the others are predicted; the exit code is still 1. Without
   // it the first such trace ends the command, printing nothing.
   const bool keep_going = a.flag("--keep-going");
-  // --batch-size: for traces that record none (a PyTorch Execution Trace, an Nsight export); the batch size is a
-  // feature, and a model trained on traces that had one predicts an unknown one out of its range
-  const long long batch_size = integer_option(a, "--batch-size", 0, 1, std::numeric_limits<std::int64_t>::max());
   std::vector<std::string> ids;  // the traces registered, in input order
   std::map<std::string, std::pair<std::string, std::string>> failed;  // path -> (error id, message)
   for (const auto& path : a.positional) {
@@ -172,7 +167,6 @@ int run_predict(const Args& a) {
       std::vector<ExecutionTrace> its = Tracer::load(path, load);
       ETS_CHECK(!its.empty(), Errc::invalid_trace, "ets.predict.4", "'{}' holds no iterations", path);
       const std::size_t k = Predictor::representative_iteration(its);
-      if (batch_size > 0 && its[k].meta.batch_size <= 0) its[k].meta.batch_size = batch_size;  // the trace's own wins
       predictor.add_job(path, std::move(its[k]));
       ids.push_back(path);
       failed.erase(path);  // given twice: the later read stands, as add_job's replacement does
@@ -313,8 +307,7 @@ const Register predict_cmd{Command{
            "output: text, JSON lines, Gavel throughputs or job x env CSV (default text)"},
           {"--backend auto|cpu|cuda",
            "where the network runs: auto (default) = cuDNN when built with CUDA and a GPU works, else CPU"},
-          {"--batch-size N",
-           "batch size of traces that record none (e.g. a PyTorch Execution Trace); a trace's own wins"},
+          batch_size_help(),
           rank_help(),
           keep_incomplete_help(),
           max_bytes_help(),

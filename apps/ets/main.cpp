@@ -189,6 +189,11 @@ OptionHelp keep_incomplete_help() {
   return {"--keep-incomplete", "keep a trailing iteration with no successor and no end marker (default: dropped)"};
 }
 
+OptionHelp batch_size_help() {
+  return {"--batch-size N",
+          "batch size of traces that record none (e.g. a PyTorch Execution Trace); a trace's own wins"};
+}
+
 OptionHelp max_bytes_help() {
   return {"--max-bytes SIZE",
           "refuse a trace larger decompressed: bytes or K/M/G/T (x1024); 0: no limit (default: 1/4 of memory)"};
@@ -233,6 +238,8 @@ Tracer::LoadOptions load_options(const Args& args) {
   opt.rank = static_cast<int>(integer_option(args, "--rank", opt.rank, -1, std::numeric_limits<int>::max()));
   opt.keep_incomplete = args.flag("--keep-incomplete");
   opt.max_bytes = size_option(args, "--max-bytes", default_max_trace_bytes());
+  // only the commands that list it take --batch-size (predict, convert); absent, traces keep what they record
+  opt.batch_size = integer_option(args, "--batch-size", 0, 1, std::numeric_limits<std::int64_t>::max());
   return opt;
 }
 

@@ -82,6 +82,11 @@ ets_status ets_predictor_load_job(ets_predictor* predictor, const char* job_id, 
    submit (gzip expands up to ~1,000:1). The job already registered under job_id stays as it was. */
 ets_status ets_predictor_load_job_limited(ets_predictor* predictor, const char* job_id, const char* trace_path,
                                           size_t max_bytes);
+/* As ets_predictor_load_job_limited, giving a trace that records no batch size (a PyTorch Execution Trace, an Nsight
+   export) this one; a trace's own wins, and 0 leaves an unrecorded one unknown. The batch size is a feature: a model
+   trained on traces that had one predicts an unknown one out of its range. */
+ets_status ets_predictor_load_job_with_batch_size(ets_predictor* predictor, const char* job_id,
+                                                  const char* trace_path, size_t max_bytes, size_t batch_size);
 /* Forgets a job (ETS_INVALID_ARGUMENT when it is not registered). */
 ets_status ets_predictor_remove_job(ets_predictor* predictor, const char* job_id);
 

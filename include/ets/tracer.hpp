@@ -50,6 +50,10 @@ class Tracer {
     /// ~1000:1, so a small file can otherwise ask for far more memory than the host has. Beyond it: ets.io.6; the
     /// read stops one byte past the limit and holds less than about twice the limit meanwhile (a buffer's growth).
     std::uint64_t max_bytes = 0;
+    /// The batch size of iterations whose trace records none (a PyTorch Execution Trace, an Nsight export; their
+    /// meta.batch_size is 0): the batch size is a feature, and a model trained on traces that had one predicts an
+    /// unknown one out of its range. A trace's own batch size wins. 0 = leave it unknown; below 0: ets.import.4.
+    std::int64_t batch_size = 0;
   };
 
 #if defined(ETS_COMPILED_LIB)

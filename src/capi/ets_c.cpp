@@ -236,6 +236,23 @@ ets_status ets_predictor_load_job_limited(ets_predictor* p, const char* job_id, 
   return guarded([&] { p->impl.load_job(job_id, trace_path, options); });
 }
 
+ets_status ets_predictor_load_job_with_batch_size(ets_predictor* p, const char* job_id, const char* trace_path,
+                                                  size_t max_bytes, size_t batch_size) {
+  ETS_C_REQUIRE(p, "ets_predictor_load_job_with_batch_size", "predictor");
+  ETS_C_REQUIRE(job_id, "ets_predictor_load_job_with_batch_size", "job_id");
+  ETS_C_REQUIRE(trace_path, "ets_predictor_load_job_with_batch_size", "trace_path");
+  return guarded([&] {
+    ETS_CHECK(static_cast<std::uint64_t>(batch_size) <=
+                  static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+              ets::Errc::invalid_argument, "ets.import.4", "batch size {} is beyond the 64-bit signed range",
+              batch_size);
+    ets::Tracer::LoadOptions options;
+    options.max_bytes = max_bytes;
+    options.batch_size = static_cast<std::int64_t>(batch_size);
+    p->impl.load_job(job_id, trace_path, options);
+  });
+}
+
 ets_status ets_predictor_remove_model(ets_predictor* p, const char* env) {
   ETS_C_REQUIRE(p, "ets_predictor_remove_model", "predictor");
   ETS_C_REQUIRE(env, "ets_predictor_remove_model", "env");

@@ -35,9 +35,20 @@ std::vector<ExecutionTrace> with_utf8_source_paths(std::vector<ExecutionTrace> t
   return traces;
 }
 
+// LoadOptions::batch_size for the iterations that record none; a trace's own wins.
+std::vector<ExecutionTrace> with_batch_size(std::vector<ExecutionTrace> traces, std::int64_t batch_size) {
+  if (batch_size > 0)
+    for (auto& t : traces)
+      if (t.meta.batch_size <= 0) t.meta.batch_size = batch_size;
+  return traces;
+}
+
 std::vector<ExecutionTrace> read_any(const std::string& path, const Tracer::LoadOptions& options, std::string* format) {
   ETS_CHECK(options.rank >= -1, Errc::invalid_argument, "ets.import.4",
             "LoadOptions::rank is {}; use a rank >= 0, or -1 for whichever rank the file holds", options.rank);
+  ETS_CHECK(options.batch_size >= 0, Errc::invalid_argument, "ets.import.4",
+            "LoadOptions::batch_size is {}; use a batch size >= 1, or 0 to leave an unrecorded one unknown",
+            options.batch_size);
   import::Options opt;
   opt.rank = options.rank;
   opt.keep_incomplete = options.keep_incomplete;
@@ -103,11 +114,11 @@ std::string Tracer::detect(const std::string& path, const LoadOptions& options) 
 std::vector<ExecutionTrace> Tracer::load(const std::string& path) { return load(path, LoadOptions{}); }
 
 std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOptions& options) {
-  return with_utf8_source_paths(read_any(path, options, nullptr));
+  return with_batch_size(with_utf8_source_paths(read_any(path, options, nullptr)), options.batch_size);
 }
 
 std::vector<ExecutionTrace> Tracer::load(const std::string& path, const LoadOptions& options, std::string& format) {
-  return with_utf8_source_paths(read_any(path, options, &format));
+  return with_batch_size(with_utf8_source_paths(read_any(path, options, &format)), options.batch_size);
 }
 
 }  // namespace ets

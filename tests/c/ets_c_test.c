@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
   size_t count = 0;
   int i;
 
-  if (argc != 3) {
-    fprintf(stderr, "usage: ets_c_test MODEL.etsm TRACE\n");
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: ets_c_test MODEL.etsm TRACE [TRACE_WITHOUT_BATCH_SIZE]\n");
     return 2;
   }
   EXPECT(strlen(ets_version()) > 0);
@@ -95,6 +95,27 @@ int main(int argc, char** argv) {
     EXPECT(ets_predictor_load_job_limited(p, NULL, argv[2], 0) == ETS_INVALID_ARGUMENT);
     EXPECT(ets_predictor_load_job_limited(NULL, "x", argv[2], 0) == ETS_INVALID_ARGUMENT);
     EXPECT(ets_predictor_remove_job(p, "job3") == ETS_OK && ets_predictor_remove_job(p, "job4") == ETS_OK);
+  }
+  if (argc > 3) {
+    /* a trace without a batch size (argv[3], a PyTorch ET): the one given is a feature; a trace's own wins */
+    ets_estimate unknown, two, sixty_four, own, own_given;
+    EXPECT(ets_predictor_load_job(p, "et", argv[3]) == ETS_OK);
+    EXPECT(ets_predict(p, "et", "envA", &unknown) == ETS_OK);
+    EXPECT(ets_predictor_load_job_with_batch_size(p, "et", argv[3], 0, 2) == ETS_OK);
+    EXPECT(ets_predict(p, "et", "envA", &two) == ETS_OK);
+    EXPECT(ets_predictor_load_job_with_batch_size(p, "et", argv[3], 0, 64) == ETS_OK);
+    EXPECT(ets_predict(p, "et", "envA", &sixty_four) == ETS_OK);
+    EXPECT(unknown.iteration_us != two.iteration_us && two.iteration_us != sixty_four.iteration_us);
+    EXPECT(ets_predictor_load_job_with_batch_size(p, "et", argv[3], 0, 0) == ETS_OK); /* 0: left unknown */
+    EXPECT(ets_predict(p, "et", "envA", &two) == ETS_OK && two.iteration_us == unknown.iteration_us);
+    EXPECT(ets_predict(p, "job1", "envA", &own) == ETS_OK);
+    EXPECT(ets_predictor_load_job_with_batch_size(p, "own", argv[2], 0, 64) == ETS_OK);
+    EXPECT(ets_predict(p, "own", "envA", &own_given) == ETS_OK && own_given.iteration_us == own.iteration_us);
+    EXPECT(ets_predictor_load_job_with_batch_size(p, "own", argv[2], 1024, 64) == ETS_UNSUPPORTED); /* max_bytes */
+    EXPECT(ets_predictor_load_job_with_batch_size(p, NULL, argv[3], 0, 2) == ETS_INVALID_ARGUMENT);
+    EXPECT(ets_predictor_load_job_with_batch_size(p, "x", argv[3], 0, (size_t)-1) == ETS_INVALID_ARGUMENT);
+    EXPECT(strcmp(ets_last_error_id(), "ets.import.4") == 0);
+    EXPECT(ets_predictor_remove_job(p, "et") == ETS_OK && ets_predictor_remove_job(p, "own") == ETS_OK);
   }
   EXPECT(ets_predict(p, "nojob", "envA", &before) == ETS_INVALID_ARGUMENT);
   EXPECT(strcmp(ets_last_error_id(), "ets.predict.1") == 0);

@@ -519,6 +519,13 @@ check(predicted(et, "--batch-size", "2") == two, "--batch-size predicts the same
 own = predicted(trace)
 check(own is not None and predicted(trace, "--batch-size", "64") == own,
       "--batch-size leaves a trace that records its batch size as it is")
+# ets convert takes it too: the canonical file keeps the batch size, and predicts as the ET with the option
+import tempfile  # noqa: E402
+with tempfile.TemporaryDirectory() as tmp:
+    etst = os.path.join(tmp, "et.etst")
+    c = subprocess.run([ets, "convert", et, "-o", etst, "--batch-size", "2", "--quiet"], capture_output=True, text=True)
+    check(c.returncode == 0, f"ets convert --batch-size: rc {c.returncode} {c.stderr}")
+    check(predicted(etst) == two, f"the converted ET predicts as the ET with --batch-size 2: {predicted(etst)} vs {two}")
 for bad in ("0", "-3", "2x", ""):
     p = run(et, "--model", model_a, "--batch-size", bad, expect_rc=2)
     check("--batch-size" in p.stderr, f"--batch-size {bad!r} refused: {p.stderr}")

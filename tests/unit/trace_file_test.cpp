@@ -460,3 +460,24 @@ TEST_CASE("real traces convert to ets-trace and load back identical through Trac
     require_bit_exact(original, back);
   }
 }
+
+TEST_CASE("LoadOptions::batch_size gives traces that record none a batch size; a trace's own wins") {
+  ets::Tracer::LoadOptions options;
+  const auto et = ets::Tracer::load(ets_test::fixture("et_pair_sgd.et.json.gz"));  // an ET records no batch size
+  REQUIRE(!et.empty());
+  for (const auto& t : et) CHECK(t.meta.batch_size == 0);
+  options.batch_size = 8;
+  for (const auto& t : ets::Tracer::load(ets_test::fixture("et_pair_sgd.et.json.gz"), options))
+    CHECK(t.meta.batch_size == 8);
+  for (const auto& t : ets::Tracer::load(ets_test::fixture("cpu_small_mlp.json.gz"), options))
+    CHECK(t.meta.batch_size == 128);  // the trace's own
+  std::string format;
+  CHECK(ets::Tracer::load(ets_test::fixture("et_pair_sgd.et.json.gz"), options, format).at(0).meta.batch_size == 8);
+  options.batch_size = -1;
+  try {
+    ets::Tracer::load(ets_test::fixture("et_pair_sgd.et.json.gz"), options);
+    FAIL("a negative batch size must be refused");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.import.4");
+  }
+}
