@@ -27,20 +27,6 @@ bool is_candidate(const HostSpan& s) {
   return n.find("::") != std::string::npos && !starts_with(n, "ProfilerStep#");
 }
 
-// record_function's own tensor bookkeeping (torch <= 2.0), seen at thread top level and beside/inside scopes.
-bool is_bookkeeping(const std::string& raw) { return raw == "aten::zeros" || raw == "aten::empty"; }
-
-// kZeroGrad: under Optimizer.zero_grad#, update whatever else holds (a closure's zero_grad runs with grad enabled).
-constexpr std::uint8_t kBwd = 1, kUpd = 2, kZeroGrad = 4;
-
-std::uint8_t own_phase_flags(const HostSpan& s) {
-  const std::string& n = s.rec.raw_name;
-  if (starts_with(n, "autograd::engine::evaluate_function")) return kBwd;
-  if (starts_with(n, "Optimizer.step#")) return kUpd;
-  if (starts_with(n, "Optimizer.zero_grad#")) return kUpd | kZeroGrad;
-  return 0;
-}
-
 /// Nesting per thread and the outermost candidate each span belongs to.
 struct Forest {
   std::vector<std::size_t> order;   ///< span indices sorted by (tid, start, -end)
@@ -80,10 +66,10 @@ Forest build_forest(const std::vector<HostSpan>& h) {
     while (!stack.empty() && h[stack.back()].end_us <= h[i].start_us) stack.pop_back();
     const std::int64_t p = stack.empty() ? -1 : static_cast<std::int64_t>(stack.back());
     f.parent[i] = p;
-    const std::uint8_t own = own_phase_flags(h[i]);
+    const std::uint8_t own = scope_phase_flags(h[i].rec.raw_name);
     f.flags[i] = static_cast<std::uint8_t>((p >= 0 ? f.flags[p] : 0) | own);
-    f.opt_step[i] = (own & kUpd) && !(own & kZeroGrad) ? static_cast<std::int64_t>(i) : p >= 0 ? f.opt_step[p] : -1;
-    if (own & kBwd) bwd_starts.push_back(h[i].start_us);
+    f.opt_step[i] = own == kScopeUpdate ? static_cast<std::int64_t>(i) : p >= 0 ? f.opt_step[p] : -1;
+    if (own & kScopeBackward) bwd_starts.push_back(h[i].start_us);
     if (p >= 0 && f.top[p] >= 0) f.top[i] = f.top[p];
     else if (is_candidate(h[i])) f.top[i] = static_cast<std::int64_t>(i);
     stack.push_back(i);
@@ -120,7 +106,7 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
     t.rec = h[i].rec;
     if (h[i].args_size) load_args(h[i], t.rec);
     const std::int64_t p = f.parent[i];
-    t.bookkeeping = is_bookkeeping(h[i].rec.raw_name) && h[i].kind == SpanKind::Auto &&
+    t.bookkeeping = is_record_function_bookkeeping(h[i].rec.raw_name) && h[i].kind == SpanKind::Auto &&
                     (p < 0 || !is_candidate(h[static_cast<std::size_t>(p)]));
     ops.push_back(std::move(t));
   }
@@ -159,24 +145,15 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
     const HostSpan& s = h[t.span];
     bool bwd_name = false;
     const auto& inp = t.rec.inputs;
-    std::string norm = normalize_op_name(s.rec.raw_name, &bwd_name, inp.size() >= 2 ? int(inp[1].dims.size()) : 0);
     // Backward convolutions list (grad_out, input, weight): the weight's rank decides 1d/2d/3d.
-    if (bwd_name && inp.size() >= 3) norm = normalize_op_name(s.rec.raw_name, &bwd_name, int(inp[2].dims.size()));
+    std::string norm = normalize_op_name_by_args(s.rec.raw_name, &bwd_name,
+                                                 inp.size() >= 2 ? int(inp[1].dims.size()) : -1,
+                                                 inp.size() >= 3 ? int(inp[2].dims.size()) : -1);
     if (t.rec.name.empty()) t.rec.name = std::move(norm);
     if (!s.phase_known) {
-      const std::uint8_t fl = f.flags[t.span];
-      // An optimizer given a closure (LBFGS, or step(closure) of any) runs the closure's forward and backward
-      // passes inside its Optimizer.step# span, and they are still the forward and backward passes. Backward ops
-      // are found by their spans. In a step during which a backward pass ran, a forward op is one with an autograd
-      // sequence number, which the optimizer's own update ops lack: they run with grad disabled, the closure with
-      // grad enabled. (A step without a backward pass is all update: user work wrapped in an Optimizer.step# span,
-      // such as clip_grad_norm_, runs with grad enabled too.)
       const std::int64_t step = f.opt_step[t.span];
-      const bool closure_forward = step >= 0 && f.step_has_backward[static_cast<std::size_t>(step)] &&
-                                   !(fl & kZeroGrad) && t.rec.sequence >= 0;
-      t.rec.phase = ((fl & kBwd) || bwd_name)           ? Phase::Backward
-                    : ((fl & kUpd) && !closure_forward) ? Phase::Update
-                                                        : Phase::Forward;
+      const bool closure_step = step >= 0 && f.step_has_backward[static_cast<std::size_t>(step)];
+      t.rec.phase = op_phase(f.flags[t.span], bwd_name, closure_step, t.rec.sequence);
     }
     if (has_flops[k]) t.rec.flops = flops[k];
     fill_analytic(t.rec);

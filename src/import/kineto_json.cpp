@@ -19,7 +19,6 @@
 #include <emmintrin.h>
 #endif
 
-#include "ets/detail/ascii.hpp"
 #include "ets/detail/parse_number.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
@@ -375,12 +374,10 @@ void read_event(od::object obj, Collected& c) {
         // torch names the span of an optimizer's step "Optimizer.step#<class>.step"; a user scope that borrows the
         // prefix to count as update ("Optimizer.step#clip", trace-format.md) names no optimizer and marks no
         // iteration boundary (without ProfilerStep# spans, each optimizer step ends an iteration)
-        const std::string_view rest = name.substr(15);
-        const std::size_t dot = rest.find('.');
-        if (dot != 0 && dot != std::string_view::npos && rest.substr(dot) == ".step") {
+        std::string optimizer = torch_optimizer_class(name);
+        if (!optimizer.empty()) {
           c.opt_steps.push_back({pid, tid, start, start + dur, -1});
-          if (c.optimizer.empty())
-            for (char ch : rest.substr(0, dot)) c.optimizer += ets::detail::ascii_tolower(ch);
+          if (c.optimizer.empty()) c.optimizer = std::move(optimizer);
         }
       }
       HostSpan s;

@@ -191,6 +191,32 @@ void set_pair(HyperParams& h, Hyper a, Hyper b, const std::vector<std::int64_t>&
 
 }  // namespace
 
+std::uint8_t scope_phase_flags(std::string_view name) {
+  if (starts_with(name, "autograd::engine::evaluate_function")) return kScopeBackward;
+  if (starts_with(name, "Optimizer.step#")) return kScopeUpdate;
+  if (starts_with(name, "Optimizer.zero_grad#")) return kScopeUpdate | kScopeZeroGrad;
+  return 0;
+}
+
+Phase op_phase(std::uint8_t scope_flags, bool backward_name, bool closure_step, std::int64_t sequence) {
+  if ((scope_flags & kScopeBackward) || backward_name) return Phase::Backward;
+  const bool closure_forward = closure_step && !(scope_flags & kScopeZeroGrad) && sequence >= 0;
+  return (scope_flags & kScopeUpdate) && !closure_forward ? Phase::Update : Phase::Forward;
+}
+
+bool is_record_function_bookkeeping(std::string_view raw) { return raw == "aten::zeros" || raw == "aten::empty"; }
+
+std::string torch_optimizer_class(std::string_view name) {
+  constexpr std::string_view prefix = "Optimizer.step#";
+  if (!starts_with(name, prefix)) return "";
+  const std::string_view rest = name.substr(prefix.size());
+  const std::size_t dot = rest.find('.');
+  if (dot == 0 || dot == std::string_view::npos || rest.substr(dot) != ".step") return "";
+  std::string cls;
+  for (char ch : rest.substr(0, dot)) cls += ets::detail::ascii_tolower(ch);
+  return cls;
+}
+
 std::string normalize_op_name_by_args(std::string_view raw, bool* backward, int second_rank, int third_rank) {
   bool bwd = false;
   std::string name = normalize_op_name(raw, &bwd, std::max(second_rank, 0));

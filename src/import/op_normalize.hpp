@@ -19,6 +19,28 @@ std::string normalize_op_name(std::string_view raw, bool* backward = nullptr, in
 /// argument's rank for a forward op, the third's for a backward one (grad_out comes first); -1 when absent.
 std::string normalize_op_name_by_args(std::string_view raw, bool* backward, int second_rank, int third_rank);
 
+/// Phase flags of a scope, by the name torch gives it: kScopeBackward for autograd::engine::evaluate_function,
+/// kScopeUpdate for Optimizer.step# and Optimizer.zero_grad#, kScopeZeroGrad also for the latter (it stays update
+/// in a closure, where its ops run with grad enabled). Shared by the Kineto and the PyTorch ET reader.
+inline constexpr std::uint8_t kScopeBackward = 1, kScopeUpdate = 2, kScopeZeroGrad = 4;
+std::uint8_t scope_phase_flags(std::string_view name);
+
+/// An outermost op's phase (trace-format.md, Phases): backward under an evaluate_function scope or by its name,
+/// update under an optimizer scope, else forward. An optimizer given a closure (LBFGS, or step(closure) of any)
+/// runs the closure's forward and backward passes inside its Optimizer.step# span, and they are still the forward
+/// and backward passes: in a step during which a backward pass began (`closure_step`), an op with an autograd
+/// sequence number is forward, as the optimizer's own update ops run with grad disabled and carry none. (A step
+/// without a backward pass is all update: user work wrapped in an Optimizer.step# span, such as clip_grad_norm_,
+/// runs with grad enabled too.)
+Phase op_phase(std::uint8_t scope_flags, bool backward_name, bool closure_step, std::int64_t sequence);
+
+/// record_function's own tensor bookkeeping (torch <= 2.0), which the readers drop where it is an outermost op.
+bool is_record_function_bookkeeping(std::string_view raw);
+
+/// The lower-case optimizer class of a span torch names "Optimizer.step#<Class>.step"; "" for any other name (a
+/// user scope borrowing the prefix, "Optimizer.step#clip", names no optimizer).
+std::string torch_optimizer_class(std::string_view name);
+
 /// Raw argument lists as profilers record them (positional; tensors and non-tensors alike).
 struct RawArgs {
   std::vector<std::vector<std::int64_t>> dims;  ///< "Input Dims" (a TensorList contributes its first tensor)

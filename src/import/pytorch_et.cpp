@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include "ets/detail/ascii.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
@@ -184,18 +183,6 @@ bool profiler_step(std::string_view name, std::int64_t& index) {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-// Phase flags of a node's own scope, as the Kineto reader sets them (gpu_assembly.cpp): backward under
-// evaluate_function, update under Optimizer.step# / Optimizer.zero_grad#; kZeroGrad marks the latter, which stays
-// update even in a closure (its ops run with grad enabled there).
-constexpr std::uint8_t kBwd = 1, kUpd = 2, kZeroGrad = 4;
-
-std::uint8_t own_phase_flags(std::string_view name) {
-  if (starts_with(name, "autograd::engine::evaluate_function")) return kBwd;
-  if (starts_with(name, "Optimizer.step#")) return kUpd;
-  if (starts_with(name, "Optimizer.zero_grad#")) return kUpd | kZeroGrad;
-  return 0;
-}
-
 // A node and its ancestors, from the node outwards to the root (the first node without a known parent, or its
 // own parent, or a parent that closes a cycle): the outermost candidate among them, the phase flags of them all,
 // the innermost Optimizer.step# and the nearest ProfilerStep#N.
@@ -233,9 +220,9 @@ std::vector<Chain> parent_chains(const std::vector<Node>& nodes,
       Chain c = has_parent ? chain[it->second] : Chain{};
       c.parent = has_parent ? static_cast<std::int64_t>(it->second) : -1;
       if (c.top < 0 && is_candidate(n)) c.top = static_cast<std::int64_t>(k);
-      const std::uint8_t own = own_phase_flags(n.name);
+      const std::uint8_t own = scope_phase_flags(n.name);
       c.flags = static_cast<std::uint8_t>(c.flags | own);
-      if (own == kUpd) c.opt_step = static_cast<std::int64_t>(k);
+      if (own == kScopeUpdate) c.opt_step = static_cast<std::int64_t>(k);
       std::int64_t index = -1;
       if (profiler_step(n.name, index)) c.step = index, c.step_node = n.id;  // the nearest step wins
       chain[k] = c;
@@ -266,13 +253,14 @@ RawArgs raw_args(const Node& n) {
   return a;
 }
 
-// A node's own record: normalised name, inputs and hyper-parameters from its arguments, its sequence number.
-OpRecord record_of(const Node& n) {
+// A node's own record: normalised name, inputs and hyper-parameters from its arguments, its sequence number;
+// `backward`: whether the name is a backward op's.
+OpRecord record_of(const Node& n, bool* backward = nullptr) {
   OpRecord rec;
   rec.raw_name = n.name;
   const RawArgs args = raw_args(n);
   const auto rank = [&](std::size_t i) { return args.dims.size() > i ? static_cast<int>(args.dims[i].size()) : -1; };
-  rec.name = normalize_op_name_by_args(n.name, nullptr, rank(1), rank(2));
+  rec.name = normalize_op_name_by_args(n.name, backward, rank(1), rank(2));
   rec.sequence = n.seq;
   fill_from_args(rec, args);
   return rec;
@@ -354,7 +342,7 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   // sequence number are the closure's forward ops (trace-format.md, Phases).
   std::vector<std::int64_t> backward_starts;
   for (const Node& n : nodes)
-    if (own_phase_flags(n.name) == kBwd) backward_starts.push_back(n.id);
+    if (scope_phase_flags(n.name) == kScopeBackward) backward_starts.push_back(n.id);
   std::sort(backward_starts.begin(), backward_starts.end());
   const auto step_has_backward = [&](std::size_t s) {
     const auto it = std::upper_bound(backward_starts.begin(), backward_starts.end(), nodes[s].id);
@@ -362,26 +350,17 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   };
   // The trace's optimizer, as the Kineto reader names it: the first span torch writes as Optimizer.step#<class>.step.
   std::string optimizer;
-  for (std::size_t i : by_start) {
-    const std::string_view name = nodes[i].name;
-    if (!starts_with(name, "Optimizer.step#")) continue;
-    const std::string_view rest = name.substr(15);
-    const std::size_t dot = rest.find('.');
-    if (dot == 0 || dot == std::string_view::npos || rest.substr(dot) != ".step") continue;
-    for (char ch : rest.substr(0, dot)) optimizer += ets::detail::ascii_tolower(ch);
-    break;
-  }
+  for (std::size_t i : by_start)
+    if (!(optimizer = torch_optimizer_class(nodes[i].name)).empty()) break;
   check_meta_field("optimizer", optimizer, path);  // every iteration keeps a copy of the name
-  // Each op's descendants in id order: the first with tensor inputs (or a sequence number) lends them to an op
-  // that has none of its own (an evaluate_function node's are its autograd node's), as in the Kineto reader.
+  // Each op's descendants in id order, for the inputs and sequence number an op lacks (below).
   std::vector<std::vector<std::size_t>> members(nodes.size());
   for (std::size_t i : by_start) {
     const std::int64_t top = chain[i].top;
     if (top < 0) continue;
     if (top == static_cast<std::int64_t>(i)) {
-      // record_function's own tensor bookkeeping (torch <= 2.0) at thread top level or directly under a scope:
-      // dropped, as the Kineto reader drops it
-      if (nodes[i].name == "aten::zeros" || nodes[i].name == "aten::empty") continue;
+      // at thread top level or directly under a scope: dropped, as the Kineto reader drops it
+      if (is_record_function_bookkeeping(nodes[i].name)) continue;
       std::int64_t step = chain[i].step, step_node = chain[i].step_node;
       // Backward ops run on autograd threads outside the step's subtree; ids are handed out in start order
       // across threads, so they belong to the last step that started before them.
@@ -433,34 +412,28 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
       out.push_back(std::move(t));
     }
     const Node& n = nodes[o.node];
-    OpRecord rec = record_of(n);
-    if (rec.inputs.empty() || rec.sequence < 0) {
-      bool have_inputs = !rec.inputs.empty();
-      for (std::size_t d : members[o.node]) {
-        if (have_inputs && rec.sequence >= 0) break;
-        if (rec.sequence < 0 && nodes[d].seq >= 0) rec.sequence = nodes[d].seq;
-        if (have_inputs) continue;
-        OpRecord r = record_of(nodes[d]);
-        if (r.inputs.empty()) continue;
-        have_inputs = true;
-        rec.inputs = std::move(r.inputs);
-        if (rec.hyper.present == 0) rec.hyper = r.hyper;
-        // the weight's rank names a generic convolution: grad_out comes first in a backward op's inputs
-        const auto& in = rec.inputs;
-        bool bwd = false;
-        rec.name = normalize_op_name_by_args(n.name, &bwd, in.size() > 1 ? static_cast<int>(in[1].dims.size()) : -1,
-                                             in.size() > 2 ? static_cast<int>(in[2].dims.size()) : -1);
-      }
-    }
     bool backward_name = false;
-    normalize_op_name(n.name, &backward_name);
-    const std::uint8_t flags = chain[o.node].flags;
+    OpRecord rec = record_of(n, &backward_name);
+    // An op without tensor inputs or a sequence number of its own (an evaluate_function node) takes them from its
+    // first descendants that have them (`members`, in id order), as the Kineto reader does.
+    bool have_inputs = !rec.inputs.empty();
+    for (std::size_t d : members[o.node]) {
+      if (have_inputs && rec.sequence >= 0) break;
+      if (rec.sequence < 0 && nodes[d].seq >= 0) rec.sequence = nodes[d].seq;
+      if (have_inputs) continue;
+      OpRecord r = record_of(nodes[d]);
+      if (r.inputs.empty()) continue;
+      have_inputs = true;
+      rec.inputs = std::move(r.inputs);
+      if (rec.hyper.present == 0) rec.hyper = r.hyper;
+      // the weight's rank names a generic convolution: grad_out comes first in a backward op's inputs
+      const auto& in = rec.inputs;
+      rec.name = normalize_op_name_by_args(n.name, nullptr, in.size() > 1 ? static_cast<int>(in[1].dims.size()) : -1,
+                                           in.size() > 2 ? static_cast<int>(in[2].dims.size()) : -1);
+    }
     const std::int64_t opt_step = chain[o.node].opt_step;
-    const bool closure_forward = opt_step >= 0 && step_has_backward(static_cast<std::size_t>(opt_step)) &&
-                                 !(flags & kZeroGrad) && rec.sequence >= 0;
-    rec.phase = ((flags & kBwd) || backward_name)        ? Phase::Backward
-                : ((flags & kUpd) && !closure_forward)   ? Phase::Update
-                                                         : Phase::Forward;
+    const bool closure_step = opt_step >= 0 && step_has_backward(static_cast<std::size_t>(opt_step));
+    rec.phase = op_phase(chain[o.node].flags, backward_name, closure_step, rec.sequence);
     fill_analytic(rec);
     out.back().ops.push_back(std::move(rec));
   }
