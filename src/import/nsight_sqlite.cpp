@@ -410,30 +410,27 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
   {
     std::map<std::int64_t, std::pair<bool, std::size_t>> processes;  // process -> (has markers, ops)
     for (const auto& [g, b] : ops) ++processes[process_of(g->tid)].second;
-    if (processes.size() == 1) {
-      // The markers are the imported process's own too: another process's (a rank without NVTX op ranges that
-      // still marks its loop) would split this one's iterations at its own, slightly different, times.
-      const std::size_t all = iterations.size();
-      iterations_of_process(iterations, iteration_index, processes.begin()->first);
-      if (iterations.size() < all)
-        log(LogLevel::warn,
-            "[ets.nsight.8] '{}': {} of {} iteration markers belong to processes without operator ranges and are "
-            "not used, as one import holds one process",
-            path, all - iterations.size(), all);
-    } else {
-      for (const auto& m : iterations)
-        if (auto it = processes.find(process_of(m.tid)); it != processes.end()) it->second.first = true;
-      const auto chosen = std::max_element(processes.begin(), processes.end(), [](const auto& a, const auto& b) {
-                            return a.second < b.second;
-                          })->first;
-      for (auto it = ops.begin(); it != ops.end();) it = process_of(it->first->tid) == chosen ? std::next(it) : ops.erase(it);
-      iterations_of_process(iterations, iteration_index, chosen);
+    for (const auto& m : iterations)
+      if (auto it = processes.find(process_of(m.tid)); it != processes.end()) it->second.first = true;
+    const auto chosen = std::max_element(processes.begin(), processes.end(), [](const auto& a, const auto& b) {
+                          return a.second < b.second;
+                        })->first;
+    for (auto it = ops.begin(); it != ops.end();) it = process_of(it->first->tid) == chosen ? std::next(it) : ops.erase(it);
+    // Its iteration markers only: another process's (also one without operator ranges that still marks its loop)
+    // would split its iterations at that process's own, slightly different, times.
+    const std::size_t markers = iterations.size();
+    iterations_of_process(iterations, iteration_index, chosen);
+    if (processes.size() > 1)
       log(LogLevel::warn,
           "[ets.nsight.8] '{}': kernels launched by {} processes; importing process {} ({} ops, the {}), as one "
           "import holds one process",
           path, processes.size(), (static_cast<std::uint64_t>(chosen) >> 24) & 0xFFFFFF, ops.size(),
           processes[chosen].first ? "one with iteration markers and the most ops" : "one with the most ops");
-    }
+    else if (iterations.size() < markers)
+      log(LogLevel::warn,
+          "[ets.nsight.8] '{}': {} of {} iteration markers belong to processes without operator ranges and are "
+          "not used, as one import holds one process",
+          path, markers - iterations.size(), markers);
   }
 
   // The device: the GPU most of the imported kernels ran on (a machine lists every GPU it has, in any order, and
