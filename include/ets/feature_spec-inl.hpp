@@ -183,6 +183,13 @@ constexpr std::size_t kMomentsBytes = 24;
 }  // namespace fspec
 }  // namespace detail
 
+namespace detail::fspec {
+// ets.encoder.9: an unfitted (default-constructed or moved-from) spec asked to encode or transform labels.
+inline void require_fitted(const FeatureSpec& spec) {
+  ETS_CHECK(spec.fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
+}
+}  // namespace detail::fspec
+
 ETS_INLINE bool FeatureSpec::Moments::operator==(const Moments& o) const noexcept {
   return n == o.n && mean == o.mean && stdev == o.stdev;
 }
@@ -400,7 +407,7 @@ ETS_INLINE std::int64_t FeatureSpec::type_count(int rank) const {
 ETS_INLINE const FeatureSpec::Moments& FeatureSpec::label_moments(int channel) const {
   ETS_CHECK(channel >= 0 && channel < kLabelCount, Errc::invalid_argument, "ets.encoder.11",
             "label channel {} is not 0 (time) or 1 (gap)", channel);
-  ETS_CHECK(fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
+  detail::fspec::require_fitted(*this);
   return labels_[static_cast<std::size_t>(channel)];
 }
 
@@ -520,12 +527,12 @@ ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, 
 
 ETS_INLINE void FeatureSpec::encode_op(const OpRecord& op, const TraceMeta& meta, float* row,
                                        EncodeStats* stats) const {
-  ETS_CHECK(fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
+  detail::fspec::require_fitted(*this);
   encode_row(op, encode_meta(meta), row, stats);
 }
 
 ETS_INLINE void FeatureSpec::encode_ops(const ExecutionTrace& trace, float* rows, EncodeStats* stats) const {
-  ETS_CHECK(fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
+  detail::fspec::require_fitted(*this);
   const MetaCode mc = encode_meta(trace.meta);
   const std::size_t f = static_cast<std::size_t>(layout_.features);
   for (std::size_t i = 0; i < trace.ops.size(); ++i) encode_row(trace.ops[i], mc, rows + i * f, stats);
@@ -534,7 +541,7 @@ ETS_INLINE void FeatureSpec::encode_ops(const ExecutionTrace& trace, float* rows
 ETS_INLINE double FeatureSpec::normalize_label(int channel, double us) const {
   ETS_CHECK(channel >= 0 && channel < kLabelCount, Errc::invalid_argument, "ets.encoder.11",
             "label channel {} is not 0 (time) or 1 (gap)", channel);
-  ETS_CHECK(fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
+  detail::fspec::require_fitted(*this);
   const Moments& m = labels_[static_cast<std::size_t>(channel)];
   return detail::fspec::finite_z((std::log1p(us < 0.0 ? 0.0 : us) - m.mean) / m.stdev);
 }
@@ -542,7 +549,7 @@ ETS_INLINE double FeatureSpec::normalize_label(int channel, double us) const {
 ETS_INLINE double FeatureSpec::denormalize_label(int channel, double z) const {
   ETS_CHECK(channel >= 0 && channel < kLabelCount, Errc::invalid_argument, "ets.encoder.11",
             "label channel {} is not 0 (time) or 1 (gap)", channel);
-  ETS_CHECK(fitted(), Errc::invalid_argument, "ets.encoder.9", "FeatureSpec is not fitted");
+  detail::fspec::require_fitted(*this);
   const Moments& m = labels_[static_cast<std::size_t>(channel)];
   const double us = std::expm1(z * m.stdev + m.mean);
   return us < 0.0 ? 0.0 : us;  // NaN passes through: the caller decides what a NaN prediction means
