@@ -37,7 +37,7 @@ try:
 except ImportError:  # imported as part of a package (tools.trace_export)
     from .atomic_file import atomic_write, replacing
 
-__all__ = ["export_kineto_json", "events_from_profile", "skip_function_events", "record_pool_args"]
+__all__ = ["export_kineto_json", "events_from_profile", "skip_function_events", "record_list_args"]
 
 # Input types whose "Concrete Inputs" value can be a scalar or int list; tensors only ever yield "".
 _SCALARISH = frozenset(("", "Scalar", "ScalarList", "GenericList", "int", "bool", "float"))
@@ -62,28 +62,38 @@ def skip_function_events():
         cls._parse_kineto_results = saved
 
 
-# torch.nn.functional pooling functions whose int-list arguments (kernel, stride, padding, dilation) torch 1.13's
-# profiler does not keep, and the aten ops they call. A real Kineto build records them as "Concrete Inputs", and the
-# importer reads them from there (docs/dataset.md, pooling arguments).
+# torch.nn.functional pooling and convolution functions whose int-list arguments (kernel, stride, padding, dilation)
+# torch 1.13's profiler does not keep, and the aten ops they call. A real Kineto build records them as "Concrete
+# Inputs", and the importer reads them from there (docs/dataset.md, int-list arguments).
 _POOL_FUNCS = {
     "max_pool1d": ("max", 1), "max_pool2d": ("max", 2), "max_pool3d": ("max", 3),
     "max_pool1d_with_indices": ("max", 1), "max_pool2d_with_indices": ("max", 2),
     "max_pool3d_with_indices": ("max", 3),
     "avg_pool1d": ("avg", 1), "avg_pool2d": ("avg", 2), "avg_pool3d": ("avg", 3),
 }
+_CONV_FUNCS = {"conv1d": ("conv", 1), "conv2d": ("conv", 2), "conv3d": ("conv", 3)}
 _POOL_OPS = {"aten::" + name: kind for name, kind in _POOL_FUNCS.items()}
+_CONV_OPS = {"aten::" + name: kind for name, kind in _CONV_FUNCS.items()}
+# Which summary (and which one-for-one match) an op or a recorded call belongs to: pools and convolutions are matched
+# separately, so a model that calls a convolution around torch.nn.functional still gets its pools filled.
+_LIST_ARG_OPS = {**{n: "pool_args" for n in _POOL_OPS}, **{n: "conv_args" for n in _CONV_OPS}}
+_LIST_ARG_KINDS = (("pool_args", _POOL_OPS), ("conv_args", _CONV_OPS))
 
 
-def _pool_signature(kind: str):
+def _call_signature(kind: str):
     import inspect
 
     P = inspect.Parameter
-    names = ["input", "kernel_size", "stride", "padding"]
-    defaults = [P.empty, P.empty, None, 0]
+    if kind == "conv":
+        names = ["input", "weight", "bias", "stride", "padding", "dilation", "groups"]
+        defaults = [P.empty, P.empty, None, 1, 0, 1, 1]
+    else:
+        names = ["input", "kernel_size", "stride", "padding"]
+        defaults = [P.empty, P.empty, None, 0]
     if kind == "max":
         names += ["dilation", "ceil_mode", "return_indices"]
         defaults += [1, False, False]
-    else:
+    elif kind == "avg":
         names += ["ceil_mode", "count_include_pad", "divisor_override"]
         defaults += [False, True, None]
     return inspect.Signature([P(n, P.POSITIONAL_OR_KEYWORD, default=d) for n, d in zip(names, defaults)])
@@ -96,30 +106,41 @@ def _ntuple(v, nd: int):
     return [int(v)] * nd
 
 
-def _pool_call(kind: str, nd: int, sig, args, kwargs):
-    """What one pooling call computes with, as the aten op receives it; None when the arguments do not bind."""
+def _list_call(kind: str, nd: int, sig, args, kwargs) -> dict:
+    """What one pooling or convolution call computes with, as the aten op receives it. Arguments that do not bind
+    give "dims" None, which matches no op: the step keeps what the profiler recorded."""
     try:
         b = sig.bind(*args, **kwargs)
         b.apply_defaults()
         a = b.arguments
+        call = {"kind": kind, "nd": nd, "dims": [int(d) for d in a["input"].shape]}
+        if kind == "conv":
+            call["stride"] = _ntuple(a["stride"], nd)
+            # padding="same" / "valid" reaches aten::conv2d as a string, which Kineto records as such and the
+            # importer does not read as numbers: it stays as the profiler wrote it
+            call["padding"] = None if isinstance(a["padding"], str) else _ntuple(a["padding"], nd)
+            call["dilation"] = _ntuple(a["dilation"], nd)
+            return call
         kernel = _ntuple(a["kernel_size"], nd)
         # stride None (or []) means the kernel size, in torch.nn.functional and in aten alike
-        stride = kernel if a["stride"] is None or a["stride"] == [] or a["stride"] == () else _ntuple(a["stride"], nd)
-        call = {"kind": kind, "nd": nd, "dims": [int(d) for d in a["input"].shape], "kernel": kernel,
-                "stride": stride, "padding": _ntuple(a["padding"], nd)}
+        call["kernel"] = kernel
+        call["stride"] = (kernel if a["stride"] is None or a["stride"] == [] or a["stride"] == ()
+                          else _ntuple(a["stride"], nd))
+        call["padding"] = _ntuple(a["padding"], nd)
         if kind == "max":
             call["dilation"] = _ntuple(a["dilation"], nd)
         return call
     except Exception:
-        return None
+        return {"kind": kind, "nd": nd, "dims": None}
 
 
 @contextlib.contextmanager
-def record_pool_args():
-    """Inside this block every max / avg pooling call through torch.nn.functional (nn.MaxPool2d and friends go
-    through it) is appended, in call order, to the yielded list: its kind, input shape, kernel, stride, padding and
-    dilation. Run one unprofiled training step inside it and pass the list to export_kineto_json: torch 1.13's
-    profiler drops int-list arguments, so without it the trace has no pooling kernel or stride. It swaps module
+def record_list_args():
+    """Inside this block every max / avg pooling call and every convolution (conv1d / 2d / 3d) through
+    torch.nn.functional (nn.MaxPool2d, nn.Conv2d and friends go through it) is appended, in call order, to the
+    yielded list: its kind, input shape, and its kernel (pools), stride, padding and dilation. Run one unprofiled
+    training step inside it and pass the list to export_kineto_json: torch 1.13's profiler drops int-list
+    arguments, so without it the trace has no pooling kernel and no pooling or convolution stride. It swaps module
     attributes of torch.nn.functional for the block: not for use while other threads run models."""
     import torch.nn.functional as F
 
@@ -127,14 +148,14 @@ def record_pool_args():
     saved = {}
 
     def wrap(fn, kind, nd):
-        sig = _pool_signature(kind)
+        sig = _call_signature(kind)
 
         def recorded(*args, **kwargs):
-            calls.append(_pool_call(kind, nd, sig, args, kwargs))
+            calls.append(_list_call(kind, nd, sig, args, kwargs))
             return fn(*args, **kwargs)
         return recorded
 
-    for name, (kind, nd) in _POOL_FUNCS.items():
+    for name, (kind, nd) in {**_POOL_FUNCS, **_CONV_FUNCS}.items():
         fn = getattr(F, name, None)
         if fn is not None:
             saved[name] = fn
@@ -151,13 +172,18 @@ def _kineto_list(values) -> str:
     return "[" + ", ".join(str(x) for x in values) + "]"
 
 
-def _pool_concrete(call: dict, existing) -> list:
+def _list_concrete(call: dict, existing) -> list:
     # Positions follow the aten schemas: max_poolNd[_with_indices](self, kernel_size, stride, padding, dilation,
-    # ceil_mode); avg_poolNd(self, kernel_size, stride, padding, ceil_mode, ...). Values the profiler kept stay.
+    # ceil_mode); avg_poolNd(self, kernel_size, stride, padding, ceil_mode, ...); convNd(input, weight, bias, stride,
+    # padding, dilation, groups). Values the profiler kept (ceil_mode, groups) stay.
     conc = list(existing or [])
-    want = {1: call["kernel"], 2: call["stride"], 3: call["padding"]}
-    if call["kind"] == "max":
-        want[4] = call["dilation"]
+    if call["kind"] == "conv":
+        want = {3: call["stride"], 4: call["padding"], 5: call["dilation"]}
+    else:
+        want = {1: call["kernel"], 2: call["stride"], 3: call["padding"]}
+        if call["kind"] == "max":
+            want[4] = call["dilation"]
+    want = {i: v for i, v in want.items() if v is not None}
     conc += [""] * (max(want) + 1 - len(conc))
     for i, v in want.items():
         if not conc[i]:
@@ -165,23 +191,31 @@ def _pool_concrete(call: dict, existing) -> list:
     return conc
 
 
-def _fill_pool_args(steps: dict, calls: list) -> dict:
-    """Gives each profiled step's outermost forward pooling ops, in order, the recorded calls' arguments. A step is
-    filled only when its pooling ops match the calls one for one (kind, dimensionality and input shape); otherwise
-    it keeps what the profiler recorded."""
-    filled = 0
-    for ops in steps.values():
-        ok = len(ops) == len(calls) and all(
-            c is not None and _POOL_OPS[ev["name"]] == (c["kind"], c["nd"]) and
-            (ev["args"].get("Input Dims") or [None])[0] == c["dims"]
-            for (ev, _), c in zip(ops, calls))
-        if not ok:
-            continue
-        filled += 1
-        for (ev, inner), c in zip(ops, calls):
-            for e in [ev] + inner:
-                e["args"]["Concrete Inputs"] = _pool_concrete(c, e["args"].get("Concrete Inputs"))
-    return {"calls": len(calls), "steps": len(steps), "filled_steps": filled}
+def _fill_list_args(steps: dict, calls: list) -> dict:
+    """Gives each profiled step's outermost pooling ops, and separately its outermost convolution ops, in order, the
+    recorded calls' arguments (a pooling op's nested pooling ops too: they share its schema). A step's pools (or
+    convolutions) are filled only when they match the recorded pooling (convolution) calls one for one (kind,
+    dimensionality and input shape); otherwise they keep what the profiler recorded. Returns the summary for each
+    ("pool_args", "conv_args"): calls recorded, profiled steps holding such ops, steps filled."""
+    summary = {}
+    for key, ops_table in _LIST_ARG_KINDS:
+        kinds = set(ops_table.values())
+        group_calls = [c for c in calls if (c["kind"], c["nd"]) in kinds]
+        group_steps = {step: ops for (k, step), ops in steps.items() if k == key}
+        filled = 0
+        for ops in group_steps.values():
+            ok = len(ops) == len(group_calls) and all(
+                c["dims"] is not None and ops_table[ev["name"]] == (c["kind"], c["nd"]) and
+                (ev["args"].get("Input Dims") or [None])[0] == c["dims"]
+                for (ev, _), c in zip(ops, group_calls))
+            if not ok:
+                continue
+            filled += 1
+            for (ev, inner), c in zip(ops, group_calls):
+                for e in [ev] + [i for i in inner if i["name"] in ops_table]:
+                    e["args"]["Concrete Inputs"] = _list_concrete(c, e["args"].get("Concrete Inputs"))
+        summary[key] = {"calls": len(group_calls), "steps": len(group_steps), "filled_steps": filled}
+    return summary
 
 
 def _concrete(ivalues, dtypes):
@@ -215,10 +249,11 @@ _TENSOR_DTYPES = frozenset(("float", "double", "c10::Half", "c10::BFloat16", "lo
 NESTED_MODES = ("needed", "all")
 
 
-def events_from_profile(prof, pool_calls: list | None = None, nested: str = "needed") -> list:
-    """Returns the Kineto-style event list (dicts) of a stopped torch.profiler.profile. With `pool_calls` (the list
-    record_pool_args() filled during an unprofiled step) each profiled step's pooling ops get their kernel, stride,
-    padding and dilation as "Concrete Inputs", where the op sequence matches.
+def events_from_profile(prof, list_calls: list | None = None, nested: str = "needed") -> list:
+    """Returns the Kineto-style event list (dicts) of a stopped torch.profiler.profile. With `list_calls` (the list
+    record_list_args() filled during an unprofiled step) each profiled step's pooling ops get their kernel, stride,
+    padding and dilation, and its convolutions their stride, padding and dilation, as "Concrete Inputs", where the
+    op sequence matches.
 
     `nested`: "all" exports every op. "needed" (the default) exports every op outside the outermost ops (the ops ETS
     predicts: what its importer calls top ops), every outermost op, and of the ops nested in one only those the
@@ -226,10 +261,10 @@ def events_from_profile(prof, pool_calls: list | None = None, nested: str = "nee
     the first that carries a sequence number and the ones up to the first with tensor inputs. ETS imports the same
     canonical trace from both (tests/cli/trace_export_test.py; docs/dataset.md); "needed" is several times faster to
     export and smaller, but it is not a complete profile for other tools."""
-    return _events(prof, pool_calls, nested)[0]
+    return _events(prof, list_calls, nested)[0]
 
 
-def _events(prof, pool_calls, nested="needed"):
+def _events(prof, list_calls, nested="needed"):
     from torch._C import _profiler as P  # torch >= 1.13
 
     if nested not in NESTED_MODES:
@@ -257,12 +292,14 @@ def _events(prof, pool_calls, nested="needed"):
     events = []
     append = events.append
     flops_get = flops.get
-    steps = {}  # ProfilerStep#N -> [(outermost pooling event, [pooling events nested in it])] in call order
-    # (node, its ProfilerStep# name or None, the outermost pooling entry it is nested in or None, and inside an
-    # outermost op the list [still lacks tensor inputs, still lacks a sequence number] shared by its subtree, else
-    # None). The stack pops in pre-order, the (thread, start) order in which the importer looks for them. The
-    # importer nests by time, this walk by the tree: they agree because torch ends a child inside its parent's span
-    # (none of 578k nested ops of 7 large configurations ended after its outermost op).
+    # ("pool_args" or "conv_args", ProfilerStep#N) -> [(outermost pooling / convolution event, [such events nested
+    # in it])] in call order
+    steps = {}
+    # (node, its ProfilerStep# name or None, the outermost pooling / convolution entry it is nested in or None, and
+    # inside an outermost op the list [still lacks tensor inputs, still lacks a sequence number] shared by its
+    # subtree, else None). The stack pops in pre-order, the (thread, start) order in which the importer looks for
+    # them. The importer nests by time, this walk by the tree: they agree because torch ends a child inside its
+    # parent's span (none of 578k nested ops of 7 large configurations ended after its outermost op).
     stack = [(e, None, None, None) for e in reversed(results.experimental_event_tree())]
     pop, extend = stack.pop, stack.extend
     while stack:
@@ -338,10 +375,10 @@ def _events(prof, pool_calls, nested="needed"):
                 lack[1] = False
         if name.startswith("ProfilerStep#"):
             step = name
-        if pool_calls is not None and name in _POOL_OPS and step is not None:
+        if list_calls is not None and name in _LIST_ARG_OPS and step is not None:
             if pool is None:
                 pool = (ev, [])
-                steps.setdefault(step, []).append(pool)
+                steps.setdefault((_LIST_ARG_OPS[name], step), []).append(pool)
             else:
                 pool[1].append(ev)
         children = e.children
@@ -353,7 +390,7 @@ def _events(prof, pool_calls, nested="needed"):
     for ev in events:
         ev["ts"] = round((ev["ts"] - base_ns) / 1000.0, 3)
     events.sort(key=lambda ev: (ev["ts"], -ev["dur"]))
-    summary = _fill_pool_args(steps, pool_calls) if pool_calls is not None else None
+    summary = _fill_list_args(steps, list_calls) if list_calls is not None else None
     return events, summary
 
 
@@ -430,14 +467,14 @@ def _steps_holding_operators(events: list, steps: list) -> list:
     return held
 
 
-def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: list | None = None,
+def export_kineto_json(prof, path: str, extra: dict | None = None, list_calls: list | None = None,
                        nested: str = "needed") -> str:
     """Writes the profile as Kineto-style Chrome JSON to `path` (gzip when it ends in .gz); returns path.
-    `pool_calls`, `nested`: as for events_from_profile; how many steps the pool calls filled is recorded under
-    "ets"/"pool_args", and `nested` under "ets"/"nested"."""
+    `list_calls`, `nested`: as for events_from_profile; how many steps the recorded calls filled is recorded under
+    "ets"/"pool_args" (pooling ops) and "ets"/"conv_args" (convolutions), and `nested` under "ets"/"nested"."""
     import torch
 
-    events, pool_summary = _events(prof, pool_calls, nested)
+    events, list_summary = _events(prof, list_calls, nested)
     if not events:
         raise ValueError("the profile holds no events: with a schedule, call export_kineto_json from on_trace_ready "
                          "(after the with block the profiler no longer holds them), and profile at least one step")
@@ -487,8 +524,8 @@ def export_kineto_json(prof, path: str, extra: dict | None = None, pool_calls: l
             "nested": nested,
         },
     }
-    if pool_summary is not None:
-        doc["ets"]["pool_args"] = pool_summary
+    if list_summary is not None:
+        doc["ets"].update(list_summary)
     if extra:
         doc["ets"].update(extra)
     if cut_short:

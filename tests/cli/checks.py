@@ -43,9 +43,9 @@ def torch_or_skip(test_name):
     return torch
 
 
-def forward_pools(ets, trace, etst):
-    """`ets convert` TRACE to ETST and return its forward max / avg pools as (name, kernel_h, stride_h, pad_h), in
-    order; a failed conversion is a failed check and gives []."""
+def forward_ops(ets, trace, etst, names, keys):
+    """`ets convert` TRACE to ETST and return its forward ops named in `names` as (name, *their hyper-parameters
+    `keys`), in order (None where one is absent); a failed conversion is a failed check and gives []."""
     import json
     import subprocess
     r = subprocess.run([ets, "convert", trace, "-o", etst, "--quiet"], capture_output=True, text=True)
@@ -54,8 +54,17 @@ def forward_pools(ets, trace, etst):
         return []
     with open(etst) as fh:
         ops = [json.loads(line) for line in fh if line.startswith('{"n":')]
-    return [(o["n"], o["h"].get("kernel_h"), o["h"].get("stride_h"), o["h"].get("pad_h")) for o in ops
-            if o["n"] in ("max_pool2d", "avg_pool2d") and o["p"] == 0]
+    return [(o["n"],) + tuple(o["h"].get(k) for k in keys) for o in ops if o["n"] in names and o["p"] == 0]
+
+
+def forward_pools(ets, trace, etst):
+    """The forward max / avg pools of TRACE as (name, kernel_h, stride_h, pad_h), in order (forward_ops)."""
+    return forward_ops(ets, trace, etst, ("max_pool2d", "avg_pool2d"), ("kernel_h", "stride_h", "pad_h"))
+
+
+def forward_convs(ets, trace, etst):
+    """The forward 2-d convolutions of TRACE as (name, stride_h, pad_h, dilation_h, groups), in order (forward_ops)."""
+    return forward_ops(ets, trace, etst, ("conv2d",), ("stride_h", "pad_h", "dilation_h", "groups"))
 
 
 def smallest_traces(src, dst, per_split):

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 
-from checks import check, finish, forward_pools, torch_or_skip  # tests/cli/checks.py, beside this script
+from checks import check, finish, forward_convs, forward_pools, torch_or_skip  # tests/cli/checks.py, beside this script
 
 torch = torch_or_skip("trace_export")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -198,23 +198,25 @@ except ValueError:
     pass
 
 
-# Pooling arguments. torch 1.13's profiler keeps no int lists, so a pool's kernel and stride are lost unless
-# record_pool_args() notes them during an unprofiled step and the export fills them in ("Concrete Inputs", where a
-# real Kineto build puts them). Module and functional calls, a default stride, ceil mode and padding.
+# Pooling and convolution arguments. torch 1.13's profiler keeps no int lists, so a pool's kernel and stride and a
+# convolution's stride, padding and dilation are lost unless record_list_args() notes them during an unprofiled step
+# and the export fills them in ("Concrete Inputs", where a real Kineto build puts them). Module and functional calls,
+# a default stride, ceil mode and padding; a strided convolution and one with padding="same", dilation and groups.
 F = torch.nn.functional
 
 
 class PoolNet(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3)                                # 32 -> 30
-        self.maxp = torch.nn.MaxPool2d(3, 2, ceil_mode=True)                # 30 -> 15
-        self.avgp = torch.nn.AvgPool2d(2, stride=1, padding=1)              # 7 -> 8
-        self.fc = torch.nn.Linear(8 * 8 * 8, 10)
+        self.conv = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)           # 32 -> 16
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding="same", dilation=2, groups=2)
+        self.maxp = torch.nn.MaxPool2d(3, 2, ceil_mode=True)                # 16 -> 8
+        self.avgp = torch.nn.AvgPool2d(2, stride=1, padding=1)              # 4 -> 5
+        self.fc = torch.nn.Linear(8 * 5 * 5, 10)
 
     def forward(self, x):
-        x = self.maxp(self.conv(x)).relu()
-        x = F.max_pool2d(x, 2)                                              # 15 -> 7, stride = kernel
+        x = self.maxp(self.conv2(self.conv(x))).relu()
+        x = F.max_pool2d(x, 2)                                              # 8 -> 4, stride = kernel
         return self.fc(self.avgp(x).flatten(1))
 
 
@@ -229,19 +231,22 @@ def pool_step():
     popt.step()
 
 
-original = (F.max_pool2d, F.avg_pool2d)
-with trace_export.record_pool_args() as calls:
+original = (F.max_pool2d, F.avg_pool2d, F.conv2d)
+with trace_export.record_list_args() as calls:
     pool_step()
-check((F.max_pool2d, F.avg_pool2d) == original, "record_pool_args restores torch.nn.functional")
-check([(c["kind"], c["kernel"], c["stride"], c["padding"]) for c in calls] ==
+check((F.max_pool2d, F.avg_pool2d, F.conv2d) == original, "record_list_args restores torch.nn.functional")
+check([(c["kind"], c["kernel"], c["stride"], c["padding"]) for c in calls if c["kind"] != "conv"] ==
       [("max", [3, 3], [2, 2], [0, 0]), ("max", [2, 2], [2, 2], [0, 0]), ("avg", [2, 2], [1, 1], [1, 1])],
       f"recorded pooling calls: {calls}")
+check([(c["dims"], c["stride"], c["padding"], c["dilation"]) for c in calls if c["kind"] == "conv"] ==
+      [([4, 3, 32, 32], [2, 2], [1, 1], [1, 1]), ([4, 8, 16, 16], [1, 1], None, [2, 2])],
+      f"recorded convolution calls (a string padding is not a list): {calls}")
 
 
-def pool_profile(path, pool_calls, nested="all"):
+def pool_profile(path, list_calls, nested="all"):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
                                 on_trace_ready=lambda p: trace_export.export_kineto_json(p, path, {},
-                                                                                        pool_calls=pool_calls,
+                                                                                        list_calls=list_calls,
                                                                                         nested=nested),
                                 schedule=torch.profiler.schedule(wait=0, warmup=1, active=3)) as prof:
         for _ in range(4):
@@ -256,11 +261,23 @@ def pool_args(doc):
             if e["name"] in ("aten::max_pool2d", "aten::avg_pool2d")]
 
 
+def conv_args(doc):
+    # (stride, padding, dilation, groups) of each aten::conv2d, as "Concrete Inputs" holds them
+    return [tuple((e["args"].get("Concrete Inputs") or [""] * 7)[3:7]) for e in doc["traceEvents"]
+            if e["name"] == "aten::conv2d"]
+
+
+ALL_FILLED = {"calls": 3, "steps": 3, "filled_steps": 3}
+CONV_FILLED = {"calls": 2, "steps": 3, "filled_steps": 3}
 doc = pool_profile(os.path.join(work, "pools.json"), calls)
-check(doc["ets"].get("pool_args") == {"calls": 3, "steps": 3, "filled_steps": 3}, f"pool_args {doc['ets']}")
+check(doc["ets"].get("pool_args") == ALL_FILLED and doc["ets"].get("conv_args") == CONV_FILLED,
+      f"pool_args / conv_args {doc['ets']}")
 check(pool_args(doc) == [("aten::max_pool2d", ["[3, 3]", "[2, 2]", "[0, 0]"]),
                          ("aten::max_pool2d", ["[2, 2]", "[2, 2]", "[0, 0]"]),
                          ("aten::avg_pool2d", ["[2, 2]", "[1, 1]", "[1, 1]"])] * 3, f"pool args {pool_args(doc)}")
+# groups, which the profiler keeps, stays; the string padding stays empty, as the profiler left it
+check(conv_args(doc) == [("[2, 2]", "[1, 1]", "[1, 1]", "1"), ("[1, 1]", "", "[2, 2]", "2")] * 3,
+      f"conv args {conv_args(doc)}")
 inner = [e for e in doc["traceEvents"] if e["name"] == "aten::max_pool2d_with_indices"]
 check(len(inner) == 6 and all(e["args"]["Concrete Inputs"][1] in ("[3, 3]", "[2, 2]") for e in inner),
       "the nested max_pool2d_with_indices get the same arguments")
@@ -268,24 +285,37 @@ check(len(inner) == 6 and all(e["args"]["Concrete Inputs"][1] in ("[3, 3]", "[2,
 check(all(e["args"]["Concrete Inputs"][5] == "True" for e in doc["traceEvents"] if e["name"] == "aten::max_pool2d"
           and e["args"]["Concrete Inputs"][1] == "[3, 3]"), "ceil_mode kept")
 
-# Through the importer: the forward pools carry kernel and stride in the canonical trace.
+# Through the importer: the forward pools carry kernel and stride, the convolutions stride, padding and dilation.
 hyper = forward_pools(ets, os.path.join(work, "pools.json"), os.path.join(work, "pools.etst"))
 check(hyper == [("max_pool2d", 3, 2, 0), ("max_pool2d", 2, 2, 0), ("avg_pool2d", 2, 1, 1)] * 3,
       f"imported pool hyper-parameters {hyper}")
+conv_hyper = forward_convs(ets, os.path.join(work, "pools.json"), os.path.join(work, "pools.etst"))
+check(conv_hyper == [("conv2d", 2, 1, 1, 1), ("conv2d", 1, None, 2, 2)] * 3,
+      f"imported convolution hyper-parameters {conv_hyper}")
 # The default export drops the nested max_pool2d_with_indices (its max_pool2d has inputs and a sequence number)
-# and imports the same pooling arguments.
+# and imports the same pooling and convolution arguments.
 doc = pool_profile(os.path.join(work, "pools-needed.json"), calls, nested="needed")
-check(doc["ets"].get("pool_args") == {"calls": 3, "steps": 3, "filled_steps": 3} and
+check(doc["ets"].get("pool_args") == ALL_FILLED and doc["ets"].get("conv_args") == CONV_FILLED and
       not any(e["name"] == "aten::max_pool2d_with_indices" for e in doc["traceEvents"]),
       f"needed: pool_args {doc['ets'].get('pool_args')}, no nested pooling op")
-check(forward_pools(ets, os.path.join(work, "pools-needed.json"), os.path.join(work, "pools-needed.etst")) == hyper,
-      "needed: the same imported pool hyper-parameters")
+needed_etst = os.path.join(work, "pools-needed.etst")
+check(forward_pools(ets, os.path.join(work, "pools-needed.json"), needed_etst) == hyper and
+      forward_convs(ets, os.path.join(work, "pools-needed.json"), needed_etst) == conv_hyper,
+      "needed: the same imported pool and convolution hyper-parameters")
 
 # A step whose pools do not match the recorded calls (here: another input shape) is left as the profiler wrote it.
 wrong = [dict(c, dims=[1] + c["dims"][1:]) for c in calls]
 doc = pool_profile(os.path.join(work, "pools-unmatched.json"), wrong)
 check(doc["ets"].get("pool_args", {}).get("filled_steps") == 0 and
-      all(a == ["", "", ""] for _, a in pool_args(doc)), f"unmatched calls fill nothing: {pool_args(doc)[:3]}")
+      doc["ets"].get("conv_args", {}).get("filled_steps") == 0 and
+      all(a == ["", "", ""] for _, a in pool_args(doc)) and all(a[:3] == ("", "", "") for a in conv_args(doc)),
+      f"unmatched calls fill nothing: {pool_args(doc)[:3]} {conv_args(doc)[:2]}")
+# Pools and convolutions are matched apart: convolutions called around torch.nn.functional (none recorded) leave
+# the pools filled.
+doc = pool_profile(os.path.join(work, "pools-no-convs.json"), [c for c in calls if c["kind"] != "conv"])
+check(doc["ets"].get("pool_args") == ALL_FILLED and
+      doc["ets"].get("conv_args") == {"calls": 0, "steps": 3, "filled_steps": 0} and
+      all(a[:3] == ("", "", "") for a in conv_args(doc)), f"no recorded convolution: {doc['ets']}")
 
 # ---- what the exporter refuses or warns about, and how it writes
 import resource  # noqa: E402
@@ -406,4 +436,4 @@ check(failed is not None and kept == '{"traceEvents": []}' and
       f"a failed write keeps the earlier file: error {failed!r}, content {kept[:60]!r}")
 
 finish(f"trace_export: {len(fast['events'])} events, {len(with_flops)} with FLOPs, identical with the skip; "
-       f"pooling arguments filled in {len(hyper)} pool ops")
+       f"pooling arguments filled in {len(hyper)} pool ops, convolution arguments in {len(conv_hyper)} convolutions")

@@ -101,13 +101,14 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
         opt.step()
         _sync(torch, dev)
 
-    from trace_export import record_pool_args
+    from trace_export import record_list_args
     warm = []
-    pool_calls = None  # pooling arguments, recorded in the first warm-up (the profiler drops them, see trace_export)
+    list_calls = None  # pooling and convolution arguments, recorded in the first warm-up (the profiler drops them,
+    # see trace_export)
     for i in range(args.warmup):
         t = time.perf_counter()
         if i == 0 and dev == "cpu":
-            with record_pool_args() as pool_calls:
+            with record_list_args() as list_calls:
                 step()
         else:
             step()
@@ -143,7 +144,7 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
             os.remove(plain)
         else:
             from trace_export import export_kineto_json
-            export_kineto_json(prof, tmp, extra, pool_calls=pool_calls, nested=args.export_nested)
+            export_kineto_json(prof, tmp, extra, list_calls=list_calls, nested=args.export_nested)
         exported.append(tmp)
 
     # A cyclic-GC pass lands on a random op of a random iteration; it is noise, not a property of the model.
