@@ -64,7 +64,7 @@ def skip_function_events():
 
 # torch.nn.functional pooling and convolution functions whose int-list arguments (kernel, stride, padding, dilation)
 # torch 1.13's profiler does not keep, and the aten ops they call. A real Kineto build records them as "Concrete
-# Inputs", and the importer reads them from there (docs/dataset.md, int-list arguments).
+# Inputs", and the importer reads them from there (docs/dataset.md, *Pooling and convolution arguments*).
 _POOL_FUNCS = {
     "max_pool1d": ("max", 1), "max_pool2d": ("max", 2), "max_pool3d": ("max", 3),
     "max_pool1d_with_indices": ("max", 1), "max_pool2d_with_indices": ("max", 2),
@@ -76,8 +76,8 @@ _POOL_OPS = {"aten::" + name: kind for name, kind in _POOL_FUNCS.items()}
 _CONV_OPS = {"aten::" + name: kind for name, kind in _CONV_FUNCS.items()}
 # Which summary (and which one-for-one match) an op or a recorded call belongs to: pools and convolutions are matched
 # separately, so a model that calls a convolution around torch.nn.functional still gets its pools filled.
-_LIST_ARG_OPS = {**{n: "pool_args" for n in _POOL_OPS}, **{n: "conv_args" for n in _CONV_OPS}}
 _LIST_ARG_KINDS = (("pool_args", _POOL_OPS), ("conv_args", _CONV_OPS))
+_LIST_ARG_OPS = {op: key for key, ops in _LIST_ARG_KINDS for op in ops}
 
 
 def _call_signature(kind: str):
