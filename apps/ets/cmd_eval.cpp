@@ -119,12 +119,12 @@ int run_eval(const Args& a) {
   for (const auto& t : test.traces)
     if (!measured_on_model_hardware(t, model.hardware_env)) {
       ++elsewhere;
-      example = t.meta.environment;
+      example = measured_hardware(t);
     }
   if (elsewhere)
     std::fprintf(stderr,
                  "ets eval: warning: %zu of %zu traces were measured on other hardware than the model's '%s' (e.g. "
-                 "'%s'): their errors are not the model's\n",
+                 "on %s): their errors are not the model's\n",
                  elsewhere, test.traces.size(), model.hardware_env.c_str(), example.c_str());
 
   // Read (and checked: ets.eval.3 / .8) before minutes of prediction and baseline fitting.

@@ -277,8 +277,8 @@ int run_predict(const Args& a) {
                                         fixed(est.hi_us / 1e3, 3),
                                         !t.has_measurement() ? std::string("n/a")
                                         : !comparable(t, e)
-                                            ? fmt::format("{} on '{}' (other hardware: no error)",
-                                                          measured_ms(t.measured_us), t.meta.environment)
+                                            ? fmt::format("{} on {} (other hardware: no error)",
+                                                          measured_ms(t.measured_us), measured_hardware(t))
                                         : std::isfinite(err)
                                             ? fmt::format("{} ({:+.1f}%)", measured_ms(t.measured_us), 100 * err)
                                             : measured_ms(t.measured_us),

@@ -284,6 +284,19 @@ with tempfile.TemporaryDirectory() as tmp:
     p = subprocess.run([ets, "predict", other_hw, "--model", model_a], capture_output=True, text=True)
     check(p.returncode == 0 and "on 'some-other-gpu' (other hardware: no error)" in p.stdout and "%" not in p.stdout,
           f"text predict of a trace measured elsewhere: {p.stdout[:300]}")
+    # a trace that names no environment is told by its device kind: an iteration that ran GPU kernels is no error
+    # of the CPU model ("cpu-test"), one that ran none is compared
+    unnamed = (r'"environment":"[^"]*"', '"environment":""')
+    for name, edits, compared in (("unnamed_cpu.etst", [unnamed], True),
+                                  ("unnamed_gpu.etst", [unnamed, (r'"k":0', '"k":2')], False)):
+        path = edited_copy(name, *edits)
+        p = subprocess.run([ets, "predict", path, "--model", model_a, "--json"], capture_output=True, text=True)
+        rows = [json.loads(line) for line in p.stdout.splitlines()] if p.returncode == 0 else []
+        check(rows and all(r["measured_us"] is not None and (r["rel_error"] is not None) == compared for r in rows),
+              f"predict of {name}: rc {p.returncode} {p.stdout[:300]} {p.stderr[:300]}")
+        p = subprocess.run([ets, "predict", path, "--model", model_a], capture_output=True, text=True)
+        check(p.returncode == 0 and ("on a GPU (other hardware: no error)" in p.stdout) != compared
+              and ("%)" in p.stdout) == compared, f"text predict of {name}: {p.stdout[:300]} {p.stderr[:300]}")
     # ets label: one file given twice would pass for two perfectly agreeing passes; ranges are usage errors
     labelled = os.path.join(tmp, "labelled.etst.gz")
     for extra, what in (([trace, trace], "given twice"), ([trace, "--threshold", "-1"], "--threshold"),
