@@ -56,7 +56,8 @@ const char* ets_last_error_id(void);
 
 /* Creates a predictor with default options (observe() prior weight 2, CPU backend unless CUDA was enabled). */
 ets_status ets_predictor_create(ets_predictor** out);
-/* Destroys a predictor; NULL is accepted and ignored. */
+/* Destroys a predictor; NULL is accepted and ignored. As with free(), the handle is invalid afterwards: destroying
+   it again (or any other call on it) is undefined behaviour, which ETS cannot detect. */
 void ets_predictor_destroy(ets_predictor* predictor);
 
 /* Loads an .etsm model for an environment id. env NULL or "" = the model's own hardware environment. */
