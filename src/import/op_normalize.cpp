@@ -347,6 +347,26 @@ void fill_from_args(OpRecord& rec, const RawArgs& a) {
     set_pair(h, Hyper::StrideH, Hyper::StrideW, conc(2));
     set_pair(h, Hyper::PadH, Hyper::PadW, conc(3));
     if (op == "max_pool2d") set_pair(h, Hyper::DilationH, Hyper::DilationW, conc(4));
+  } else if ((op == "gru" || op == "lstm" || op == "rnn_tanh" || op == "rnn_relu") && !bwd) {
+    // gru.input(input, hx, params[], has_biases, num_layers, dropout, train, bidirectional, batch_first) and
+    // gru.data(data, batch_sizes, hx, params[], has_biases, num_layers, ...); lstm's hx is a list ([h0, c0]). So
+    // the last list argument is the weights, hx stands before it and num_layers two after it, in all four. Input
+    // size is the input's last dim in every layout; hidden is hx's ([layers × directions, N, hidden]; an lstm's
+    // list records its first tensor, or nothing as torch 1.13 writes it).
+    std::size_t params = a.types.size();
+    for (std::size_t i = a.types.size(); i-- > 1;)
+      if (a.types[i] == "TensorList" || a.types[i] == "GenericList") {
+        params = i;
+        break;
+      }
+    if (params < a.types.size()) {
+      if (!a.dims.empty() && !a.dims[0].empty() && a.dims[0].back() > 0)
+        h.set(Hyper::InChannels, static_cast<double>(a.dims[0].back()));
+      const auto& hx = params - 1 < a.dims.size() ? a.dims[params - 1] : std::vector<std::int64_t>{};
+      if (hx.size() == 3 && hx[2] > 0) h.set(Hyper::Hidden, static_cast<double>(hx[2]));
+      const auto layers = conc(params + 2);
+      if (layers.size() == 1 && layers[0] > 0) h.set(Hyper::Layers, static_cast<double>(layers[0]));
+    }
   } else if ((op == "batch_norm" || op == "group_norm") && !rec.inputs.empty() && rec.inputs[0].dims.size() >= 2) {
     h.set(Hyper::InChannels, static_cast<double>(rec.inputs[0].dims[1]));
   } else if (op == "layer_norm" && !rec.inputs.empty() && !rec.inputs[0].dims.empty()) {

@@ -423,6 +423,53 @@ TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv argument
   CHECK(t.ops[8].flops == Approx(5.0 * 8 * 16));  // 5 · numel of the input
 }
 
+TEST_CASE("recurrent ops get input size, hidden size and layers from their arguments, in every overload") {
+  const std::string op = R"({{"ph": "X", "cat": "cpu_op", "name": "{0}", "pid": 7, "tid": 7, "ts": {1}, "dur": 5, "args": {{"External id": {2}, "Input Dims": {3}, "Input type": {4}, "Concrete Inputs": {5}}}}})";
+  std::string doc = R"({"schemaVersion": 1, "traceEvents": [)"
+                    R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 7, "tid": 7, "ts": 1000, "dur": 200, "args": {"External id": 1}},)";
+  const std::vector<std::array<std::string, 4>> ops = {
+      // gru.input(input, hx, params[], has_biases, num_layers, dropout, train, bidirectional, batch_first), as
+      // torch 1.13 writes it (checked on nn.GRU(16, 32, num_layers=2, bidirectional=True, batch_first=True))
+      {"aten::gru", "[[4, 10, 16], [4, 4, 32], [], [], [], [], [], [], []]",
+       R"(["float", "float", "TensorList", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"])",
+       R"(["", "", "", "True", "2", "0.0", "True", "True", "True"])"},
+      // gru.data(data, batch_sizes, hx, params[], has_biases, num_layers, dropout, train, bidirectional)
+      {"aten::gru", "[[37, 16], [10], [3, 4, 24], [], [], [], [], [], []]",
+       R"(["float", "long int", "float", "TensorList", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"])",
+       R"(["", "", "", "", "True", "3", "0.0", "True", "False"])"},
+      // lstm.input(input, hx[], params[], ...): torch 1.13 records no shape for the hx list, so no hidden size
+      {"aten::lstm", "[[10, 4, 16], [], [], [], [], [], [], [], []]",
+       R"(["float", "TensorList", "TensorList", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"])",
+       R"(["", "", "", "True", "1", "0.0", "True", "False", "False"])"},
+      // a list's first tensor where the profiler records list shapes: hx = [h0, c0]
+      {"aten::lstm", "[[10, 4, 16], [[1, 4, 20], [1, 4, 20]], [], [], [], [], [], [], []]",
+       R"(["float", "TensorList", "TensorList", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"])",
+       R"(["", "", "", "True", "1", "0.0", "True", "False", "False"])"},
+      // no list argument to find the positions by: nothing is guessed
+      {"aten::gru", "[[4, 10, 16], [4, 4, 32]]", R"(["float", "float"])", R"(["", ""])"}};
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    doc += fmt::format(op, ops[i][0], 1010 + 10 * i, 2 + i, ops[i][1], ops[i][2], ops[i][3]) + ",";
+  doc.back() = ']';
+  doc += "}";
+  const auto its = ets::import::read_kineto_json(doc, "rnn.json", {});
+  REQUIRE(its.size() == 1);
+  const auto& t = its[0];
+  REQUIRE(t.ops.size() == ops.size());
+  CHECK(t.ops[0].name == "gru");
+  CHECK(t.ops[0].hyper.get(Hyper::InChannels) == 16);
+  CHECK(t.ops[0].hyper.get(Hyper::Hidden) == 32);
+  CHECK(t.ops[0].hyper.get(Hyper::Layers) == 2);
+  CHECK(t.ops[1].hyper.get(Hyper::InChannels) == 16);
+  CHECK(t.ops[1].hyper.get(Hyper::Hidden) == 24);
+  CHECK(t.ops[1].hyper.get(Hyper::Layers) == 3);
+  CHECK(t.ops[2].name == "lstm");
+  CHECK(t.ops[2].hyper.get(Hyper::InChannels) == 16);
+  CHECK_FALSE(t.ops[2].hyper.has(Hyper::Hidden));
+  CHECK(t.ops[2].hyper.get(Hyper::Layers) == 1);
+  CHECK(t.ops[3].hyper.get(Hyper::Hidden) == 20);
+  CHECK(t.ops[4].hyper.present == 0);
+}
+
 TEST_CASE("a JSON parser implementation this CPU cannot run is ets.import.8, not SIGILL") {
   // What SIMDJSON_FORCE_IMPLEMENTATION=icelake does on a CPU without AVX-512: simdjson runs the kernels it names.
   const simdjson::implementation* unrunnable = nullptr;

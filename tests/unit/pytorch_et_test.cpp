@@ -205,6 +205,26 @@ TEST_CASE("ET: AccumulateGrad is one op as in Kineto traces; generic convolution
   CHECK(t[0].ops[3].raw_name == "aten::copy_");   // a record_function label is not an op; its child is
 }
 
+TEST_CASE("ET: a GRU's input size, hidden size and layers come from its arguments, as in Kineto traces") {
+  // gru.input(input, hx, params[], has_biases, num_layers, dropout, train, bidirectional, batch_first)
+  const std::string et = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "[pytorch|profiler|execution_trace|thread]", "id": 2, "parent": 1, "seq_id": -1,
+     "inputs": [], "input_shapes": [], "input_types": []},
+    {"name": "aten::gru", "id": 3, "parent": 2, "seq_id": 1,
+     "inputs": [[10, 11, 0, 1, 4], [20, 21, 0, 1, 4], [[30, 31, 0, 1, 4], [32, 33, 0, 1, 4]], true, 2, 0.0, true, false, true],
+     "input_shapes": [[4, 10, 16], [2, 4, 32], [[96, 16], [96, 32]], [], [], [], [], [], []],
+     "input_types": ["Tensor(float)", "Tensor(float)", "GenericList[Tensor(float),Tensor(float)]", "Bool", "Int",
+                     "Double", "Bool", "Bool", "Bool"]}]})J";
+  const auto t = read_et(et, "gru.json");
+  REQUIRE(t.size() == 1);
+  REQUIRE(t[0].ops.size() == 1);
+  const auto& h = t[0].ops[0].hyper;
+  CHECK(t[0].ops[0].name == "gru");
+  CHECK(h.get(ets::Hyper::InChannels) == 16);
+  CHECK(h.get(ets::Hyper::Hidden) == 32);
+  CHECK(h.get(ets::Hyper::Layers) == 2);
+}
+
 TEST_CASE("malformed Execution Traces raise documented ids") {
   const std::string good = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
     {"name": "[pytorch|profiler|execution_trace|thread]", "id": 2, "parent": 1, "seq_id": -1,
