@@ -74,9 +74,12 @@ _POOL_FUNCS = {
 _CONV_FUNCS = {"conv1d": ("conv", 1), "conv2d": ("conv", 2), "conv3d": ("conv", 3)}
 _POOL_OPS = {"aten::" + name: kind for name, kind in _POOL_FUNCS.items()}
 _CONV_OPS = {"aten::" + name: kind for name, kind in _CONV_FUNCS.items()}
-# Which summary (and which one-for-one match) an op or a recorded call belongs to: pools and convolutions are matched
-# separately, so a model that calls a convolution around torch.nn.functional still gets its pools filled.
-_LIST_ARG_KINDS = (("pool_args", _POOL_OPS), ("conv_args", _CONV_OPS))
+# An LSTM's hx is a list ([h0, c0]), which torch 1.13 records without a shape, so its hidden size is lost. nn.LSTM
+# calls torch._VF.lstm (not torch.nn.functional), which the recorder wraps for it.
+_RNN_OPS = {"aten::lstm": ("lstm", 0)}
+# Which summary (and which one-for-one match) an op or a recorded call belongs to: pools, convolutions and LSTMs are
+# matched separately, so a model that calls a convolution around torch.nn.functional still gets its pools filled.
+_LIST_ARG_KINDS = (("pool_args", _POOL_OPS), ("conv_args", _CONV_OPS), ("rnn_args", _RNN_OPS))
 _LIST_ARG_OPS = {op: key for key, ops in _LIST_ARG_KINDS for op in ops}
 
 
@@ -134,14 +137,27 @@ def _list_call(kind: str, nd: int, sig, args, kwargs) -> dict:
         return {"kind": kind, "nd": nd, "dims": None}
 
 
+def _lstm_call(args) -> dict:
+    """What one torch._VF.lstm call runs on: its input shape and its hx list's shapes, and where hx stands among
+    the aten op's arguments: lstm.input(input, hx[], params[], ...) or lstm.data(data, batch_sizes, hx[], ...)."""
+    try:
+        at = 1 if isinstance(args[1], (list, tuple)) else 2
+        return {"kind": "lstm", "nd": 0, "dims": [int(d) for d in args[0].shape], "hx_at": at,
+                "hx": [[int(d) for d in t.shape] for t in args[at]]}
+    except Exception:
+        return {"kind": "lstm", "nd": 0, "dims": None}
+
+
 @contextlib.contextmanager
 def record_list_args():
     """Inside this block every max / avg pooling call and every convolution (conv1d / 2d / 3d) through
-    torch.nn.functional (nn.MaxPool2d, nn.Conv2d and friends go through it) is appended, in call order, to the
-    yielded list: its kind, input shape, and its kernel (pools), stride, padding and dilation. Run one unprofiled
-    training step inside it and pass the list to export_kineto_json: torch 1.13's profiler drops int-list
-    arguments, so without it the trace has no pooling kernel and no pooling or convolution stride. It swaps module
-    attributes of torch.nn.functional for the block: not for use while other threads run models."""
+    torch.nn.functional (nn.MaxPool2d, nn.Conv2d and friends go through it), and every LSTM through torch._VF
+    (nn.LSTM's way), is appended, in call order, to the yielded list: its kind, input shape, and its kernel (pools),
+    stride, padding and dilation, or its hx shapes (LSTMs). Run one unprofiled training step inside it and pass the
+    list to export_kineto_json: torch 1.13's profiler drops int-list arguments and list shapes, so without it the
+    trace has no pooling kernel, no pooling or convolution stride and no LSTM hidden size. It swaps module
+    attributes of torch.nn.functional and torch._VF for the block: not for use while other threads run models."""
+    import torch
     import torch.nn.functional as F
 
     calls = []
@@ -160,11 +176,22 @@ def record_list_args():
         if fn is not None:
             saved[name] = fn
             setattr(F, name, wrap(fn, kind, nd))
+    vf = torch._VF
+    vf_lstm = getattr(vf, "lstm", None)
+
+    def lstm_recorded(*args, **kwargs):
+        calls.append(_lstm_call(args))
+        return vf_lstm(*args, **kwargs)
+
+    if vf_lstm is not None:
+        vf.lstm = lstm_recorded  # an instance attribute over the module's __getattr__, removed again below
     try:
         yield calls
     finally:
         for name, fn in saved.items():
             setattr(F, name, fn)
+        if vf_lstm is not None and vf.__dict__.get("lstm") is lstm_recorded:
+            del vf.lstm
 
 
 def _kineto_list(values) -> str:
@@ -192,11 +219,12 @@ def _list_concrete(call: dict, existing) -> list:
 
 
 def _fill_list_args(steps: dict, calls: list) -> dict:
-    """Gives each profiled step's outermost pooling ops, and separately its outermost convolution ops, in order, the
-    recorded calls' arguments (a pooling op's nested pooling ops too: they share its schema). A step's pools (or
-    convolutions) are filled only when they match the recorded pooling (convolution) calls one for one (kind,
-    dimensionality and input shape); otherwise they keep what the profiler recorded. Returns the summary for each
-    ("pool_args", "conv_args"): calls recorded, profiled steps holding such ops, steps filled."""
+    """Gives each profiled step's outermost pooling ops, and separately its outermost convolution ops and its LSTMs,
+    in order, the recorded calls' arguments (a pooling op's nested pooling ops too: they share its schema; an LSTM
+    gets its hx list's shapes in "Input Dims"). A step's pools (convolutions, LSTMs) are filled only when they match
+    the recorded pooling (convolution, LSTM) calls one for one (kind, dimensionality and input shape); otherwise
+    they keep what the profiler recorded. Returns the summary for each
+    ("pool_args", "conv_args", "rnn_args"): calls recorded, profiled steps holding such ops, steps filled."""
     summary = {}
     for key, ops_table in _LIST_ARG_KINDS:
         kinds = set(ops_table.values())
@@ -213,6 +241,12 @@ def _fill_list_args(steps: dict, calls: list) -> dict:
             filled += 1
             for (ev, inner), c in zip(ops, group_calls):
                 for e in [ev] + [i for i in inner if i["name"] in ops_table]:
+                    if c["kind"] == "lstm":  # the hx list's shapes, as a Kineto build writes a list's
+                        dims = list(e["args"].get("Input Dims") or [])
+                        if c["hx_at"] < len(dims) and not dims[c["hx_at"]]:
+                            dims[c["hx_at"]] = c["hx"]
+                            e["args"]["Input Dims"] = dims
+                        continue
                     e["args"]["Concrete Inputs"] = _list_concrete(c, e["args"].get("Concrete Inputs"))
         summary[key] = {"calls": len(group_calls), "steps": len(group_steps), "filled_steps": filled}
     return summary
@@ -471,7 +505,8 @@ def export_kineto_json(prof, path: str, extra: dict | None = None, list_calls: l
                        nested: str = "needed") -> str:
     """Writes the profile as Kineto-style Chrome JSON to `path` (gzip when it ends in .gz); returns path.
     `list_calls`, `nested`: as for events_from_profile; how many steps the recorded calls filled is recorded under
-    "ets"/"pool_args" (pooling ops) and "ets"/"conv_args" (convolutions), and `nested` under "ets"/"nested"."""
+    "ets"/"pool_args" (pooling ops), "ets"/"conv_args" (convolutions) and "ets"/"rnn_args" (LSTMs), and `nested`
+    under "ets"/"nested"."""
     import torch
 
     events, list_summary = _events(prof, list_calls, nested)

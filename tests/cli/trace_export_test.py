@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 
-from checks import check, finish, forward_convs, forward_pools, torch_or_skip  # tests/cli/checks.py, beside this script
+from checks import check, finish, forward_convs, forward_ops, forward_pools, torch_or_skip  # tests/cli/checks.py, beside this script
 
 torch = torch_or_skip("trace_export")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -316,6 +316,70 @@ doc = pool_profile(os.path.join(work, "pools-no-convs.json"), [c for c in calls 
 check(doc["ets"].get("pool_args") == ALL_FILLED and
       doc["ets"].get("conv_args") == {"calls": 0, "steps": 3, "filled_steps": 0} and
       all(a[:3] == ("", "", "") for a in conv_args(doc)), f"no recorded convolution: {doc['ets']}")
+
+# LSTMs: torch 1.13 records an LSTM's hx list without a shape, so the hidden size is lost unless record_list_args()
+# notes hx at torch._VF.lstm (nn.LSTM's way in) and the export writes the list's shapes into "Input Dims" as a Kineto
+# build does. Both overloads: lstm.input, and lstm.data for a packed sequence (hx one argument later).
+class RnnNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(6, 10, num_layers=2, bidirectional=True)
+        self.packed = torch.nn.LSTM(6, 7)
+        self.gru = torch.nn.GRU(6, 5)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        p = torch.nn.utils.rnn.pack_padded_sequence(x, [5, 3, 2])
+        z, _ = self.packed(p)
+        w, _ = self.gru(x)
+        return y.sum() + z.data.sum() + w.sum()
+
+
+rnet = RnnNet()
+ropt = torch.optim.SGD(rnet.parameters(), lr=0.01)
+rx = torch.randn(5, 3, 6)
+
+
+def rnn_step():
+    ropt.zero_grad(set_to_none=True)
+    rnet(rx).backward()
+    ropt.step()
+
+
+vf_before = dict(torch._VF.__dict__)
+with trace_export.record_list_args() as rcalls:
+    rnn_step()
+check(dict(torch._VF.__dict__) == vf_before, "record_list_args restores torch._VF")
+check([(c["kind"], c["dims"], c["hx_at"], c["hx"]) for c in rcalls] ==
+      [("lstm", [5, 3, 6], 1, [[4, 3, 10], [4, 3, 10]]), ("lstm", [10, 6], 2, [[1, 3, 7], [1, 3, 7]])],
+      f"recorded LSTM calls: {rcalls}")
+rnn_json = os.path.join(work, "rnn.json")
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+                            on_trace_ready=lambda p: trace_export.export_kineto_json(p, rnn_json, {"batch_size": 3},
+                                                                                    list_calls=rcalls),
+                            schedule=torch.profiler.schedule(wait=0, warmup=1, active=2)) as prof:
+    for _ in range(3):
+        rnn_step()
+        prof.step()
+with open(rnn_json) as fh:
+    doc = json.load(fh)
+check(doc["ets"].get("rnn_args") == {"calls": 2, "steps": 2, "filled_steps": 2}, f"rnn_args {doc['ets']}")
+rnn_hyper = forward_ops(ets, rnn_json, os.path.join(work, "rnn.etst"), ("lstm", "gru"),
+                        ("in_channels", "hidden", "layers"))
+check(rnn_hyper == [("lstm", 6, 10, 2), ("lstm", 6, 7, 1), ("gru", 6, 5, 1)] * 2,
+      f"imported recurrent hyper-parameters {rnn_hyper}")
+# without the recorded calls the LSTMs keep what torch 1.13 wrote: no hidden size (a GRU's hx is a tensor)
+plain_json = os.path.join(work, "rnn-plain.json")
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
+                            on_trace_ready=lambda p: trace_export.export_kineto_json(p, plain_json, {"batch_size": 3}),
+                            schedule=torch.profiler.schedule(wait=0, warmup=1, active=2)) as prof:
+    for _ in range(3):
+        rnn_step()
+        prof.step()
+plain = forward_ops(ets, plain_json, os.path.join(work, "rnn-plain.etst"), ("lstm", "gru"),
+                    ("in_channels", "hidden", "layers"))
+check(plain == [("lstm", 6, None, 2), ("lstm", 6, None, 1), ("gru", 6, 5, 1)] * 2,
+      f"recurrent hyper-parameters without recorded calls {plain}")
 
 # ---- what the exporter refuses or warns about, and how it writes
 import resource  # noqa: E402
