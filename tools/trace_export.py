@@ -286,8 +286,8 @@ NESTED_MODES = ("needed", "all")
 def events_from_profile(prof, list_calls: list | None = None, nested: str = "needed") -> list:
     """Returns the Kineto-style event list (dicts) of a stopped torch.profiler.profile. With `list_calls` (the list
     record_list_args() filled during an unprofiled step) each profiled step's pooling ops get their kernel, stride,
-    padding and dilation, and its convolutions their stride, padding and dilation, as "Concrete Inputs", where the
-    op sequence matches.
+    padding and dilation, and its convolutions their stride, padding and dilation, as "Concrete Inputs", and its
+    LSTMs their hx shapes in "Input Dims", where the op sequence matches.
 
     `nested`: "all" exports every op. "needed" (the default) exports every op outside the outermost ops (the ops ETS
     predicts: what its importer calls top ops), every outermost op, and of the ops nested in one only those the

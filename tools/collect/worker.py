@@ -103,8 +103,8 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
 
     from trace_export import record_list_args
     warm = []
-    list_calls = None  # pooling and convolution arguments, recorded in the first warm-up (the profiler drops them,
-    # see trace_export)
+    list_calls = None  # pooling and convolution arguments and LSTM hx shapes, recorded in the first warm-up (the
+    # profiler drops them, see trace_export)
     for i in range(args.warmup):
         t = time.perf_counter()
         if i == 0 and dev == "cpu":
