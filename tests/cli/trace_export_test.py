@@ -243,17 +243,22 @@ check([(c["dims"], c["stride"], c["padding"], c["dilation"]) for c in calls if c
       f"recorded convolution calls (a string padding is not a list): {calls}")
 
 
-def pool_profile(path, list_calls, nested="all"):
+def profiled_export(path, step, list_calls, nested="all", extra=None):
+    """Three profiled steps (after one warm-up) exported to `path` with `list_calls`; returns the JSON."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
-                                on_trace_ready=lambda p: trace_export.export_kineto_json(p, path, {},
+                                on_trace_ready=lambda p: trace_export.export_kineto_json(p, path, extra or {},
                                                                                         list_calls=list_calls,
                                                                                         nested=nested),
                                 schedule=torch.profiler.schedule(wait=0, warmup=1, active=3)) as prof:
         for _ in range(4):
-            pool_step()
+            step()
             prof.step()
     with open(path) as fh:
         return json.load(fh)
+
+
+def pool_profile(path, list_calls, nested="all"):
+    return profiled_export(path, pool_step, list_calls, nested)
 
 
 def pool_args(doc):
@@ -354,31 +359,18 @@ check([(c["kind"], c["dims"], c["hx_at"], c["hx"]) for c in rcalls] ==
       [("lstm", [5, 3, 6], 1, [[4, 3, 10], [4, 3, 10]]), ("lstm", [10, 6], 2, [[1, 3, 7], [1, 3, 7]])],
       f"recorded LSTM calls: {rcalls}")
 rnn_json = os.path.join(work, "rnn.json")
-with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
-                            on_trace_ready=lambda p: trace_export.export_kineto_json(p, rnn_json, {"batch_size": 3},
-                                                                                    list_calls=rcalls),
-                            schedule=torch.profiler.schedule(wait=0, warmup=1, active=2)) as prof:
-    for _ in range(3):
-        rnn_step()
-        prof.step()
-with open(rnn_json) as fh:
-    doc = json.load(fh)
-check(doc["ets"].get("rnn_args") == {"calls": 2, "steps": 2, "filled_steps": 2}, f"rnn_args {doc['ets']}")
+doc = profiled_export(rnn_json, rnn_step, rcalls, nested="needed", extra={"batch_size": 3})
+check(doc["ets"].get("rnn_args") == {"calls": 2, "steps": 3, "filled_steps": 3}, f"rnn_args {doc['ets']}")
 rnn_hyper = forward_ops(ets, rnn_json, os.path.join(work, "rnn.etst"), ("lstm", "gru"),
                         ("in_channels", "hidden", "layers"))
-check(rnn_hyper == [("lstm", 6, 10, 2), ("lstm", 6, 7, 1), ("gru", 6, 5, 1)] * 2,
+check(rnn_hyper == [("lstm", 6, 10, 2), ("lstm", 6, 7, 1), ("gru", 6, 5, 1)] * 3,
       f"imported recurrent hyper-parameters {rnn_hyper}")
 # without the recorded calls the LSTMs keep what torch 1.13 wrote: no hidden size (a GRU's hx is a tensor)
 plain_json = os.path.join(work, "rnn-plain.json")
-with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True,
-                            on_trace_ready=lambda p: trace_export.export_kineto_json(p, plain_json, {"batch_size": 3}),
-                            schedule=torch.profiler.schedule(wait=0, warmup=1, active=2)) as prof:
-    for _ in range(3):
-        rnn_step()
-        prof.step()
+profiled_export(plain_json, rnn_step, None, nested="needed", extra={"batch_size": 3})
 plain = forward_ops(ets, plain_json, os.path.join(work, "rnn-plain.etst"), ("lstm", "gru"),
                     ("in_channels", "hidden", "layers"))
-check(plain == [("lstm", 6, None, 2), ("lstm", 6, None, 1), ("gru", 6, 5, 1)] * 2,
+check(plain == [("lstm", 6, None, 2), ("lstm", 6, None, 1), ("gru", 6, 5, 1)] * 3,
       f"recurrent hyper-parameters without recorded calls {plain}")
 
 # ---- what the exporter refuses or warns about, and how it writes
