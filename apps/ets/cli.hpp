@@ -173,10 +173,7 @@ bool same_split(const std::string& dir, const std::string& a, const std::string&
 void write_output(const std::string& path, const std::string& text);
 
 /// Whether a measurement in `t` bears on a model for hardware `hardware_env` (registered as `env_id`, which may rename
-/// it): a model predicts for its own hardware, so a trace that names another environment is no error of it. A trace
-/// that names none is told by its device kind where the model's id names one ("cpu-..." / "gpu-...", as the
-/// collector writes them): an iteration that ran GPU kernels is not compared against a CPU model, nor one that ran
-/// none against a GPU model. Otherwise (or for a model that names no environment) it is compared, as a sanity check.
+/// it): ExecutionTrace::measured_on(hardware_env), or the trace names `env_id`.
 bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hardware_env,
                                 const std::string& env_id = "");
 /// Where a measurement was taken, for messages: the trace's environment id in quotes, else "a GPU" (it ran GPU

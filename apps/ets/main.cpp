@@ -292,27 +292,15 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;  // halves first: two values near DBL_MAX sum to inf
 }
 
-namespace {
-bool ran_gpu_kernels(const ExecutionTrace& t) {
-  return std::any_of(t.ops.begin(), t.ops.end(), [](const OpRecord& op) { return op.kernels > 0; });
-}
-bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-}  // namespace
-
 bool measured_on_model_hardware(const ExecutionTrace& t, const std::string& hardware_env, const std::string& env_id) {
+  // The registered id may rename the model's environment: a trace that names it so was measured there too.
   const std::string& where = t.meta.environment;
-  if (hardware_env.empty()) return true;
-  if (!where.empty()) return where == hardware_env || where == env_id;
-  // A trace that names no environment still shows its device kind, and the collector's ids name the model's
-  // ("cpu-..." / "gpu-..."): a GPU iteration is no error of a CPU model, nor a CPU one of a GPU model.
-  if (starts_with(hardware_env, "cpu-")) return !ran_gpu_kernels(t);
-  if (starts_with(hardware_env, "gpu-")) return ran_gpu_kernels(t);
-  return true;
+  return t.measured_on(hardware_env) || (!where.empty() && !env_id.empty() && where == env_id);
 }
 
 std::string measured_hardware(const ExecutionTrace& t) {
   if (!t.meta.environment.empty()) return "'" + t.meta.environment + "'";
-  return ran_gpu_kernels(t) ? "a GPU" : "a CPU";
+  return t.ran_gpu_kernels() ? "a GPU" : "a CPU";
 }
 
 namespace {

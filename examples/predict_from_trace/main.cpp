@@ -39,19 +39,16 @@ int main(int argc, char** argv) {
                   p.hi_us / 1e3);
       std::printf("  operators %.3f ms + framework gaps %.3f ms; forward %.3f, backward %.3f, update %.3f ms\n",
                   p.time_us / 1e3, p.gap_us / 1e3, p.forward_us / 1e3, p.backward_us / 1e3, p.update_us / 1e3);
-      // A model predicts for its own environment: a measurement taken on other hardware is no error of it. A trace
-      // that names no environment still shows its device kind (GPU kernels or none), as `ets predict` reads it.
-      bool gpu = false;
-      for (const auto& op : trace.ops) gpu = gpu || op.kernels > 0;
-      const bool cpu_model = env.rfind("cpu-", 0) == 0, gpu_model = env.rfind("gpu-", 0) == 0;
+      // A model predicts for its own environment: a measurement taken on other hardware is no error of it
+      // (ExecutionTrace::measured_on: the trace's environment id, else its device kind, as `ets predict` reads it).
       const std::string& named = trace.meta.environment;
-      const bool same = !named.empty() ? named == env : !(cpu_model && gpu) && !(gpu_model && !gpu);
-      if (trace.has_measurement() && same)
+      if (trace.has_measurement() && trace.measured_on(env))
         std::printf("  measured  %.3f ms  (error %+.1f%%)\n", trace.measured_us / 1e3,
                     100.0 * (p.iteration_us - trace.measured_us) / trace.measured_us);
       else if (trace.has_measurement())
         std::printf("  measured  %.3f ms on %s, not on %s: no error to compute\n", trace.measured_us / 1e3,
-                    !named.empty() ? ("'" + named + "'").c_str() : gpu ? "a GPU" : "a CPU", env.c_str());
+                    !named.empty() ? ("'" + named + "'").c_str() : trace.ran_gpu_kernels() ? "a GPU" : "a CPU",
+                    env.c_str());
     } catch (const std::exception& e) {  // ets::Error (stable id, docs/errors.md) or e.g. std::bad_alloc
       std::fprintf(stderr, "predict_from_trace: %s: %s\n", argv[i], e.what());
       ++failed;

@@ -132,6 +132,18 @@ ETS_INLINE double ExecutionTrace::gap_share() const noexcept {
   return total > 0 ? gaps / total : 0.0;
 }
 
+ETS_INLINE bool ExecutionTrace::ran_gpu_kernels() const noexcept {
+  return std::any_of(ops.begin(), ops.end(), [](const OpRecord& op) { return op.kernels > 0; });
+}
+
+ETS_INLINE bool ExecutionTrace::measured_on(std::string_view hardware_env) const noexcept {
+  if (hardware_env.empty()) return true;
+  if (!meta.environment.empty()) return meta.environment == hardware_env;
+  if (hardware_env.substr(0, 4) == "cpu-") return !ran_gpu_kernels();
+  if (hardware_env.substr(0, 4) == "gpu-") return ran_gpu_kernels();
+  return true;
+}
+
 ETS_INLINE bool ExecutionTrace::operator==(const ExecutionTrace& o) const noexcept {
   return meta == o.meta && ops == o.ops && iteration == o.iteration && start_us == o.start_us &&
          detail::same_number(measured_us, o.measured_us);

@@ -146,6 +146,15 @@ struct ExecutionTrace {
   double gap_share() const noexcept;
   /// Whether measured_us is a measurement: finite and > 0 (an iteration timed at 0 µs was not timed).
   bool has_measurement() const noexcept { return std::isfinite(measured_us) && measured_us > 0; }
+  /// Whether any op ran GPU kernels (OpRecord::kernels > 0): the iteration ran on a GPU.
+  bool ran_gpu_kernels() const noexcept;
+  /// Whether this trace's measurement bears on a model for hardware environment `hardware_env` (the model file's
+  /// id). A model predicts for its own hardware, so a measurement taken elsewhere is no error of it: a trace that
+  /// names an environment (meta.environment) must name this one. A trace that names none is told by its device kind
+  /// where the id names one, as the collector writes ids ("cpu-..." / "gpu-..."): an iteration that ran GPU kernels
+  /// is not measured on a CPU environment, nor one that ran none on a GPU environment. Otherwise, or for an empty
+  /// `hardware_env`, true: the measurement is compared, as a sanity check. Says nothing of has_measurement().
+  bool measured_on(std::string_view hardware_env) const noexcept;
 
   bool operator==(const ExecutionTrace& o) const noexcept;
   bool operator!=(const ExecutionTrace& o) const noexcept { return !(*this == o); }

@@ -83,3 +83,34 @@ TEST_CASE("tensor numel and equality treat unknown numbers as equal") {
   CHECK_FALSE(a == b);
   CHECK(a != b);
 }
+
+TEST_CASE("a measurement bears on a model's hardware by environment id, else by device kind") {
+  ets::ExecutionTrace cpu;
+  cpu.ops.resize(3);
+  CHECK_FALSE(cpu.ran_gpu_kernels());
+  ets::ExecutionTrace gpu = cpu;
+  gpu.ops[1].kernels = 2;
+  CHECK(gpu.ran_gpu_kernels());
+
+  // no environment named: the device kind against the id's "cpu-" / "gpu-" prefix
+  CHECK(cpu.measured_on("cpu-xeon-1t"));
+  CHECK_FALSE(gpu.measured_on("cpu-xeon-1t"));
+  CHECK(gpu.measured_on("gpu-v100"));
+  CHECK_FALSE(cpu.measured_on("gpu-v100"));
+  // an id that names no device kind, or none at all: compared as a sanity check
+  CHECK(cpu.measured_on("lab-box"));
+  CHECK(gpu.measured_on("lab-box"));
+  CHECK(gpu.measured_on(""));
+  CHECK(gpu.measured_on("cpu"));        // "cpu" alone is no prefix "cpu-": compared
+  CHECK(gpu.measured_on("cpux-1"));
+
+  // an environment named: only that id, whatever the device kind
+  gpu.meta.environment = "gpu-v100";
+  CHECK(gpu.measured_on("gpu-v100"));
+  CHECK_FALSE(gpu.measured_on("gpu-a100"));
+  CHECK_FALSE(gpu.measured_on("lab-box"));
+  CHECK(gpu.measured_on(""));
+  cpu.meta.environment = "gpu-v100";  // the id wins over the device kind: an importer may see no kernels
+  CHECK(cpu.measured_on("gpu-v100"));
+  CHECK_FALSE(cpu.measured_on("cpu-xeon-1t"));
+}
