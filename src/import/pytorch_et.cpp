@@ -32,7 +32,13 @@ struct Node {
   std::vector<std::vector<std::int64_t>> shapes;  // per argument; empty unless a flat int list
   std::vector<std::string> types;                 // per argument, as the ET spells them ("Tensor(float)", "Int")
   std::vector<std::string> concrete;              // per argument: ints / int lists as text, "" otherwise
+  std::uint8_t devices = 0;                       // kOnCpu / kOnGpu: where its tensor arguments live
 };
+
+// A tensor argument's value ends with its device ("cpu", "cuda:0"; ROCm builds say "cuda" too).
+constexpr std::uint8_t kOnCpu = 1, kOnGpu = 2;
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
@@ -43,23 +49,33 @@ std::string_view trim(std::string_view s) {
 // hostile file nesting 100,000 levels would overflow the stack of a recursive reader.
 constexpr int kMaxArgumentDepth = 8;
 
-// Integer scalars and (nested) int lists as text, so fill_from_args can read stride / padding / groups.
-std::string concrete_text(od::value v, int depth = 0) {
+// Integer scalars and (nested) int lists as text, so fill_from_args can read stride / padding / groups. A string
+// inside a list is a tensor's device, noted in `devices` (a string argument itself, e.g. a reduction, is not).
+std::string concrete_text(od::value v, std::uint8_t& devices, int depth = 0) {
   switch (v.type()) {
     case od::json_type::number: return std::string(trim(v.raw_json_token()));
     case od::json_type::boolean: return v.get_bool() ? "1" : "0";
     case od::json_type::array: {
       if (depth >= kMaxArgumentDepth) return "";
       std::string s = "[";
-      bool first = true;
+      bool first = true, ints = true;
       for (auto e : v.get_array()) {
-        const std::string inner = concrete_text(e.value(), depth + 1);
-        if (inner.empty()) return "";
+        const std::string inner = concrete_text(e.value(), devices, depth + 1);
+        ints = ints && !inner.empty();  // not an int list; read on all the same: a later tensor may name a device
+        if (!ints) continue;
         if (!first) s += ", ";
         s += inner;
         first = false;
       }
-      return s + "]";
+      return ints ? s + "]" : "";
+    }
+    case od::json_type::string: {
+      std::string_view d;
+      if (depth > 0 && !v.get_string().get(d)) {
+        if (starts_with(d, "cuda")) devices |= kOnGpu;
+        else if (starts_with(d, "cpu")) devices |= kOnCpu;
+      }
+      return "";
     }
     default: return "";
   }
@@ -80,7 +96,7 @@ std::vector<std::int64_t> flat_ints(od::value v) {
 
 void read_values(od::value v, Node& n) {
   n.concrete.clear();
-  for (auto e : v.get_array()) n.concrete.push_back(concrete_text(e.value()));
+  for (auto e : v.get_array()) n.concrete.push_back(concrete_text(e.value(), n.devices));
 }
 void read_shapes(od::value v, Node& n) {
   n.shapes.clear();
@@ -181,7 +197,6 @@ bool profiler_step(std::string_view name, std::int64_t& index) {
   return true;
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 // A node and its ancestors, from the node outwards to the root (the first node without a known parent, or its
 // own parent, or a parent that closes a cycle): the outermost candidate among them, the phase flags of them all,
@@ -353,6 +368,10 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   for (std::size_t i : by_start)
     if (!(optimizer = torch_optimizer_class(nodes[i].name)).empty()) break;
   check_meta_field("optimizer", optimizer, path);  // every iteration keeps a copy of the name
+  // Where the run's tensors lived, as the Kineto reader says it without a device name: "gpu" where any did on a GPU.
+  std::uint8_t devices = 0;
+  for (const Node& n : nodes) devices |= n.devices;
+  const char* device = (devices & kOnGpu) ? "gpu" : (devices & kOnCpu) ? "cpu" : "";
   // Each op's descendants in id order, for the inputs and sequence number an op lacks (below).
   std::vector<std::vector<std::size_t>> members(nodes.size());
   for (std::size_t i : by_start) {
@@ -405,6 +424,7 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
       t.meta.source_path = path;
       t.meta.framework = "pytorch";
       t.meta.optimizer = optimizer;
+      t.meta.device = device;
       t.meta.extra["schema"] = schema;
       t.meta.extra["timings"] = "absent";
       t.iteration = std::max<std::int64_t>(o.step, 0);

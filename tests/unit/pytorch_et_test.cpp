@@ -85,6 +85,7 @@ TEST_CASE("ET schema 1.0.1: HTA simple-add benchmark") {
   const auto& t = traces[0];
   check_untimed(t);
   CHECK(t.meta.extra.at("schema") == "1.0.1");
+  CHECK(t.meta.device == "gpu");  // its tensors live on "cuda:0"
   REQUIRE(!t.ops.empty());
   // torch.rand(256, 256) on cuda, twice, then the benchmarked add: nested aten::empty / uniform_ are not ops.
   CHECK(t.ops[0].raw_name == "aten::rand");
@@ -109,6 +110,7 @@ TEST_CASE("ET schema 1.0.1: ResNet-18 training step from PARAM") {
   REQUIRE(traces.size() == 1);
   const auto& t = traces[0];
   check_untimed(t);
+  CHECK(t.meta.device == "gpu");
   // ResNet-18: stem conv + 8 basic blocks x 2 convs + 3 downsample 1x1 convs = 20 convolutions, each with a backward.
   CHECK(count(t, "aten::conv2d", ets::Phase::Forward) == 20);
   // backward ops are the autograd nodes' evaluate_function scopes, as in a Kineto trace
@@ -147,6 +149,7 @@ TEST_CASE("ET chakra 1.1.0: ResNet-50, one iteration per ProfilerStep") {
     check_untimed(t);
     CHECK(t.iteration == static_cast<std::int64_t>(6 + i));
     CHECK(t.meta.extra.at("schema") == "1.1.0-chakra.0.0.4");
+    CHECK(t.meta.device == "gpu");  // chakra's "inputs.values" end with the device too
     CHECK(count(t, "aten::conv2d", ets::Phase::Forward) == 53);  // ResNet-50 has 53 convolutions
     CHECK(count(t, "autograd::engine::evaluate_function: ConvolutionBackward0", ets::Phase::Backward) == 53);
     CHECK(count_named(t, "conv2d", ets::Phase::Backward) == 53);
@@ -161,6 +164,7 @@ TEST_CASE("ET tar members: DLRM rank 0 and HuggingFace GPT-2") {
     const auto traces = read_et(tar_member(tar, "dlrm_pytorch_et/dlrm_eg_0.json"), "dlrm_eg_0.json");
     REQUIRE(traces.size() == 1);
     check_untimed(traces[0]);
+    CHECK(traces[0].meta.device == "gpu");  // 8 V100s
     CHECK(count(traces[0], "aten::linear", ets::Phase::Forward) > 0);
   }
   {
@@ -172,6 +176,7 @@ TEST_CASE("ET tar members: DLRM rank 0 and HuggingFace GPT-2") {
     int phases[3] = {0, 0, 0};
     for (const auto& t : traces) {
       check_untimed(t);
+      CHECK(t.meta.device == "gpu");
       for (const auto& op : t.ops) ++phases[static_cast<int>(op.phase)];
     }
     CHECK(phases[0] > 0);
@@ -223,6 +228,21 @@ TEST_CASE("ET: a GRU's input size, hidden size and layers come from its argument
   CHECK(h.get(ets::Hyper::InChannels) == 16);
   CHECK(h.get(ets::Hyper::Hidden) == 32);
   CHECK(h.get(ets::Hyper::Layers) == 2);
+}
+
+TEST_CASE("ET: the device is where tensor arguments live; a string argument is not a device") {
+  const auto et = [](const std::string& values) {
+    return R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+      {"name": "[pytorch|profiler|execution_trace|thread]", "id": 2, "parent": 1, "seq_id": -1,
+       "inputs": [], "input_shapes": [], "input_types": []},
+      {"name": "aten::to", "id": 3, "parent": 2, "seq_id": -1, "inputs": )J" + values + R"J(,
+       "input_shapes": [[4, 8], [], [], [], []], "input_types": ["Tensor(float)", "Device", "Int", "Bool", "Bool"]}]})J";
+  };
+  const auto device = [&](const std::string& values) { return read_et(et(values), "to.json").at(0).meta.device; };
+  CHECK(device(R"([[10, 11, 0, 32, 4, "cuda:0"], "cpu", 6, false, false])") == "gpu");
+  CHECK(device(R"([[10, 11, 0, 32, 4, "cpu"], "cuda:0", 6, false, false])") == "cpu");  // the target is no tensor's
+  CHECK(device(R"([[[10, 11, 0, 32, 4, "cpu"], [12, 13, 0, 32, 4, "cuda:1"]], "cpu", 6, false, false])") == "gpu");
+  CHECK(device(R"([[10, 11, 0, 32, 4], "cuda", 6, false, false])").empty());  // a schema without devices: unknown
 }
 
 TEST_CASE("malformed Execution Traces raise documented ids") {
@@ -353,6 +373,8 @@ TEST_CASE("ET and Kineto traces of one run give the same ops, phases, shapes and
       check_untimed(et[it]);
       CHECK(et[it].meta.optimizer == kind);
       CHECK(et[it].meta.optimizer == kineto[it].meta.optimizer);
+      CHECK(et[it].meta.device == "cpu");  // a CPU run (the Kineto file names the CPU, which an ET does not)
+      CHECK_FALSE(kineto[it].ran_gpu_kernels());
       const auto& a = et[it].ops;
       const auto& b = kineto[it].ops;
       REQUIRE(a.size() == b.size());
