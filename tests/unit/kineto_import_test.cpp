@@ -361,11 +361,21 @@ TEST_CASE("Kineto iterations without ProfilerStep# spans: a user's Optimizer.ste
   }
 }
 
-TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv arguments follow each schema") {
-  // One step of ops without a "flops" field, so FLOPs and bytes come from the shapes.
+namespace {
+// One ProfilerStep#0 of CPU ops without a "flops" field, 5 µs each, 5 µs apart: {name, Input Dims, Input type,
+// Concrete Inputs} per op, each a JSON text.
+std::string one_step_of_cpu_ops(const std::vector<std::array<std::string, 4>>& ops) {
   const std::string op = R"({{"ph": "X", "cat": "cpu_op", "name": "{0}", "pid": 7, "tid": 7, "ts": {1}, "dur": 5, "args": {{"External id": {2}, "Input Dims": {3}, "Input type": {4}, "Concrete Inputs": {5}}}}})";
   std::string doc = R"({"schemaVersion": 1, "traceEvents": [)"
-                    R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 7, "tid": 7, "ts": 1000, "dur": 200, "args": {"External id": 1}},)";
+                    R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 7, "tid": 7, "ts": 1000, "dur": 200, "args": {"External id": 1}})";
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    doc += "," + fmt::format(op, ops[i][0], 1010 + 10 * i, 2 + i, ops[i][1], ops[i][2], ops[i][3]);
+  return doc + "]}";
+}
+}  // namespace
+
+TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv arguments follow each schema") {
+  // One step of ops without a "flops" field, so FLOPs and bytes come from the shapes.
   const std::vector<std::array<std::string, 4>> ops = {
       // [20,16] @ [3,16,32]: b's batch dim counts (3 products), [2,1,20,16] @ [1,3,16,32]: batch 2 × 3
       {"aten::matmul", "[[20, 16], [3, 16, 32]]", R"(["float", "float"])", R"(["", ""])"},
@@ -390,11 +400,7 @@ TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv argument
       // batch_norm's [C] tensors are per channel, not broadcast against the input's last dim (1 here)
       {"aten::batch_norm", "[[8, 16, 1, 1], [16], [16], [16], [16]]",
        R"(["float", "float", "float", "float", "float"])", R"(["", "", "", "", ""])"}};
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    doc += fmt::format(op, ops[i][0], 1010 + 10 * i, 2 + i, ops[i][1], ops[i][2], ops[i][3]) + ",";
-  doc.back() = ']';
-  doc += "}";
-  const auto its = ets::import::read_kineto_json(doc, "flops.json", {});
+  const auto its = ets::import::read_kineto_json(one_step_of_cpu_ops(ops), "flops.json", {});
   REQUIRE(its.size() == 1);
   const auto& t = its[0];
   REQUIRE(t.ops.size() == ops.size());
@@ -424,9 +430,6 @@ TEST_CASE("analytic FLOPs broadcast batch and element-wise shapes; conv argument
 }
 
 TEST_CASE("recurrent ops get input size, hidden size and layers from their arguments, in every overload") {
-  const std::string op = R"({{"ph": "X", "cat": "cpu_op", "name": "{0}", "pid": 7, "tid": 7, "ts": {1}, "dur": 5, "args": {{"External id": {2}, "Input Dims": {3}, "Input type": {4}, "Concrete Inputs": {5}}}}})";
-  std::string doc = R"({"schemaVersion": 1, "traceEvents": [)"
-                    R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 7, "tid": 7, "ts": 1000, "dur": 200, "args": {"External id": 1}},)";
   const std::vector<std::array<std::string, 4>> ops = {
       // gru.input(input, hx, params[], has_biases, num_layers, dropout, train, bidirectional, batch_first), as
       // torch 1.13 writes it (checked on nn.GRU(16, 32, num_layers=2, bidirectional=True, batch_first=True))
@@ -447,11 +450,7 @@ TEST_CASE("recurrent ops get input size, hidden size and layers from their argum
        R"(["", "", "", "True", "1", "0.0", "True", "False", "False"])"},
       // no list argument to find the positions by: nothing is guessed
       {"aten::gru", "[[4, 10, 16], [4, 4, 32]]", R"(["float", "float"])", R"(["", ""])"}};
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    doc += fmt::format(op, ops[i][0], 1010 + 10 * i, 2 + i, ops[i][1], ops[i][2], ops[i][3]) + ",";
-  doc.back() = ']';
-  doc += "}";
-  const auto its = ets::import::read_kineto_json(doc, "rnn.json", {});
+  const auto its = ets::import::read_kineto_json(one_step_of_cpu_ops(ops), "rnn.json", {});
   REQUIRE(its.size() == 1);
   const auto& t = its[0];
   REQUIRE(t.ops.size() == ops.size());
