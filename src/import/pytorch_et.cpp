@@ -2,6 +2,7 @@
 // graph without timings; one ExecutionTrace per ProfilerStep# (or one in all), time 0, measured_us unknown.
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -181,6 +182,41 @@ bool is_candidate(const Node& n) {
   const std::string_view ns = name.substr(0, p);
   if (ns.find_first_of(" .#") != std::string_view::npos) return false;
   return ns != "profiler";
+}
+
+// aten ops that launch no device work on a GPU: views and metadata, allocation without initialisation, and the
+// ops that do work only through children ("to" through _to_copy, "reshape" / "contiguous" through clone), whose
+// children then say so.
+bool no_device_work(std::string_view aten_op) {
+  static constexpr std::string_view kOps[] = {
+      "_reshape_alias", "_unsafe_view", "alias", "as_strided", "as_strided_", "chunk", "contiguous", "detach",
+      "detach_", "diagonal", "dim", "empty", "empty_like", "empty_strided", "expand", "expand_as", "flatten",
+      "is_contiguous", "lift_fresh", "movedim", "narrow", "new_empty", "new_empty_strided", "numel", "permute",
+      "reshape", "reshape_as", "resize_", "select", "set_", "size", "slice", "split", "split_with_sizes", "squeeze",
+      "squeeze_", "stride", "swapaxes", "t", "to", "transpose", "transpose_", "type_as", "unbind", "unflatten",
+      "unsqueeze", "unsqueeze_", "view", "view_as", "view_as_complex", "view_as_real"};
+  return std::find(std::begin(kOps), std::end(kOps), aten_op) != std::end(kOps);
+}
+
+// Whether an op of a GPU run did no device work, which a Kineto GPU trace would show as an op without kernels and
+// leave out: an aten op of that kind, or an autograd node (its evaluate_function, AccumulateGrad), whose aten
+// descendants are all of that kind and which holds no op of another namespace (c10d::, a custom op's). Names
+// without a namespace are autograd nodes' and functions' labels ("AddBackward0", "detach").
+bool no_device_work(const Node& top, const std::vector<Node>& nodes, const std::vector<std::size_t>& descendants) {
+  const std::string_view name = top.name;
+  const bool autograd = starts_with(name, "autograd::engine::evaluate_function") ||
+                        name == "torch::autograd::AccumulateGrad";
+  if (!autograd && !(starts_with(name, "aten::") && no_device_work(name.substr(6)))) return false;
+  for (std::size_t d : descendants) {
+    const std::string_view n = nodes[d].name;
+    if (starts_with(n, "aten::")) {
+      if (!no_device_work(n.substr(6))) return false;
+    } else if (n.find("::") != std::string_view::npos && !starts_with(n, "torch::autograd::") &&
+               !starts_with(n, "autograd::")) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // "ProfilerStep#7" -> 7.
@@ -398,8 +434,15 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   // With ProfilerStep# nodes, each step is an iteration and ops before the first step (setup) are left out.
   if (!steps.empty())
     ops.erase(std::remove_if(ops.begin(), ops.end(), [](const OpRef& o) { return o.step < 0; }), ops.end());
+  // A GPU run's ops without device work are not ops, as in a Kineto GPU trace, which shows them without kernels.
+  const bool gpu_run = (devices & kOnGpu) != 0;
+  if (gpu_run)
+    ops.erase(std::remove_if(ops.begin(), ops.end(),
+                             [&](const OpRef& o) { return no_device_work(nodes[o.node], nodes, members[o.node]); }),
+              ops.end());
   if (ops.empty())
-    ETS_THROW(Errc::invalid_trace, "ets.et.5", "'{}': the Execution Trace holds no operator nodes", path);
+    ETS_THROW(Errc::invalid_trace, "ets.et.5", "'{}': the Execution Trace holds no operator nodes{}", path,
+              gpu_run ? " that did device work (a GPU run's views and metadata ops are not ops)" : "");
   // Steps in the order they started (node ids), ops in order within each.
   std::stable_sort(ops.begin(), ops.end(), [&](const OpRef& a, const OpRef& b) {
     return a.step_node != b.step_node ? a.step_node < b.step_node : nodes[a.node].id < nodes[b.node].id;

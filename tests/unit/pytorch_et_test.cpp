@@ -6,6 +6,7 @@
 
 #include <zlib.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -235,14 +236,89 @@ TEST_CASE("ET: the device is where tensor arguments live; a string argument is n
     return R"J({"schema": "1.0.1", "pid": 1, "nodes": [
       {"name": "[pytorch|profiler|execution_trace|thread]", "id": 2, "parent": 1, "seq_id": -1,
        "inputs": [], "input_shapes": [], "input_types": []},
-      {"name": "aten::to", "id": 3, "parent": 2, "seq_id": -1, "inputs": )J" + values + R"J(,
+      {"name": "aten::_to_copy", "id": 3, "parent": 2, "seq_id": -1, "inputs": )J" + values + R"J(,
        "input_shapes": [[4, 8], [], [], [], []], "input_types": ["Tensor(float)", "Device", "Int", "Bool", "Bool"]}]})J";
   };
-  const auto device = [&](const std::string& values) { return read_et(et(values), "to.json").at(0).meta.device; };
+  const auto device = [&](const std::string& values) { return read_et(et(values), "to_copy.json").at(0).meta.device; };
   CHECK(device(R"([[10, 11, 0, 32, 4, "cuda:0"], "cpu", 6, false, false])") == "gpu");
   CHECK(device(R"([[10, 11, 0, 32, 4, "cpu"], "cuda:0", 6, false, false])") == "cpu");  // the target is no tensor's
   CHECK(device(R"([[[10, 11, 0, 32, 4, "cpu"], [12, 13, 0, 32, 4, "cuda:1"]], "cpu", 6, false, false])") == "gpu");
   CHECK(device(R"([[10, 11, 0, 32, 4], "cuda", 6, false, false])").empty());  // a schema without devices: unknown
+}
+
+TEST_CASE("ET of a GPU run: ops without device work are left out, as a Kineto GPU trace leaves them out") {
+  // Each op: name, id, parent; tensors on `where`. Children say whether an op that may copy (to, reshape) did.
+  const auto et = [](const std::string& where) {
+    std::string nodes = R"J({"name": "[pytorch|profiler|execution_trace|thread]", "id": 2, "parent": 1, "seq_id": -1,
+                              "inputs": [], "input_shapes": [], "input_types": []})J";
+    const std::vector<std::array<std::string, 3>> ops = {
+        {"aten::view", "3", "2"},                                      // a view: left out on a GPU
+        {"aten::reshape", "4", "2"}, {"aten::clone", "5", "4"},        // a reshape that copies: kept
+        {"aten::to", "6", "2"},                                        // to() of a tensor already there: left out
+        {"aten::to", "7", "2"}, {"aten::_to_copy", "8", "7"},          // a copy to the device: kept
+        {"autograd::engine::evaluate_function: AddBackward0", "9", "2"}, {"AddBackward0", "10", "9"},  // passes grads on
+        {"autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", "11", "2"},
+        {"torch::autograd::AccumulateGrad", "12", "11"}, {"aten::add_", "13", "12"},  // accumulates: kept
+        {"autograd::engine::evaluate_function: MyFunctionBackward", "14", "2"},
+        {"c10d::allreduce_", "15", "14"},                              // another namespace's op inside: kept
+        {"mylib::fused_op", "16", "2"},                                // a custom op, no children: kept
+        {"aten::relu", "17", "2"}};
+    for (const auto& [name, id, parent] : ops)
+      nodes += fmt::format(R"J(, {{"name": "{}", "id": {}, "parent": {}, "seq_id": -1, "inputs": [[1, 1, 0, 8, 4, "{}"]],
+                                  "input_shapes": [[8]], "input_types": ["Tensor(float)"]}})J", name, id, parent, where);
+    return R"J({"schema": "1.0.1", "pid": 1, "nodes": [)J" + nodes + "]}";
+  };
+  const auto names = [](const ets::ExecutionTrace& t) {
+    std::vector<std::string> out;
+    for (const auto& op : t.ops) out.push_back(op.raw_name);
+    return out;
+  };
+  const auto gpu = read_et(et("cuda:0"), "gpu.json");
+  REQUIRE(gpu.size() == 1);
+  CHECK(gpu[0].meta.device == "gpu");
+  CHECK(names(gpu[0]) == std::vector<std::string>{"aten::reshape", "aten::to",
+                                                  "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                                                  "autograd::engine::evaluate_function: MyFunctionBackward",
+                                                  "mylib::fused_op", "aten::relu"});
+  const auto cpu = read_et(et("cpu"), "cpu.json");  // a CPU run times every op on the training thread: all stay
+  REQUIRE(cpu.size() == 1);
+  CHECK(cpu[0].ops.size() == 9);
+  // a GPU run of views only has no op left: the error says why
+  const std::string views = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "aten::view", "id": 3, "parent": 1, "seq_id": -1, "inputs": [[1, 1, 0, 8, 4, "cuda:0"], [8]],
+     "input_shapes": [[8], []], "input_types": ["Tensor(float)", "GenericList[Int]"]}]})J";
+  CHECK(error_id(views) == "ets.et.5");
+  CHECK_THROWS_WITH(read_et(views, "views.json"), Catch::Contains("device work"));
+}
+
+TEST_CASE("ET and Kineto GPU traces of one run give the same ops and phases (PARAM ResNet-18 pair)") {
+  const std::string et_rel = "kineto-gpu/param/resnet_et_2023-07-12.json.gz";
+  const std::string kineto_rel = "kineto-gpu/param/resnet_kineto.json.gz";
+  ETS_REQUIRE_SHARED(et_rel);
+  ETS_REQUIRE_SHARED(kineto_rel);
+  const auto et = read_et(gunzip_file(ets_test::shared_data(et_rel)), et_rel);
+  const auto kineto = ets::import::read_kineto_json(gunzip_file(ets_test::shared_data(kineto_rel)), kineto_rel,
+                                                    ets::import::Options{});
+  REQUIRE(et.size() == 1);
+  REQUIRE(kineto.size() >= 3);
+  const auto& a = et[0].ops;
+  // The Kineto file has no ProfilerStep#: its iterations run from one Optimizer.zero_grad# to the next, so the
+  // step's first ops (the input's and labels' copies to the GPU) close the iteration before. 81 of the ET's 240
+  // ops did no device work: 62 AccumulateGrad nodes that take the gradient as it is, 8 AddBackward0 that pass it
+  // on, the backward nodes of a transpose and a reshape, a flatten, two to() calls that found their tensor in place,
+  // and twice lift_fresh / detach_ / set_ on CPU tensors at the step's end.
+  REQUIRE(a.size() == 159);
+  for (std::size_t it = 1; it + 1 < kineto.size(); ++it) {
+    INFO("Kineto iteration " << it);
+    const auto& b = kineto[it].ops;
+    REQUIRE(b.size() == a.size());
+    std::size_t same = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const auto& k = b[(i + a.size() - 2) % a.size()];  // the ET's first two ops are Kineto's last two
+      same += a[i].name == k.name && a[i].phase == k.phase;
+    }
+    CHECK(same == a.size());
+  }
 }
 
 TEST_CASE("malformed Execution Traces raise documented ids") {
