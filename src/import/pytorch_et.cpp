@@ -31,6 +31,7 @@ struct Node {
   std::int64_t scope = -1;  // RecordScope; 7 = USER_SCOPE, a record_function label (Kineto's user_annotation)
   std::string name;
   std::vector<std::vector<std::int64_t>> shapes;  // per argument; empty unless a flat int list
+  std::vector<std::vector<std::int64_t>> list_first;  // per argument: a list of tensors' first shape, else empty
   std::vector<std::string> types;                 // per argument, as the ET spells them ("Tensor(float)", "Int")
   std::vector<std::string> concrete;              // per argument: ints / int lists as text, "" otherwise
   std::uint8_t devices = 0;                       // kOnCpu / kOnGpu: where its tensor arguments live
@@ -99,9 +100,32 @@ void read_values(od::value v, Node& n) {
   n.concrete.clear();
   for (auto e : v.get_array()) n.concrete.push_back(concrete_text(e.value(), n.devices));
 }
+// One argument's shape: a flat int list (a tensor's), or a list of them (a list of tensors': its first is kept).
+void read_shape(od::value v, std::vector<std::int64_t>& flat, std::vector<std::int64_t>& first) {
+  if (v.type() != od::json_type::array) return;
+  bool nested = false, at_first = true;
+  for (auto e : v.get_array()) {
+    od::value x = e.value();
+    if (x.type() == od::json_type::array) {
+      if (at_first) first = flat_ints(x);
+      nested = true;
+    } else if (std::int64_t i = 0; !nested && x.type() == od::json_type::number && !x.get_int64().get(i)) {
+      flat.push_back(i);
+    } else {
+      nested = true;
+    }
+    at_first = false;
+  }
+  if (nested) flat.clear();
+}
 void read_shapes(od::value v, Node& n) {
   n.shapes.clear();
-  for (auto e : v.get_array()) n.shapes.push_back(flat_ints(e.value()));
+  n.list_first.clear();
+  for (auto e : v.get_array()) {
+    n.shapes.emplace_back();
+    n.list_first.emplace_back();
+    read_shape(e.value(), n.shapes.back(), n.list_first.back());
+  }
 }
 void read_types(od::value v, Node& n) {
   n.types.clear();
@@ -309,10 +333,26 @@ RawArgs raw_args(const Node& n) {
 OpRecord record_of(const Node& n, bool* backward = nullptr) {
   OpRecord rec;
   rec.raw_name = n.name;
-  const RawArgs args = raw_args(n);
+  RawArgs args = raw_args(n);
   const auto rank = [&](std::size_t i) { return args.dims.size() > i ? static_cast<int>(args.dims[i].size()) : -1; };
-  rec.name = normalize_op_name_by_args(n.name, backward, rank(1), rank(2));
+  bool bwd = false;
+  rec.name = normalize_op_name_by_args(n.name, &bwd, rank(1), rank(2));
+  if (backward) *backward = bwd;
   rec.sequence = n.seq;
+  // An LSTM's hx is a list ([h0, c0]) standing before the weights' list: its first tensor is an input, as ETS's
+  // exporter records it in a Kineto trace and a Kineto build does; other lists stay as torch 1.13's profiler
+  // records them (no shape), so that an ET and a Kineto trace of one run give the same inputs.
+  if (rec.name == "lstm" && !bwd) {
+    for (std::size_t i = args.types.size(); i-- > 1;)
+      if (args.types[i] == "GenericList") {
+        const std::size_t hx = i - 1;
+        if (args.types[hx] == "GenericList" && hx < n.list_first.size() && !n.list_first[hx].empty()) {
+          args.types[hx] = "TensorList";
+          args.dims[hx] = n.list_first[hx];
+        }
+        break;
+      }
+  }
   fill_from_args(rec, args);
   return rec;
 }

@@ -231,6 +231,48 @@ TEST_CASE("ET: a GRU's input size, hidden size and layers come from its argument
   CHECK(h.get(ets::Hyper::Layers) == 2);
 }
 
+TEST_CASE("ET: an LSTM's hx list gives its hidden size and an input, as in an exported Kineto trace; other lists no input") {
+  // As torch 1.13's ExecutionGraphObserver writes nn.LSTM(16, 20, num_layers=2) on a [10, 4, 16] input:
+  // lstm.input(input, hx[], params[], has_biases, num_layers, dropout, train, bidirectional, batch_first)
+  const std::string et = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "[pytorch|profiler|execution_trace|thread]", "id": 2, "parent": 1, "seq_id": -1,
+     "inputs": [], "input_shapes": [], "input_types": []},
+    {"name": "aten::lstm", "id": 3, "parent": 2, "seq_id": 1,
+     "inputs": [[10, 11, 0, 640, 4, "cpu"], [[20, 21, 0, 160, 4, "cpu"], [22, 23, 0, 160, 4, "cpu"]],
+                [[30, 31, 0, 1280, 4, "cpu"], [32, 33, 0, 1600, 4, "cpu"]], true, 2, 0.0, true, false, false],
+     "input_shapes": [[10, 4, 16], [[2, 4, 20], [2, 4, 20]], [[80, 16], [80, 20]], [], [], [], [], [], []],
+     "input_types": ["Tensor(float)", "GenericList[Tensor(float),Tensor(float)]",
+                     "GenericList[Tensor(float),Tensor(float)]", "Bool", "Int", "Double", "Bool", "Bool", "Bool"]},
+    {"name": "aten::cat", "id": 4, "parent": 2, "seq_id": 2,
+     "inputs": [[[40, 41, 0, 80, 4, "cpu"], [42, 43, 0, 80, 4, "cpu"]], 0],
+     "input_shapes": [[[4, 20], [4, 20]], []], "input_types": ["GenericList[Tensor(float),Tensor(float)]", "Int"]}]})J";
+  const auto t = read_et(et, "lstm.json");
+  REQUIRE(t.size() == 1);
+  REQUIRE(t[0].ops.size() == 2);
+  const auto& lstm = t[0].ops[0];
+  CHECK(lstm.name == "lstm");
+  CHECK(lstm.hyper.get(ets::Hyper::InChannels) == 16);
+  CHECK(lstm.hyper.get(ets::Hyper::Hidden) == 20);
+  CHECK(lstm.hyper.get(ets::Hyper::Layers) == 2);
+  REQUIRE(lstm.inputs.size() == 2);  // the input and hx's first tensor; the weights' list stays without a shape
+  CHECK(lstm.inputs[1].dims == std::vector<std::int64_t>{2, 4, 20});
+  CHECK(t[0].ops[1].inputs.empty());  // cat's list as torch 1.13's profiler records it: no shape, no input
+
+  // the same LSTM in a Kineto trace whose hx shapes were recorded (tools/trace_export.py) reads alike
+  const std::string kineto = R"J({"schemaVersion": 1, "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 7, "tid": 7, "ts": 1000, "dur": 200, "args": {"External id": 1}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::lstm", "pid": 7, "tid": 7, "ts": 1010, "dur": 50, "args": {"External id": 2,
+     "Input Dims": [[10, 4, 16], [[2, 4, 20], [2, 4, 20]], [], [], [], [], [], [], []],
+     "Input type": ["float", "TensorList", "TensorList", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"],
+     "Concrete Inputs": ["", "", "", "True", "2", "0.0", "True", "False", "False"]}}]})J";
+  const auto k = ets::import::read_kineto_json(kineto, "lstm.kineto.json", ets::import::Options{});
+  REQUIRE(k.size() == 1);
+  REQUIRE(k[0].ops.size() == 1);
+  CHECK(k[0].ops[0].hyper == lstm.hyper);
+  REQUIRE(k[0].ops[0].inputs.size() == lstm.inputs.size());
+  for (std::size_t i = 0; i < lstm.inputs.size(); ++i) CHECK(k[0].ops[0].inputs[i] == lstm.inputs[i]);
+}
+
 TEST_CASE("ET: the device is where tensor arguments live; a string argument is not a device") {
   const auto et = [](const std::string& values) {
     return R"J({"schema": "1.0.1", "pid": 1, "nodes": [
