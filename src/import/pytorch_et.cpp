@@ -37,10 +37,23 @@ struct Node {
   std::uint8_t devices = 0;                       // kOnCpu / kOnGpu: where its tensor arguments live
 };
 
-// A tensor argument's value ends with its device ("cpu", "cuda:0"; ROCm builds say "cuda" too).
+// A tensor argument's value ends with its device ("cpu", "cuda:0"; ROCm builds say "cuda" too). kOnGpu stands for
+// any accelerator, as the Kineto reader's "gpu" does.
 constexpr std::uint8_t kOnCpu = 1, kOnGpu = 2;
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// kOnCpu / kOnGpu for a torch device string ("cpu", "cuda:1", "xpu"), 0 for anything else ("meta", a word).
+std::uint8_t device_kind(std::string_view d) {
+  const std::string_view type = d.substr(0, d.find(':'));
+  if (type.size() < d.size() &&
+      (d.size() == type.size() + 1 || d.find_first_not_of("0123456789", type.size() + 1) != std::string_view::npos))
+    return 0;  // "cuda:" or "cuda:x": not a device
+  if (type == "cpu") return kOnCpu;
+  static constexpr std::string_view kAccelerators[] = {"cuda", "hip", "xpu", "mps", "hpu", "mtia", "xla",
+                                                       "privateuseone"};
+  return std::find(std::begin(kAccelerators), std::end(kAccelerators), type) != std::end(kAccelerators) ? kOnGpu : 0;
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
@@ -73,10 +86,7 @@ std::string concrete_text(od::value v, std::uint8_t& devices, int depth = 0) {
     }
     case od::json_type::string: {
       std::string_view d;
-      if (depth > 0 && !v.get_string().get(d)) {
-        if (starts_with(d, "cuda")) devices |= kOnGpu;
-        else if (starts_with(d, "cpu")) devices |= kOnCpu;
-      }
+      if (depth > 0 && !v.get_string().get(d)) devices |= device_kind(d);
       return "";
     }
     default: return "";
@@ -231,6 +241,7 @@ bool no_device_work(const Node& top, const std::vector<Node>& nodes, const std::
   const bool autograd = starts_with(name, "autograd::engine::evaluate_function") ||
                         name == "torch::autograd::AccumulateGrad";
   if (!autograd && !(starts_with(name, "aten::") && no_device_work(name.substr(6)))) return false;
+  if (autograd && descendants.empty()) return false;  // a node recorded without its work: nothing to tell by
   for (std::size_t d : descendants) {
     const std::string_view n = nodes[d].name;
     if (starts_with(n, "aten::")) {
@@ -256,7 +267,6 @@ bool profiler_step(std::string_view name, std::int64_t& index) {
   index = v;
   return true;
 }
-
 
 // A node and its ancestors, from the node outwards to the root (the first node without a known parent, or its
 // own parent, or a parent that closes a cycle): the outermost candidate among them, the phase flags of them all,

@@ -286,6 +286,9 @@ TEST_CASE("ET: the device is where tensor arguments live; a string argument is n
   CHECK(device(R"([[10, 11, 0, 32, 4, "cpu"], "cuda:0", 6, false, false])") == "cpu");  // the target is no tensor's
   CHECK(device(R"([[[10, 11, 0, 32, 4, "cpu"], [12, 13, 0, 32, 4, "cuda:1"]], "cpu", 6, false, false])") == "gpu");
   CHECK(device(R"([[10, 11, 0, 32, 4], "cuda", 6, false, false])").empty());  // a schema without devices: unknown
+  CHECK(device(R"([[10, 11, 0, 32, 4, "xpu:0"], "cpu", 6, false, false])") == "gpu");  // any accelerator
+  CHECK(device(R"([[10, 11, 0, 32, 4, "meta"], "cpu", 6, false, false])").empty());   // no device at all
+  CHECK(device(R"([[10, 11, 0, 32, 4, "cudafy"], "cpu", 6, false, false])").empty()); // a word, not a device
 }
 
 TEST_CASE("ET of a GPU run: ops without device work are left out, as a Kineto GPU trace leaves them out") {
@@ -304,7 +307,8 @@ TEST_CASE("ET of a GPU run: ops without device work are left out, as a Kineto GP
         {"autograd::engine::evaluate_function: MyFunctionBackward", "14", "2"},
         {"c10d::allreduce_", "15", "14"},                              // another namespace's op inside: kept
         {"mylib::fused_op", "16", "2"},                                // a custom op, no children: kept
-        {"aten::relu", "17", "2"}};
+        {"aten::relu", "17", "2"},
+        {"autograd::engine::evaluate_function: MulBackward0", "18", "2"}};  // recorded without its work: kept
     for (const auto& [name, id, parent] : ops)
       nodes += fmt::format(R"J(, {{"name": "{}", "id": {}, "parent": {}, "seq_id": -1, "inputs": [[1, 1, 0, 8, 4, "{}"]],
                                   "input_shapes": [[8]], "input_types": ["Tensor(float)"]}})J", name, id, parent, where);
@@ -321,10 +325,11 @@ TEST_CASE("ET of a GPU run: ops without device work are left out, as a Kineto GP
   CHECK(names(gpu[0]) == std::vector<std::string>{"aten::reshape", "aten::to",
                                                   "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
                                                   "autograd::engine::evaluate_function: MyFunctionBackward",
-                                                  "mylib::fused_op", "aten::relu"});
+                                                  "mylib::fused_op", "aten::relu",
+                                                  "autograd::engine::evaluate_function: MulBackward0"});
   const auto cpu = read_et(et("cpu"), "cpu.json");  // a CPU run times every op on the training thread: all stay
   REQUIRE(cpu.size() == 1);
-  CHECK(cpu[0].ops.size() == 9);
+  CHECK(cpu[0].ops.size() == 10);
   // a GPU run of views only has no op left: the error says why
   const std::string views = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
     {"name": "aten::view", "id": 3, "parent": 1, "seq_id": -1, "inputs": [[1, 1, 0, 8, 4, "cuda:0"], [8]],
