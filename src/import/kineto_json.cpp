@@ -249,8 +249,20 @@ struct Marker {
   std::int64_t pid;
   std::int64_t tid;
   double start, end;
-  std::int64_t index;  // ProfilerStep#N's N
+  std::int64_t index;     // ProfilerStep#N's N
+  std::string optimizer;  // Optimizer.zero_grad# / step#: the class torch names ("sgd"), "" for a user's scope
 };
+
+// "Optimizer.zero_grad#SGD.zero_grad" -> "sgd", as torch_optimizer_class reads a step's span; "" otherwise.
+std::string torch_zero_grad_class(std::string_view name) {
+  constexpr std::string_view prefix = "Optimizer.zero_grad#", suffix = ".zero_grad";
+  if (name.size() <= prefix.size() + suffix.size() || name.substr(0, prefix.size()) != prefix ||
+      name.substr(name.size() - suffix.size()) != suffix)
+    return "";
+  return torch_optimizer_class(std::string("Optimizer.step#") +
+                               std::string(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size())) +
+                               ".step");
+}
 
 struct Flow {
   std::int64_t pid, tid, ts_ns, id;
@@ -369,14 +381,14 @@ void read_event(od::object obj, Collected& c) {
       if (name.rfind("ProfilerStep#", 0) == 0) {
         c.profiler_steps.push_back({pid, tid, start, start + dur, step_index(name)});
       } else if (name.rfind("Optimizer.zero_grad#", 0) == 0) {
-        c.zero_grads.push_back({pid, tid, start, start + dur, -1});
+        c.zero_grads.push_back({pid, tid, start, start + dur, -1, torch_zero_grad_class(name)});
       } else if (name.rfind("Optimizer.step#", 0) == 0) {
         // torch names the span of an optimizer's step "Optimizer.step#<class>.step"; a user scope that borrows the
         // prefix to count as update ("Optimizer.step#clip", trace-format.md) names no optimizer and marks no
         // iteration boundary (without ProfilerStep# spans, each optimizer step ends an iteration)
         std::string optimizer = torch_optimizer_class(name);
         if (!optimizer.empty()) {
-          c.opt_steps.push_back({pid, tid, start, start + dur, -1});
+          c.opt_steps.push_back({pid, tid, start, start + dur, -1, optimizer});
           if (c.optimizer.empty()) c.optimizer = std::move(optimizer);
         }
       }
@@ -445,15 +457,29 @@ std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep
     for (const Marker& m : ps) steps.push_back({m.index, m.start, m.end, m.end - m.start});
     return steps;
   }
-  const auto zg = outer_only(c.zero_grads, pid);
-  const auto st = outer_only(c.opt_steps, pid);
+  auto zg = outer_only(c.zero_grads, pid);
+  const auto all_steps = outer_only(c.opt_steps, pid);
+  auto st = all_steps;
+  // Several optimizers of different classes (a GAN's Adam and SGD) step once each per iteration: the first class
+  // to appear delimits iterations, the others' markers fall inside them. (Two of one class look alike: only
+  // ProfilerStep# spans tell their iterations, trace-format.md.)
+  const Marker* first = nullptr;
+  for (const auto* v : {&zg, &st})
+    for (const Marker& m : *v)
+      if (!m.optimizer.empty() && (!first || m.start < first->start)) first = &m;
+  if (first) {
+    const std::string cls = first->optimizer;
+    const auto other = [&](const Marker& m) { return !m.optimizer.empty() && m.optimizer != cls; };
+    zg.erase(std::remove_if(zg.begin(), zg.end(), other), zg.end());
+    st.erase(std::remove_if(st.begin(), st.end(), other), st.end());
+  }
   if (!zg.empty()) {
     for (std::size_t k = 0; k < zg.size(); ++k) {
       if (k + 1 < zg.size()) {
         steps.push_back({static_cast<std::int64_t>(k), zg[k].start, zg[k + 1].start, zg[k + 1].start - zg[k].start});
       } else {
-        double end = -inf;
-        for (const Marker& m : st)
+        double end = -inf;  // every optimizer's step: the others' come after the first's
+        for (const Marker& m : all_steps)
           if (m.start >= zg[k].start) end = std::max(end, m.end);
         if (std::isfinite(end)) steps.push_back({static_cast<std::int64_t>(k), zg[k].start, end, end - zg[k].start});
         else if (keep_incomplete) steps.push_back({static_cast<std::int64_t>(k), zg[k].start, inf, kUnknown});

@@ -2,6 +2,7 @@
 // Kineto / PyTorch-profiler JSON import on the committed CPU fixture and on synthetic 2021-schema snippets.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -358,6 +359,39 @@ TEST_CASE("Kineto iterations without ProfilerStep# spans: a user's Optimizer.ste
     CHECK(it.ops.size() == 3);
     CHECK(it.meta.optimizer == "sgd");
     CHECK(it.measured_us == Approx(1000));
+  }
+}
+
+TEST_CASE("Kineto iterations without ProfilerStep# spans: a second optimizer's markers fall inside the first's iterations") {
+  // A GAN-style loop: the discriminator's SGD and the generator's Adam each zero their gradients and step once per
+  // iteration. Each optimizer's markers used to start an iteration of their own: 6 half-iterations, not 3.
+  for (const bool zero_grad : {true, false}) {
+    INFO((zero_grad ? "zero_grad and step markers" : "step markers only"));
+    std::string s = R"({"traceEvents": [)";
+    for (int k = 0; k < 3; ++k) {
+      const int t = 1000 * k;
+      if (zero_grad) s += event("user_annotation", "Optimizer.zero_grad#SGD.zero_grad", t + 10, 10);
+      s += event("cpu_op", "aten::linear", t + 30, 100, R"("Sequence number": 4)") +
+           event("user_annotation", "Optimizer.step#SGD.step", t + 200, 100) + event("cpu_op", "aten::add_", t + 210, 20);
+      if (zero_grad) s += event("user_annotation", "Optimizer.zero_grad#Adam.zero_grad", t + 400, 10);
+      s += event("cpu_op", "aten::conv2d", t + 420, 200, R"("Sequence number": 9)") +
+           event("user_annotation", "Optimizer.step#Adam.step", t + 700, 100) +
+           event("cpu_op", "aten::mul_", t + 710, 20, "", k == 2);
+    }
+    const auto its = ets::import::read_kineto_json(s + "]}", "two-optimizers.json", {});
+    // zero_grad markers: each iteration from one SGD zero_grad to the next, the last to the end of its Adam step;
+    // steps only: from one SGD step's end to the next (the first step has no start)
+    REQUIRE(its.size() == (zero_grad ? 3u : 2u));
+    for (std::size_t i = 0; i < its.size(); ++i) {
+      INFO("iteration " << i);
+      std::vector<std::string> names;
+      for (const auto& op : its[i].ops) names.push_back(op.name);
+      std::sort(names.begin(), names.end());
+      CHECK(names == std::vector<std::string>{"add", "conv2d", "linear", "mul"});  // both optimizers' work
+      CHECK(its[i].meta.optimizer == "sgd");  // the first one's
+      if (!zero_grad || i < 2) CHECK(its[i].measured_us == Approx(1000));
+    }
+    if (zero_grad) CHECK(its[2].measured_us == Approx(800 - 10));  // to the end of the Adam step
   }
 }
 
