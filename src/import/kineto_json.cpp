@@ -447,6 +447,33 @@ std::vector<Marker> outer_only(std::vector<Marker> v, std::int64_t pid) {
   return out;
 }
 
+// The first optimizer class of `markers` (in time order) where several classes take turns: between two of its
+// markers every other class has exactly one, and after its last at most one; "" otherwise (one class, or a loop
+// that switches from one optimizer to another). Markers of a user's scope (no class) do not count.
+std::string one_iteration_per_turn(const std::vector<Marker>& markers) {
+  std::vector<const std::string*> turn;  // classes in time order
+  for (const Marker& m : markers)
+    if (!m.optimizer.empty()) turn.push_back(&m.optimizer);
+  if (turn.empty()) return "";
+  const std::string& first = *turn.front();
+  std::vector<std::string> others;
+  for (const auto* c : turn)
+    if (*c != first && std::find(others.begin(), others.end(), *c) == others.end()) others.push_back(*c);
+  if (others.empty()) return "";
+  std::vector<int> seen(others.size(), 0);
+  for (std::size_t i = 1; i <= turn.size(); ++i) {
+    const bool last = i == turn.size();
+    if (last || *turn[i] == first) {
+      for (const int n : seen)
+        if (n > 1 || (!last && n != 1)) return "";
+      std::fill(seen.begin(), seen.end(), 0);
+    } else {
+      ++seen[static_cast<std::size_t>(std::find(others.begin(), others.end(), *turn[i]) - others.begin())];
+    }
+  }
+  return first;
+}
+
 // keep_incomplete: keep a trailing marker-derived step that has no end (Options::keep_incomplete, or a declared
 // tail step: it only closes the one before and is dropped later).
 std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep_incomplete) {
@@ -460,15 +487,10 @@ std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep
   auto zg = outer_only(c.zero_grads, pid);
   const auto all_steps = outer_only(c.opt_steps, pid);
   auto st = all_steps;
-  // Several optimizers of different classes (a GAN's Adam and SGD) step once each per iteration: the first class
-  // to appear delimits iterations, the others' markers fall inside them. (Two of one class look alike: only
-  // ProfilerStep# spans tell their iterations, trace-format.md.)
-  const Marker* first = nullptr;
-  for (const auto* v : {&zg, &st})
-    for (const Marker& m : *v)
-      if (!m.optimizer.empty() && (!first || m.start < first->start)) first = &m;
-  if (first) {
-    const std::string cls = first->optimizer;
+  // Several optimizers of different classes (a GAN's SGD and Adam) step once each per iteration: where their
+  // markers take turns, the first class delimits iterations and the others' fall inside them. (Two of one class
+  // look alike, and a loop that switches optimizers keeps every marker: ProfilerStep# spans tell, trace-format.md.)
+  if (const std::string cls = one_iteration_per_turn(!zg.empty() ? zg : st); !cls.empty()) {
     const auto other = [&](const Marker& m) { return !m.optimizer.empty() && m.optimizer != cls; };
     zg.erase(std::remove_if(zg.begin(), zg.end(), other), zg.end());
     st.erase(std::remove_if(st.begin(), st.end(), other), st.end());

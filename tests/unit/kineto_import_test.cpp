@@ -393,6 +393,19 @@ TEST_CASE("Kineto iterations without ProfilerStep# spans: a second optimizer's m
     }
     if (zero_grad) CHECK(its[2].measured_us == Approx(800 - 10));  // to the end of the Adam step
   }
+  // A loop that switches optimizers (two iterations with Adam, then two with SGD) keeps every marker: 4 iterations.
+  std::string s = R"({"traceEvents": [)";
+  for (int k = 0; k < 4; ++k) {
+    const int t = 1000 * k;
+    const std::string cls = k < 2 ? "Adam" : "SGD";
+    s += event("user_annotation", ("Optimizer.zero_grad#" + cls + ".zero_grad").c_str(), t + 10, 10) +
+         event("cpu_op", "aten::linear", t + 30, 100, R"("Sequence number": 4)") +
+         event("user_annotation", ("Optimizer.step#" + cls + ".step").c_str(), t + 200, 100) +
+         event("cpu_op", "aten::add_", t + 210, 20, "", k == 3);
+  }
+  const auto its = ets::import::read_kineto_json(s + "]}", "switch.json", {});
+  REQUIRE(its.size() == 4);
+  for (std::size_t i = 0; i < its.size(); ++i) CHECK(its[i].ops.size() == 2);
 }
 
 namespace {
