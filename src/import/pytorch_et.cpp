@@ -110,6 +110,10 @@ void read_values(od::value v, Node& n) {
   n.concrete.clear();
   for (auto e : v.get_array()) n.concrete.push_back(concrete_text(e.value(), n.devices));
 }
+void read_devices(od::value v, Node& n) {
+  if (v.type() != od::json_type::array) return;
+  for (auto e : v.get_array()) concrete_text(e.value(), n.devices);
+}
 // One argument's shape: a flat int list (a tensor's), or a list of them (a list of tensors': its first is kept).
 void read_shape(od::value v, std::vector<std::int64_t>& flat, std::vector<std::int64_t>& first) {
   if (v.type() != od::json_type::array) return;
@@ -179,6 +183,13 @@ Node read_node(od::object obj) {
       } else {
         read_values(v, n);
       }
+    } else if (key == "outputs") {  // only where its tensors live (a CPU op's results are CPU tensors)
+      if (v.type() == od::json_type::object) {
+        for (auto f : v.get_object())
+          if (std::string_view(f.unescaped_key()) == "values") read_devices(f.value(), n);
+      } else {
+        read_devices(v, n);
+      }
     } else if (key == "input_shapes") {
       read_shapes(v, n);
     } else if (key == "input_types") {
@@ -225,29 +236,40 @@ bool no_device_work(std::string_view aten_op) {
   static constexpr std::string_view kOps[] = {
       "_reshape_alias", "_unsafe_view", "alias", "as_strided", "as_strided_", "chunk", "contiguous", "detach",
       "detach_", "diagonal", "dim", "empty", "empty_like", "empty_strided", "expand", "expand_as", "flatten",
-      "is_contiguous", "lift_fresh", "movedim", "narrow", "new_empty", "new_empty_strided", "numel", "permute",
-      "reshape", "reshape_as", "resize_", "select", "set_", "size", "slice", "split", "split_with_sizes", "squeeze",
+      "is_contiguous", "lift_fresh", "movedim", "narrow", "new_empty", "new_empty_strided", "numel", "numpy_T", "permute",
+      "resolve_conj", "resolve_neg",
+      "record_stream", "reshape", "reshape_as", "resize_", "select", "set_", "size", "slice", "split",
+      "split_with_sizes", "squeeze",
       "squeeze_", "stride", "swapaxes", "t", "to", "transpose", "transpose_", "type_as", "unbind", "unflatten",
       "unsqueeze", "unsqueeze_", "view", "view_as", "view_as_complex", "view_as_real"};
   return std::find(std::begin(kOps), std::end(kOps), aten_op) != std::end(kOps);
 }
 
+// Namespaces whose nodes are no device work of their own: autograd's nodes, and collectives (c10d::), whose NCCL
+// kernels a Kineto GPU trace never counts as op time (its communication rule).
+bool neutral_namespace(std::string_view name) {
+  return starts_with(name, "autograd::") || starts_with(name, "torch::autograd::") || starts_with(name, "c10d::");
+}
+
 // Whether an op of a GPU run did no device work, which a Kineto GPU trace would show as an op without kernels and
-// leave out: an aten op of that kind, or an autograd node (its evaluate_function, AccumulateGrad), whose aten
-// descendants are all of that kind and which holds no op of another namespace (c10d::, a custom op's). Names
-// without a namespace are autograd nodes' and functions' labels ("AddBackward0", "detach").
+// leave out: one whose tensors (its own and its descendants', arguments and results) all live on the CPU (data
+// preparation, a scalar's item()); or an aten op of that kind, an autograd node (its evaluate_function,
+// AccumulateGrad) or a collective, whose aten descendants are all of that kind and which holds no op of another
+// namespace (fbgemm::, a custom op's). Names without a namespace are labels ("AddBackward0", "record_param_comms").
 bool no_device_work(const Node& top, const std::vector<Node>& nodes, const std::vector<std::size_t>& descendants) {
+  std::uint8_t devices = top.devices;
+  for (std::size_t d : descendants) devices |= nodes[d].devices;
+  if (devices == kOnCpu) return true;
   const std::string_view name = top.name;
-  const bool autograd = starts_with(name, "autograd::engine::evaluate_function") ||
-                        name == "torch::autograd::AccumulateGrad";
-  if (!autograd && !(starts_with(name, "aten::") && no_device_work(name.substr(6)))) return false;
-  if (autograd && descendants.empty()) return false;  // a node recorded without its work: nothing to tell by
+  const bool container = neutral_namespace(name);
+  if (!container && !(starts_with(name, "aten::") && no_device_work(name.substr(6)))) return false;
+  if (container && descendants.empty() && !starts_with(name, "c10d::"))
+    return false;  // an autograd node recorded without its work: nothing to tell by
   for (std::size_t d : descendants) {
     const std::string_view n = nodes[d].name;
     if (starts_with(n, "aten::")) {
       if (!no_device_work(n.substr(6))) return false;
-    } else if (n.find("::") != std::string_view::npos && !starts_with(n, "torch::autograd::") &&
-               !starts_with(n, "autograd::")) {
+    } else if (n.find("::") != std::string_view::npos && !neutral_namespace(n)) {
       return false;
     }
   }
