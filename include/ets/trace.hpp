@@ -119,7 +119,7 @@ struct TraceMeta {
   std::string source_path;
   std::string framework;          ///< "pytorch"
   std::string framework_version;
-  std::string device;             ///< GPU name or CPU model
+  std::string device;             ///< GPU name or CPU model; "gpu" / "cpu" where the source tells only the kind
   std::string environment;        ///< hardware-environment id the timings belong to (e.g. "cpu-xeon-1t")
   std::string model;              ///< model / configuration name when known
   std::string family;             ///< architecture family (dataset split key)
