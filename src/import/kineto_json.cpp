@@ -253,17 +253,6 @@ struct Marker {
   std::string optimizer;  // Optimizer.zero_grad# / step#: the class torch names ("sgd"), "" for a user's scope
 };
 
-// "Optimizer.zero_grad#SGD.zero_grad" -> "sgd", as torch_optimizer_class reads a step's span; "" otherwise.
-std::string torch_zero_grad_class(std::string_view name) {
-  constexpr std::string_view prefix = "Optimizer.zero_grad#", suffix = ".zero_grad";
-  if (name.size() <= prefix.size() + suffix.size() || name.substr(0, prefix.size()) != prefix ||
-      name.substr(name.size() - suffix.size()) != suffix)
-    return "";
-  return torch_optimizer_class(std::string("Optimizer.step#") +
-                               std::string(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size())) +
-                               ".step");
-}
-
 struct Flow {
   std::int64_t pid, tid, ts_ns, id;
 };

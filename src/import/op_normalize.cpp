@@ -206,15 +206,23 @@ Phase op_phase(std::uint8_t scope_flags, bool backward_name, bool closure_step, 
 
 bool is_record_function_bookkeeping(std::string_view raw) { return raw == "aten::zeros" || raw == "aten::empty"; }
 
-std::string torch_optimizer_class(std::string_view name) {
-  constexpr std::string_view prefix = "Optimizer.step#";
+namespace {
+// "<prefix><Class><suffix>" -> "class" (lower case), the class a single name without dots; "" otherwise.
+std::string optimizer_class(std::string_view name, std::string_view prefix, std::string_view suffix) {
   if (!starts_with(name, prefix)) return "";
   const std::string_view rest = name.substr(prefix.size());
   const std::size_t dot = rest.find('.');
-  if (dot == 0 || dot == std::string_view::npos || rest.substr(dot) != ".step") return "";
+  if (dot == 0 || dot == std::string_view::npos || rest.substr(dot) != suffix) return "";
   std::string cls;
   for (char ch : rest.substr(0, dot)) cls += ets::detail::ascii_tolower(ch);
   return cls;
+}
+}  // namespace
+
+std::string torch_optimizer_class(std::string_view name) { return optimizer_class(name, "Optimizer.step#", ".step"); }
+
+std::string torch_zero_grad_class(std::string_view name) {
+  return optimizer_class(name, "Optimizer.zero_grad#", ".zero_grad");
 }
 
 std::string normalize_op_name_by_args(std::string_view raw, bool* backward, int second_rank, int third_rank) {

@@ -40,6 +40,8 @@ bool is_record_function_bookkeeping(std::string_view raw);
 /// The lower-case optimizer class of a span torch names "Optimizer.step#<Class>.step"; "" for any other name (a
 /// user scope borrowing the prefix, "Optimizer.step#clip", names no optimizer).
 std::string torch_optimizer_class(std::string_view name);
+/// The same for the span of its zero_grad(), "Optimizer.zero_grad#<Class>.zero_grad".
+std::string torch_zero_grad_class(std::string_view name);
 
 /// Raw argument lists as profilers record them (positional; tensors and non-tensors alike).
 struct RawArgs {
