@@ -267,6 +267,12 @@ std::string normalize_op_name(std::string_view raw, bool* backward, int weight_r
   return forward_name(n, weight_rank);
 }
 
+std::size_t recurrent_weights_argument(const std::vector<std::string>& types) {
+  for (std::size_t i = types.size(); i-- > 1;)
+    if (types[i] == "TensorList" || types[i] == "GenericList") return i;
+  return types.size();
+}
+
 void fill_from_args(OpRecord& rec, const RawArgs& a) {
   // Concrete args are positional over all arguments; tensor inputs are the tensor-typed ones in order.
   std::vector<std::vector<std::int64_t>> tdims;
@@ -361,12 +367,7 @@ void fill_from_args(OpRecord& rec, const RawArgs& a) {
     // the last list argument is the weights, hx stands before it and num_layers two after it, in all four. Input
     // size is the input's last dim in every layout; hidden is hx's ([layers × directions, N, hidden]; an lstm's
     // list records its first tensor, or nothing as torch 1.13 writes it).
-    std::size_t params = a.types.size();
-    for (std::size_t i = a.types.size(); i-- > 1;)
-      if (a.types[i] == "TensorList" || a.types[i] == "GenericList") {
-        params = i;
-        break;
-      }
+    const std::size_t params = recurrent_weights_argument(a.types);
     if (params < a.types.size()) {
       if (!a.dims.empty() && !a.dims[0].empty() && a.dims[0].back() > 0)
         h.set(Hyper::InChannels, static_cast<double>(a.dims[0].back()));

@@ -50,6 +50,10 @@ struct RawArgs {
   std::vector<std::string> concrete;             ///< "Concrete Inputs" ("" for tensors)
 };
 
+/// Where a recurrent op's (gru, lstm, rnn_*) weights list stands among its argument types: the last list argument
+/// after the first (hx, a tensor or a list, stands just before it); types.size() when there is none.
+std::size_t recurrent_weights_argument(const std::vector<std::string>& types);
+
 /// Sets rec.inputs (tensor arguments only, in order) and rec.hyper (what the arguments determine) from raw args.
 /// rec.name must already be normalised.
 void fill_from_args(OpRecord& rec, const RawArgs& args);

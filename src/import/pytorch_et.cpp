@@ -375,15 +375,13 @@ OpRecord record_of(const Node& n, bool* backward = nullptr) {
   // exporter records it in a Kineto trace and a Kineto build does; other lists stay as torch 1.13's profiler
   // records them (no shape), so that an ET and a Kineto trace of one run give the same inputs.
   if (rec.name == "lstm" && !bwd) {
-    for (std::size_t i = args.types.size(); i-- > 1;)
-      if (args.types[i] == "GenericList") {
-        const std::size_t hx = i - 1;
-        if (args.types[hx] == "GenericList" && hx < n.list_first.size() && !n.list_first[hx].empty()) {
-          args.types[hx] = "TensorList";
-          args.dims[hx] = n.list_first[hx];
-        }
-        break;
-      }
+    const std::size_t params = recurrent_weights_argument(args.types);
+    const std::size_t hx = params - 1;  // params >= 1 where there is a weights list
+    if (params < args.types.size() && args.types[hx] == "GenericList" && hx < n.list_first.size() &&
+        !n.list_first[hx].empty()) {
+      args.types[hx] = "TensorList";
+      args.dims[hx] = n.list_first[hx];
+    }
   }
   fill_from_args(rec, args);
   return rec;
