@@ -236,12 +236,11 @@ bool no_device_work(std::string_view aten_op) {
   static constexpr std::string_view kOps[] = {
       "_reshape_alias", "_unsafe_view", "alias", "as_strided", "as_strided_", "chunk", "contiguous", "detach",
       "detach_", "diagonal", "dim", "empty", "empty_like", "empty_strided", "expand", "expand_as", "flatten",
-      "is_contiguous", "lift_fresh", "movedim", "narrow", "new_empty", "new_empty_strided", "numel", "numpy_T", "permute",
-      "resolve_conj", "resolve_neg",
-      "record_stream", "reshape", "reshape_as", "resize_", "select", "set_", "size", "slice", "split",
-      "split_with_sizes", "squeeze",
-      "squeeze_", "stride", "swapaxes", "t", "to", "transpose", "transpose_", "type_as", "unbind", "unflatten",
-      "unsqueeze", "unsqueeze_", "view", "view_as", "view_as_complex", "view_as_real"};
+      "is_contiguous", "lift_fresh", "movedim", "narrow", "new_empty", "new_empty_strided", "numel", "numpy_T",
+      "permute", "record_stream", "reshape", "reshape_as", "resize_", "resolve_conj", "resolve_neg", "select", "set_",
+      "size", "slice", "split", "split_with_sizes", "squeeze", "squeeze_", "stride", "swapaxes", "t", "to",
+      "transpose", "transpose_", "type_as", "unbind", "unflatten", "unsqueeze", "unsqueeze_", "view", "view_as",
+      "view_as_complex", "view_as_real"};
   return std::find(std::begin(kOps), std::end(kOps), aten_op) != std::end(kOps);
 }
 
