@@ -368,7 +368,7 @@ void read_event(od::object obj, Collected& c) {
   switch (kind) {
     case Cat::Host: {
       if (name.rfind("ProfilerStep#", 0) == 0) {
-        c.profiler_steps.push_back({pid, tid, start, start + dur, step_index(name)});
+        c.profiler_steps.push_back({pid, tid, start, start + dur, step_index(name), {}});
       } else if (name.rfind("Optimizer.zero_grad#", 0) == 0) {
         c.zero_grads.push_back({pid, tid, start, start + dur, -1, torch_zero_grad_class(name)});
       } else if (name.rfind("Optimizer.step#", 0) == 0) {
@@ -463,10 +463,67 @@ std::string one_iteration_per_turn(const std::vector<Marker>& markers) {
   return first;
 }
 
+using ArgsLoader = std::function<void(const HostSpan&, OpRecord&)>;
+using ShapeSet = std::vector<std::vector<std::int64_t>>;
+
+// The distinct input shapes of the ops inside each of the (time-ordered, disjoint) markers `st`: what an
+// optimizer's step touched. Two optimizers over different networks differ; one optimizer touches the same shapes at
+// every step (its first step creates state, but of its parameters' shapes).
+std::vector<ShapeSet> step_shapes(const Collected& c, std::int64_t pid, const std::vector<Marker>& st,
+                                  const ArgsLoader& load) {
+  std::vector<ShapeSet> out(st.size());
+  for (std::size_t i = 0; i < c.host.size(); ++i) {
+    const HostSpan& h = c.host[i];
+    if (c.host_pid[i] != pid || h.kind == SpanKind::Scope) continue;
+    auto m = std::upper_bound(st.begin(), st.end(), h.start_us,
+                              [](double t, const Marker& mk) { return t < mk.start; });
+    if (m == st.begin()) continue;
+    --m;
+    if (m->tid != h.tid || h.end_us > m->end) continue;
+    OpRecord rec = h.rec;
+    try {
+      if (h.args_size > 0 && load) load(h, rec);
+    } catch (const Error&) {
+      continue;  // a nested span's arguments the import may never read: no shape to tell by, and no reason to fail
+    }
+    ShapeSet& set = out[static_cast<std::size_t>(m - st.begin())];
+    for (const TensorInfo& t : rec.inputs) set.push_back(t.dims);
+  }
+  for (ShapeSet& set : out) {
+    std::sort(set.begin(), set.end());
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+  }
+  return out;
+}
+
+// How many optimizers of one class step once each per iteration (a GAN's two Adams), told apart by the shapes their
+// steps touch: the smallest turn p (2..8) such that the steps repeat with period p, the p steps of a turn all
+// differ, and at least two whole turns were recorded; 1 when there is none (one optimizer, or several over
+// networks of the same shapes, which look alike).
+std::size_t optimizer_turn(const std::vector<Marker>& st, const std::vector<ShapeSet>& shapes) {
+  constexpr std::size_t kMaxOptimizers = 8;
+  const std::size_t n = st.size();
+  for (const Marker& m : st)
+    if (m.optimizer.empty()) return 1;  // a user's scope among the steps: no pattern to trust
+  for (const ShapeSet& s : shapes)
+    if (s.empty()) return 1;
+  for (std::size_t p = 2; p <= kMaxOptimizers && 2 * p <= n; ++p) {
+    bool ok = true;
+    for (std::size_t i = 0; ok && i < p; ++i)
+      for (std::size_t j = i + 1; ok && j < p; ++j) ok = shapes[i] != shapes[j];
+    for (std::size_t i = p; ok && i < n; ++i) ok = shapes[i] == shapes[i - p] && st[i].optimizer == st[i - p].optimizer;
+    if (ok) return p;
+  }
+  return 1;
+}
+
 // keep_incomplete: keep a trailing marker-derived step that has no end (Options::keep_incomplete, or a declared
 // tail step: it only closes the one before and is dropped later).
-std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep_incomplete) {
+// shape_turn: set to the optimizers per turn where optimizer_turn grouped steps, else 1.
+std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep_incomplete, const ArgsLoader& load,
+                                 std::size_t& shape_turn) {
   std::vector<StepSpan> steps;
+  shape_turn = 1;
   const double inf = std::numeric_limits<double>::infinity();
   auto ps = outer_only(c.profiler_steps, pid);
   if (!ps.empty()) {
@@ -483,6 +540,21 @@ std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep
     const auto other = [&](const Marker& m) { return !m.optimizer.empty() && m.optimizer != cls; };
     zg.erase(std::remove_if(zg.begin(), zg.end(), other), zg.end());
     st.erase(std::remove_if(st.begin(), st.end(), other), st.end());
+  } else if (const std::size_t turn = st.size() >= 4 ? optimizer_turn(st, step_shapes(c, pid, st, load)) : 1;
+             turn > 1) {
+    // Several optimizers of one class, told apart by their shapes: the first of each turn delimits iterations.
+    // Zero_grad markers follow suit where each step has its own, just before it; otherwise they are kept as they are
+    // (one zero_grad per iteration already delimits it).
+    bool paired = zg.size() == st.size();
+    for (std::size_t i = 0; paired && i < zg.size(); ++i)
+      paired = zg[i].end <= st[i].start && (i == 0 || st[i - 1].end <= zg[i].start);
+    const auto every_turn = [turn](std::vector<Marker>& v) {
+      std::size_t k = 0;
+      v.erase(std::remove_if(v.begin(), v.end(), [&](const Marker&) { return k++ % turn != 0; }), v.end());
+    };
+    if (paired) every_turn(zg);
+    every_turn(st);
+    shape_turn = turn;
   }
   if (!zg.empty()) {
     for (std::size_t k = 0; k < zg.size(); ++k) {
@@ -881,7 +953,29 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
         "unknown", path, meta.bad_batch_size);
   if (meta.tail_steps < 0)
     ETS_THROW(Errc::invalid_trace, "ets.kineto.7", "'{}': \"ets\".\"tail_steps\" is not a non-negative integer", path);
-  in.steps = make_steps(c, pid, opt.keep_incomplete || meta.tail_steps > 0);
+  // Deferred shape arguments are read from the source text, which outlives the assembly.
+  in.load_args = [bytes, path, parser = std::make_shared<od::parser>(), buf = std::make_shared<std::string>()](
+                     const HostSpan& span, OpRecord& rec) {
+    if (span.args_offset > bytes.size() || span.args_size > bytes.size() - span.args_offset)
+      ETS_THROW(Errc::parse, "ets.kineto.1", "'{}': deferred arguments outside the trace text", path);
+    buf->assign(bytes.data() + span.args_offset, span.args_size);
+    buf->reserve(buf->size() + simdjson::SIMDJSON_PADDING);
+    Args args;
+    try {
+      od::document d = parser->iterate(buf->data(), buf->size(), buf->capacity());
+      od::object o = d.get_object();
+      read_args(o, args, true);
+    } catch (const simdjson::simdjson_error& e) {
+      ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: {}", path, e.what());
+    }
+    if (args.has_raw) apply_raw_args(rec, args.raw);
+  };
+  std::size_t shape_turn = 1;
+  in.steps = make_steps(c, pid, opt.keep_incomplete || meta.tail_steps > 0, in.load_args, shape_turn);
+  if (shape_turn > 1)
+    log(LogLevel::warn, "[ets.kineto.9] '{}' has no ProfilerStep# spans, and {} optimizers step in turn (told apart "
+        "by the shapes they update): each iteration holds one turn. Record with prof.step() to say where iterations "
+        "end", path, shape_turn);
   const auto tail_steps = static_cast<std::size_t>(meta.tail_steps);
   if (tail_steps > 0 && tail_steps >= in.steps.size())
     ETS_THROW(Errc::invalid_trace, "ets.kineto.7",
@@ -940,23 +1034,6 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   } else if (in.meta.device.empty()) {
     in.meta.device = "cpu";
   }
-  // Deferred shape arguments are read from the source text, which outlives the assembly.
-  in.load_args = [bytes, path, parser = std::make_shared<od::parser>(), buf = std::make_shared<std::string>()](
-                     const HostSpan& span, OpRecord& rec) {
-    if (span.args_offset > bytes.size() || span.args_size > bytes.size() - span.args_offset)
-      ETS_THROW(Errc::parse, "ets.kineto.1", "'{}': deferred arguments outside the trace text", path);
-    buf->assign(bytes.data() + span.args_offset, span.args_size);
-    buf->reserve(buf->size() + simdjson::SIMDJSON_PADDING);
-    Args args;
-    try {
-      od::document d = parser->iterate(buf->data(), buf->size(), buf->capacity());
-      od::object o = d.get_object();
-      read_args(o, args, true);
-    } catch (const simdjson::simdjson_error& e) {
-      ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: {}", path, e.what());
-    }
-    if (args.has_raw) apply_raw_args(rec, args.raw);
-  };
   AssemblyOptions aopt;
   aopt.keep_incomplete = opt.keep_incomplete;
   aopt.tail_steps = tail_steps;

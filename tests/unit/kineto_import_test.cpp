@@ -408,6 +408,60 @@ TEST_CASE("Kineto iterations without ProfilerStep# spans: a second optimizer's m
   for (std::size_t i = 0; i < its.size(); ++i) CHECK(its[i].ops.size() == 2);
 }
 
+TEST_CASE("Kineto iterations without ProfilerStep# spans: two optimizers of one class are told apart by their shapes") {
+  // A DCGAN loop: the discriminator's Adam and the generator's Adam step once each per iteration, each over its own
+  // network (parameters [48, 32] and [16, 64]). The first steps also create the optimizers' state (zeros_like of
+  // the parameters: the same shapes). Every marker used to start an iteration: 6 half-iterations, not 3.
+  const auto adam = [](int t, const char* dims, bool first, bool zero_grad, bool last) {
+    const std::string shape = fmt::format(R"("Input Dims": [{}, {}], "Input type": ["float", "float"])", dims, dims);
+    std::string s;
+    if (zero_grad) s += event("user_annotation", "Optimizer.zero_grad#Adam.zero_grad", t, 10);
+    s += event("cpu_op", "aten::linear", t + 20, 100, R"("Sequence number": 4)") +
+         event("user_annotation", "Optimizer.step#Adam.step", t + 200, 100);
+    if (first) s += event("cpu_op", "aten::zeros_like", t + 205, 2, fmt::format(R"("Input Dims": [{}])", dims));
+    return s + event("cpu_op", "aten::addcdiv_", t + 210, 20, shape, last);
+  };
+  const auto loop = [&](int iterations, const char* d_dims, const char* g_dims, bool zero_grad) {
+    std::string s = R"({"traceEvents": [)";
+    for (int k = 0; k < iterations; ++k)
+      s += adam(1000 * k, d_dims, k == 0, zero_grad, false) +
+           adam(1000 * k + 400, g_dims, k == 0, zero_grad, k + 1 == iterations);
+    return s + "]}";
+  };
+  for (const bool zero_grad : {true, false}) {
+    INFO((zero_grad ? "zero_grad and step markers" : "step markers only"));
+    ets_test::CapturedWarnings log;
+    const auto its = ets::import::read_kineto_json(loop(3, "[48, 32]", "[16, 64]", zero_grad), "gan.json", {});
+    // zero_grad markers: from one discriminator zero_grad to the next, the last to the end of the generator's step;
+    // steps only: from one discriminator step's end to the next (the first step has no start)
+    REQUIRE(its.size() == (zero_grad ? 3u : 2u));
+    for (std::size_t i = 0; i < its.size(); ++i) {
+      INFO("iteration " << i);
+      std::size_t updates = 0;
+      for (const auto& op : its[i].ops) updates += op.name == "addcdiv";
+      CHECK(updates == 2);  // both optimizers' work
+      if (!zero_grad || i < 2) CHECK(its[i].measured_us == Approx(1000));
+    }
+    if (zero_grad) CHECK(its[2].measured_us == Approx(700));  // to the end of the generator's step
+    REQUIRE(log.lines.size() == 1);
+    CHECK_THAT(log.lines[0], Catch::Contains("[ets.kineto.9]") && Catch::Contains("2 optimizers step in turn"));
+  }
+  // Where the shapes cannot tell, every marker still delimits an iteration, without a warning: two optimizers over
+  // networks of the same shapes; one turn recorded only (its repetition is the evidence); a loop that moves from one
+  // network's optimizer to another's (D, D, G, G).
+  const auto iterations_of = [](const std::string& doc) {
+    ets_test::CapturedWarnings log;
+    const std::size_t n = ets::import::read_kineto_json(doc, "gan.json", {}).size();
+    CHECK(log.lines.empty());
+    return n;
+  };
+  CHECK(iterations_of(loop(3, "[48, 32]", "[48, 32]", true)) == 6);
+  CHECK(iterations_of(loop(1, "[48, 32]", "[16, 64]", true)) == 2);
+  std::string moves = R"({"traceEvents": [)";
+  for (int k = 0; k < 4; ++k) moves += adam(1000 * k, k < 2 ? "[48, 32]" : "[16, 64]", k == 0, true, k == 3);
+  CHECK(iterations_of(moves + "]}") == 4);
+}
+
 namespace {
 // One ProfilerStep#0 of CPU ops without a "flops" field, 5 µs each, 5 µs apart: {name, Input Dims, Input type,
 // Concrete Inputs} per op, each a JSON text.
