@@ -230,17 +230,21 @@ bool is_candidate(const Node& n) {
 }
 
 // aten ops that launch no device work on a GPU: views and metadata, allocation without initialisation, and the
-// ops that do work only through children ("to" through _to_copy, "reshape" / "contiguous" through clone), whose
-// children then say so.
+// ops that do work only through children ("to" through _to_copy, "reshape" / "contiguous" through clone, dropout
+// through native_dropout or bernoulli_), whose children then say so. A dropout in eval mode or with p = 0 returns
+// its input and has none.
 bool no_device_work(std::string_view aten_op) {
   static constexpr std::string_view kOps[] = {
-      "_reshape_alias", "_unsafe_view", "alias", "as_strided", "as_strided_", "chunk", "contiguous", "detach",
-      "detach_", "diagonal", "dim", "empty", "empty_like", "empty_strided", "expand", "expand_as", "flatten",
-      "is_contiguous", "lift_fresh", "movedim", "narrow", "new_empty", "new_empty_strided", "numel", "numpy_T",
-      "permute", "record_stream", "reshape", "reshape_as", "resize_", "resolve_conj", "resolve_neg", "select", "set_",
-      "size", "slice", "split", "split_with_sizes", "squeeze", "squeeze_", "stride", "swapaxes", "t", "to",
-      "transpose", "transpose_", "type_as", "unbind", "unflatten", "unsqueeze", "unsqueeze_", "view", "view_as",
-      "view_as_complex", "view_as_real"};
+      "_conj", "_reshape_alias", "_unsafe_view", "adjoint", "alias", "alpha_dropout", "alpha_dropout_", "as_strided",
+      "as_strided_", "broadcast_tensors", "broadcast_to", "chunk", "contiguous", "detach", "detach_", "diagonal",
+      "dim", "dropout", "dropout_", "empty", "empty_like", "empty_strided", "expand", "expand_as",
+      "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "flatten", "hsplit",
+      "is_contiguous", "lift_fresh", "mH", "mT", "moveaxis", "movedim", "narrow", "new_empty", "new_empty_strided",
+      "numel", "numpy_T", "permute", "positive", "ravel", "record_stream", "reshape", "reshape_as", "resize_",
+      "resolve_conj", "resolve_neg", "select", "set_", "size", "slice", "split", "split_with_sizes", "squeeze",
+      "squeeze_", "stride", "swapaxes", "swapdims", "t", "tensor_split", "to", "transpose", "transpose_", "type_as",
+      "unbind", "unflatten", "unfold", "unsafe_chunk", "unsafe_split", "unsqueeze", "unsqueeze_", "view", "view_as",
+      "view_as_complex", "view_as_real", "vsplit"};
   return std::find(std::begin(kOps), std::end(kOps), aten_op) != std::end(kOps);
 }
 

@@ -311,7 +311,10 @@ TEST_CASE("ET of a GPU run: ops without device work are left out, as a Kineto GP
         {"aten::relu", "17", "2"},
         {"autograd::engine::evaluate_function: MulBackward0", "18", "2"},  // recorded without its work: kept
         {"c10d::allreduce_", "19", "2"}, {"record_param_comms", "20", "19"},  // NCCL only: no op time, left out
-        {"c10d::allreduce_", "21", "2"}, {"aten::copy_", "22", "21"}};       // a copy into the bucket: kept
+        {"c10d::allreduce_", "21", "2"}, {"aten::copy_", "22", "21"},        // a copy into the bucket: kept
+        {"aten::dropout", "23", "2"},  // in eval mode or with p = 0: returns its input, left out
+        {"aten::dropout", "24", "2"}, {"aten::native_dropout", "25", "24"},  // training: kept
+        {"aten::feature_dropout", "26", "2"}, {"aten::bernoulli_", "27", "26"}};  // through bernoulli_: kept
     for (const auto& [name, id, parent] : ops)
       nodes += fmt::format(R"J(, {{"name": "{}", "id": {}, "parent": {}, "seq_id": -1, "inputs": [[1, 1, 0, 8, 4, "{}"]],
                                   "input_shapes": [[8]], "input_types": ["Tensor(float)"]}})J", name, id, parent, where);
@@ -330,10 +333,10 @@ TEST_CASE("ET of a GPU run: ops without device work are left out, as a Kineto GP
                                                   "autograd::engine::evaluate_function: MyFunctionBackward",
                                                   "mylib::fused_op", "aten::relu",
                                                   "autograd::engine::evaluate_function: MulBackward0",
-                                                  "c10d::allreduce_"});
+                                                  "c10d::allreduce_", "aten::dropout", "aten::feature_dropout"});
   const auto cpu = read_et(et("cpu"), "cpu.json");  // a CPU run times every op on the training thread: all stay
   REQUIRE(cpu.size() == 1);
-  CHECK(cpu[0].ops.size() == 12);
+  CHECK(cpu[0].ops.size() == 15);
   // a GPU run of views only has no op left: the error says why
   const std::string views = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
     {"name": "aten::view", "id": 3, "parent": 1, "seq_id": -1, "inputs": [[1, 1, 0, 8, 4, "cuda:0"], [8]],
