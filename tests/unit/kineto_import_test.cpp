@@ -462,6 +462,34 @@ TEST_CASE("Kineto iterations without ProfilerStep# spans: two optimizers of one 
   CHECK(iterations_of(moves + "]}") == 4);
 }
 
+TEST_CASE("Kineto: a real DCGAN-style loop with two Adams and no ProfilerStep# reads as whole iterations") {
+  // tests/data/gan_two_adams_*: three iterations of a torch 1.13 CPU loop, the discriminator's Adam (a Linear(32,
+  // 48) first: weight [48, 32]) and the generator's (a Linear(16, 64) first: weight [64, 16]), profiled without
+  // prof.step() (tools/make_fixtures/gan_loop.py). "optimizer": Optimizer.zero_grad# and step# spans;
+  // "module": module.zero_grad(), so step spans only, and the first step has no start.
+  for (const std::string kind : {"optimizer", "module"}) {
+    INFO(kind);
+    ets_test::CapturedWarnings log;
+    const auto its = Tracer::load(ets_test::fixture("gan_two_adams_" + kind + ".kineto.json.gz"));
+    REQUIRE(its.size() == (kind == "optimizer" ? 3u : 2u));
+    for (std::size_t i = 0; i < its.size(); ++i) {
+      INFO("iteration " << i);
+      bool disc = false, gen = false;
+      for (const auto& op : its[i].ops)
+        if (op.phase == Phase::Update)
+          for (const auto& t : op.inputs) {
+            disc = disc || t.dims == std::vector<std::int64_t>{48, 32};
+            gen = gen || t.dims == std::vector<std::int64_t>{64, 16};
+          }
+      CHECK(disc);  // both optimizers' updates in every iteration
+      CHECK(gen);
+      CHECK(its[i].meta.optimizer == "adam");
+    }
+    REQUIRE(log.lines.size() == 1);
+    CHECK_THAT(log.lines[0], Catch::Contains("[ets.kineto.9]"));
+  }
+}
+
 namespace {
 // One ProfilerStep#0 of CPU ops without a "flops" field, 5 µs each, 5 µs apart: {name, Input Dims, Input type,
 // Concrete Inputs} per op, each a JSON text.
