@@ -133,6 +133,9 @@ def main():
     put(k, "gpu_tail.json", KINETO_GPU.replace(b'"ets":{"model"', b'"ets":{"tail_steps":1,"model"', 1))
     put(k, "cpu_tail.json", KINETO_CPU.replace(b'{"traceEvents":[', b'{"ets":{"tail_steps":1},"traceEvents":[', 1))
     put(k, "cpu_small_mlp.json", read_maybe_gz(os.path.join(data, "cpu_small_mlp.json.gz")))
+    # no ProfilerStep#: two Adams told apart by the shapes their steps update
+    for kind in ("optimizer", "module"):
+        put(k, f"gan_two_adams_{kind}.json", read_maybe_gz(os.path.join(data, f"gan_two_adams_{kind}.kineto.json.gz")))
     for rel in ["kineto-gpu/hta/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
                 "kineto-gpu/hta/cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
                 "kineto-gpu/hta/critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz",
