@@ -468,50 +468,67 @@ using ShapeSet = std::vector<std::vector<std::int64_t>>;
 
 // The distinct input shapes of the ops inside each of the (time-ordered, disjoint) markers `st`: what an
 // optimizer's step touched. Two optimizers over different networks differ; one optimizer touches the same shapes at
-// every step (its first step creates state, but of its parameters' shapes).
-std::vector<ShapeSet> step_shapes(const Collected& c, std::int64_t pid, const std::vector<Marker>& st,
-                                  const ArgsLoader& load) {
-  std::vector<ShapeSet> out(st.size());
-  for (std::size_t i = 0; i < c.host.size(); ++i) {
-    const HostSpan& h = c.host[i];
-    if (c.host_pid[i] != pid || h.kind == SpanKind::Scope) continue;
-    auto m = std::upper_bound(st.begin(), st.end(), h.start_us,
-                              [](double t, const Marker& mk) { return t < mk.start; });
-    if (m == st.begin()) continue;
-    --m;
-    if (m->tid != h.tid || h.end_us > m->end) continue;
-    OpRecord rec = h.rec;
-    try {
-      if (h.args_size > 0 && load) load(h, rec);
-    } catch (const Error&) {
-      continue;  // a nested span's arguments the import may never read: no shape to tell by, and no reason to fail
+// every step (its first step creates state, but of its parameters' shapes). A marker's shapes are read when first
+// asked for: one optimizer's first two steps already tell that there is no turn, so its trace reads two steps'
+// arguments, not every step's.
+class StepShapes {
+ public:
+  StepShapes(const Collected& c, std::int64_t pid, const std::vector<Marker>& st, const ArgsLoader& load)
+      : c_(c), load_(load), spans_(st.size()), shapes_(st.size()), read_(st.size(), false) {
+    for (std::size_t i = 0; i < c.host.size(); ++i) {
+      const HostSpan& h = c.host[i];
+      if (c.host_pid[i] != pid || h.kind == SpanKind::Scope) continue;
+      auto m = std::upper_bound(st.begin(), st.end(), h.start_us,
+                                [](double t, const Marker& mk) { return t < mk.start; });
+      if (m == st.begin()) continue;
+      --m;
+      if (m->tid == h.tid && h.end_us <= m->end) spans_[static_cast<std::size_t>(m - st.begin())].push_back(i);
     }
-    ShapeSet& set = out[static_cast<std::size_t>(m - st.begin())];
-    for (const TensorInfo& t : rec.inputs) set.push_back(t.dims);
   }
-  for (ShapeSet& set : out) {
+
+  const ShapeSet& operator[](std::size_t k) {
+    if (read_[k]) return shapes_[k];
+    ShapeSet& set = shapes_[k];
+    for (const std::size_t i : spans_[k]) {
+      const HostSpan& h = c_.host[i];
+      OpRecord rec = h.rec;
+      try {
+        if (h.args_size > 0 && load_) load_(h, rec);
+      } catch (const Error&) {
+        continue;  // a nested span's arguments the import may never read: no shape to tell by, and no reason to fail
+      }
+      for (const TensorInfo& t : rec.inputs) set.push_back(t.dims);
+    }
     std::sort(set.begin(), set.end());
     set.erase(std::unique(set.begin(), set.end()), set.end());
+    read_[k] = true;
+    return set;
   }
-  return out;
-}
+
+ private:
+  const Collected& c_;
+  const ArgsLoader& load_;
+  std::vector<std::vector<std::size_t>> spans_;  // per marker: the host spans inside it
+  std::vector<ShapeSet> shapes_;
+  std::vector<bool> read_;
+};
 
 // How many optimizers of one class step once each per iteration (a GAN's two Adams), told apart by the shapes their
 // steps touch: the smallest turn p (2..8) such that the steps repeat with period p, the p steps of a turn all
-// differ, and at least two whole turns were recorded; 1 when there is none (one optimizer, or several over
-// networks of the same shapes, which look alike).
-std::size_t optimizer_turn(const std::vector<Marker>& st, const std::vector<ShapeSet>& shapes) {
+// differ (none without shapes), and at least two whole turns were recorded; 1 when there is none (one optimizer,
+// or several over networks of the same shapes, which look alike).
+std::size_t optimizer_turn(const std::vector<Marker>& st, StepShapes& shapes) {
   constexpr std::size_t kMaxOptimizers = 8;
   const std::size_t n = st.size();
   for (const Marker& m : st)
     if (m.optimizer.empty()) return 1;  // a user's scope among the steps: no pattern to trust
-  for (const ShapeSet& s : shapes)
-    if (s.empty()) return 1;
   for (std::size_t p = 2; p <= kMaxOptimizers && 2 * p <= n; ++p) {
     bool ok = true;
-    for (std::size_t i = 0; ok && i < p; ++i)
+    for (std::size_t i = 0; ok && i < p; ++i) {
+      if (shapes[i].empty()) return 1;
       for (std::size_t j = i + 1; ok && j < p; ++j) ok = shapes[i] != shapes[j];
-    for (std::size_t i = p; ok && i < n; ++i) ok = shapes[i] == shapes[i - p] && st[i].optimizer == st[i - p].optimizer;
+    }
+    for (std::size_t i = p; ok && i < n; ++i) ok = st[i].optimizer == st[i - p].optimizer && shapes[i] == shapes[i - p];
     if (ok) return p;
   }
   return 1;
@@ -540,21 +557,23 @@ std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep
     const auto other = [&](const Marker& m) { return !m.optimizer.empty() && m.optimizer != cls; };
     zg.erase(std::remove_if(zg.begin(), zg.end(), other), zg.end());
     st.erase(std::remove_if(st.begin(), st.end(), other), st.end());
-  } else if (const std::size_t turn = st.size() >= 4 ? optimizer_turn(st, step_shapes(c, pid, st, load)) : 1;
-             turn > 1) {
+  } else if (st.size() >= 4) {
     // Several optimizers of one class, told apart by their shapes: the first of each turn delimits iterations.
     // Zero_grad markers follow suit where each step has its own, just before it; otherwise they are kept as they are
     // (one zero_grad per iteration already delimits it).
-    bool paired = zg.size() == st.size();
-    for (std::size_t i = 0; paired && i < zg.size(); ++i)
-      paired = zg[i].end <= st[i].start && (i == 0 || st[i - 1].end <= zg[i].start);
-    const auto every_turn = [turn](std::vector<Marker>& v) {
-      std::size_t k = 0;
-      v.erase(std::remove_if(v.begin(), v.end(), [&](const Marker&) { return k++ % turn != 0; }), v.end());
-    };
-    if (paired) every_turn(zg);
-    every_turn(st);
-    shape_turn = turn;
+    StepShapes shapes(c, pid, st, load);
+    if (const std::size_t turn = optimizer_turn(st, shapes); turn > 1) {
+      bool paired = zg.size() == st.size();
+      for (std::size_t i = 0; paired && i < zg.size(); ++i)
+        paired = zg[i].end <= st[i].start && (i == 0 || st[i - 1].end <= zg[i].start);
+      const auto every_turn = [turn](std::vector<Marker>& v) {
+        std::size_t k = 0;
+        v.erase(std::remove_if(v.begin(), v.end(), [&](const Marker&) { return k++ % turn != 0; }), v.end());
+      };
+      if (paired) every_turn(zg);
+      every_turn(st);
+      shape_turn = turn;
+    }
   }
   if (!zg.empty()) {
     for (std::size_t k = 0; k < zg.size(); ++k) {
