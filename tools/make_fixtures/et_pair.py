@@ -21,13 +21,19 @@ def minified_gzip(src: str, dst: str) -> None:
             g.write(data)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description="Generates the ET / Kineto pair fixtures (tests/data/et_pair_*). "
-                                 "Run with /usr/bin/python3 (Debian's torch).")
+def out_dir_arg(description: str) -> tuple:
+    """The fixtures' folder from the command line (default: tests/data), checked, and the parser for later errors."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("out_dir", nargs="?", default=DEFAULT_DIR, help="output folder (default: tests/data)")
     out_dir = ap.parse_args().out_dir
     if not os.path.isdir(out_dir):
         ap.error(f"{out_dir}: not a folder")
+    return out_dir, ap
+
+
+def main() -> None:
+    out_dir, ap = out_dir_arg("Generates the ET / Kineto pair fixtures (tests/data/et_pair_*). "
+                              "Run with /usr/bin/python3 (Debian's torch).")
     try:
         import torch
         import torch.nn as nn

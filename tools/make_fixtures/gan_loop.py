@@ -5,21 +5,16 @@
 # example does: step spans only). The profile starts with the loop, so the first steps also create Adam's state.
 # The tests expect one iteration per loop iteration, each holding both optimizers' steps (kineto_import_test).
 # Run with Debian's torch: /usr/bin/python3 tools/make_fixtures/gan_loop.py [OUT_DIR]; the output is committed.
-import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from et_pair import DEFAULT_DIR, minified_gzip  # noqa: E402
+from et_pair import minified_gzip, out_dir_arg  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description="Generates the two-Adam GAN loop fixtures (tests/data/gan_two_adams_*). "
-                                 "Run with /usr/bin/python3 (Debian's torch).")
-    ap.add_argument("out_dir", nargs="?", default=DEFAULT_DIR, help="output folder (default: tests/data)")
-    out_dir = ap.parse_args().out_dir
-    if not os.path.isdir(out_dir):
-        ap.error(f"{out_dir}: not a folder")
+    out_dir, ap = out_dir_arg("Generates the two-Adam GAN loop fixtures (tests/data/gan_two_adams_*). "
+                              "Run with /usr/bin/python3 (Debian's torch).")
     try:
         import torch
         import torch.nn as nn
