@@ -540,7 +540,11 @@ def export_kineto_json(prof, path: str, extra: dict | None = None, list_calls: l
             warnings.warn("the profiled loop ended in an exception before its last step ran an operator: that step "
                           "is dropped, and the one before ends at its ProfilerStep# span (short by the loop's time "
                           "between two steps)", stacklevel=2)
-    elif steps and not any(held):
+    elif not steps:
+        warnings.warn("the profile holds no ProfilerStep# spans (no prof.step() in the profiled loop): ETS then takes "
+                      "iterations from the optimizer's zero_grad / step spans, a guess where several optimizers take "
+                      "turns; call prof.step() once per iteration", stacklevel=2)
+    elif not any(held):
         # e.g. called after the with block once the schedule had begun a new cycle: only its warm-up is left
         raise ValueError("no profiled step holds an operator: with a schedule, call export_kineto_json from "
                          "on_trace_ready (after the with block the profiler holds only what it recorded since its "

@@ -466,6 +466,15 @@ with warnings.catch_warnings(record=True) as caught:
              record_shapes=False)
 said = " | ".join(str(w.message) for w in caught)
 check("record_shapes" in said and "batch_size" in said, f"warnings without shapes and batch size: {said}")
+# no prof.step(): no ProfilerStep# span says where an iteration ends, which is said
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as no_steps:
+        for _ in range(3):
+            step()
+    trace_export.export_kineto_json(no_steps, os.path.join(work, "nosteps.json"), meta4)
+said = " | ".join(str(w.message) for w in caught)
+check("prof.step()" in said, f"a warning without ProfilerStep# spans: {said!r}")
 # a write that fails (a full disk, here a file-size limit) leaves the earlier file as it was, not a truncated one
 keep = os.path.join(work, "keep.json")
 with open(keep, "w") as fh:
