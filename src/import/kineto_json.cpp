@@ -513,21 +513,24 @@ class StepShapes {
   std::vector<bool> read_;
 };
 
-// How many optimizers of one class step once each per iteration (a GAN's two Adams), told apart by the shapes their
-// steps touch: the smallest turn p (2..8) such that the steps repeat with period p, the p steps of a turn all
-// differ (none without shapes), and at least two whole turns were recorded; 1 when there is none (one optimizer,
-// or several over networks of the same shapes, which look alike).
+// How many optimizer steps one iteration holds where several optimizers of one class take turns (a GAN's two
+// Adams; a WGAN's critic stepping five times per generator step), told apart by the shapes their steps touch: the
+// smallest turn p (2..8 steps) such that the steps repeat with period p, a turn holds steps of at least two
+// different shapes (none without shapes), and at least two whole turns were recorded; 1 when there is none (one
+// optimizer, or several over networks of the same shapes, which look alike).
 std::size_t optimizer_turn(const std::vector<Marker>& st, StepShapes& shapes) {
-  constexpr std::size_t kMaxOptimizers = 8;
+  constexpr std::size_t kMaxTurn = 8;
   const std::size_t n = st.size();
   for (const Marker& m : st)
     if (m.optimizer.empty()) return 1;  // a user's scope among the steps: no pattern to trust
-  for (std::size_t p = 2; p <= kMaxOptimizers && 2 * p <= n; ++p) {
-    bool ok = true;
-    for (std::size_t i = 0; ok && i < p; ++i) {
+  if (shapes[0].empty()) return 1;
+  for (std::size_t p = 2; p <= kMaxTurn && 2 * p <= n; ++p) {
+    bool differ = false;
+    for (std::size_t i = 1; i < p; ++i) {
       if (shapes[i].empty()) return 1;
-      for (std::size_t j = i + 1; ok && j < p; ++j) ok = shapes[i] != shapes[j];
+      differ = differ || shapes[i] != shapes[0];
     }
+    bool ok = differ;
     for (std::size_t i = p; ok && i < n; ++i) ok = st[i].optimizer == st[i - p].optimizer && shapes[i] == shapes[i - p];
     if (ok) return p;
   }
@@ -536,7 +539,7 @@ std::size_t optimizer_turn(const std::vector<Marker>& st, StepShapes& shapes) {
 
 // keep_incomplete: keep a trailing marker-derived step that has no end (Options::keep_incomplete, or a declared
 // tail step: it only closes the one before and is dropped later).
-// shape_turn: set to the optimizers per turn where optimizer_turn grouped steps, else 1.
+// shape_turn: set to the steps per turn where optimizer_turn grouped them, else 1.
 std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep_incomplete, const ArgsLoader& load,
                                  std::size_t& shape_turn) {
   std::vector<StepSpan> steps;
@@ -992,9 +995,9 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   std::size_t shape_turn = 1;
   in.steps = make_steps(c, pid, opt.keep_incomplete || meta.tail_steps > 0, in.load_args, shape_turn);
   if (shape_turn > 1)
-    log(LogLevel::warn, "[ets.kineto.9] '{}' has no ProfilerStep# spans, and {} optimizers step in turn (told apart "
-        "by the shapes they update): each iteration holds one turn. Record with prof.step() to say where iterations "
-        "end", path, shape_turn);
+    log(LogLevel::warn, "[ets.kineto.9] '{}' has no ProfilerStep# spans, and its optimizers take turns of {} steps "
+        "(told apart by the shapes they update): each iteration holds one turn. Record with prof.step() to say where "
+        "iterations end", path, shape_turn);
   const auto tail_steps = static_cast<std::size_t>(meta.tail_steps);
   if (tail_steps > 0 && tail_steps >= in.steps.size())
     ETS_THROW(Errc::invalid_trace, "ets.kineto.7",

@@ -444,7 +444,25 @@ TEST_CASE("Kineto iterations without ProfilerStep# spans: two optimizers of one 
     }
     if (zero_grad) CHECK(its[2].measured_us == Approx(700));  // to the end of the generator's step
     REQUIRE(log.lines.size() == 1);
-    CHECK_THAT(log.lines[0], Catch::Contains("[ets.kineto.9]") && Catch::Contains("2 optimizers step in turn"));
+    CHECK_THAT(log.lines[0], Catch::Contains("[ets.kineto.9]") && Catch::Contains("turns of 2 steps"));
+  }
+  {
+    // A WGAN loop: the critic steps twice per generator step, so a turn holds two alike steps and a third
+    ets_test::CapturedWarnings log;
+    std::string s = R"({"traceEvents": [)";
+    for (int k = 0; k < 3; ++k)
+      s += adam(1500 * k, "[48, 32]", k == 0, true, false) + adam(1500 * k + 400, "[48, 32]", false, true, false) +
+           adam(1500 * k + 800, "[16, 64]", k == 0, true, k == 2);
+    const auto its = ets::import::read_kineto_json(s + "]}", "wgan.json", {});
+    REQUIRE(its.size() == 3);
+    for (std::size_t i = 0; i < its.size(); ++i) {
+      std::size_t updates = 0;
+      for (const auto& op : its[i].ops) updates += op.name == "addcdiv";
+      CHECK(updates == 3);
+    }
+    CHECK(its[0].measured_us == Approx(1500));
+    REQUIRE(log.lines.size() == 1);
+    CHECK_THAT(log.lines[0], Catch::Contains("turns of 3 steps"));
   }
   // Where the shapes cannot tell, every marker still delimits an iteration, without a warning: two optimizers over
   // networks of the same shapes; one turn recorded only (its repetition is the evidence); a loop that moves from one
