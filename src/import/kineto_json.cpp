@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -474,7 +475,7 @@ using ShapeSet = std::vector<std::vector<std::int64_t>>;
 class StepShapes {
  public:
   StepShapes(const Collected& c, std::int64_t pid, const std::vector<Marker>& st, const ArgsLoader& load)
-      : c_(c), load_(load), spans_(st.size()), shapes_(st.size()), read_(st.size(), false) {
+      : c_(c), load_(load), spans_(st.size()), shapes_(st.size()) {
     for (std::size_t i = 0; i < c.host.size(); ++i) {
       const HostSpan& h = c.host[i];
       if (c.host_pid[i] != pid || h.kind == SpanKind::Scope) continue;
@@ -487,8 +488,8 @@ class StepShapes {
   }
 
   const ShapeSet& operator[](std::size_t k) {
-    if (read_[k]) return shapes_[k];
-    ShapeSet& set = shapes_[k];
+    if (shapes_[k]) return *shapes_[k];
+    ShapeSet& set = shapes_[k].emplace();
     for (const std::size_t i : spans_[k]) {
       const HostSpan& h = c_.host[i];
       OpRecord rec = h.rec;
@@ -501,7 +502,6 @@ class StepShapes {
     }
     std::sort(set.begin(), set.end());
     set.erase(std::unique(set.begin(), set.end()), set.end());
-    read_[k] = true;
     return set;
   }
 
@@ -509,8 +509,7 @@ class StepShapes {
   const Collected& c_;
   const ArgsLoader& load_;
   std::vector<std::vector<std::size_t>> spans_;  // per marker: the host spans inside it
-  std::vector<ShapeSet> shapes_;
-  std::vector<bool> read_;
+  std::vector<std::optional<ShapeSet>> shapes_;  // read on first use
 };
 
 // How many optimizer steps one iteration holds where several optimizers of one class take turns (a GAN's two
