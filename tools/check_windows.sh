@@ -2,7 +2,8 @@
 # Builds the header-only test (tests/header_only: every public header in two translation units, and the portable file
 # handling cases of portable_io_test.cpp) for Windows with MinGW-w64, and runs it under Wine when Wine is there. This
 # is how the Windows branches of the headers (_open with _O_EXCL | _O_NOINHERIT, _dup, _write, fopen "N", rename
-# over an existing file) are compiled and run at all; ETS is built and tested on Linux, and this is not part of CI.
+# over an existing file) are compiled and run at all; ETS is built and tested on Linux, and .ci/run runs this only
+# where MinGW-w64 is installed (it is not a dependency).
 # Usage: tools/check_windows.sh [BUILD_DIR=build]
 #   BUILD_DIR: a configured Linux build with tests on (it provides ets/config.hpp and the list of every header).
 # Needs (Debian): g++-mingw-w64-x86-64-posix, and wine64 to run; libfmt-dev, libeigen3-dev, catch2 for the headers.
