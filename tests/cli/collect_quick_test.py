@@ -39,6 +39,11 @@ def run():
     return r.stdout + r.stderr
 
 
+def read_bytes(path):
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
 def read_label(path):
     """The canonical trace's lines: header, trace record, op records (the format of docs/trace-format.md)."""
     with gzip.open(path, "rt") as fh:
@@ -63,7 +68,7 @@ for cid in CONFIGS:
     if not os.path.exists(path):
         check(False, f"{cid}: no label at {path}")
         continue
-    labels[path] = os.stat(path).st_mtime_ns, open(path, "rb").read()
+    labels[path] = os.stat(path).st_mtime_ns, read_bytes(path)
     header, trace, ops = read_label(path)
     check(header.get("format") == "ets-trace", f"{cid}: header {header}")
     extra = trace.get("extra", {})
@@ -93,6 +98,6 @@ for cid in CONFIGS:
 text = run()
 check("0 config-passes to run" in text and "labelled 0 now" in text, f"second run: {text[-600:]}")
 for path, (mtime, data) in labels.items():
-    check(os.stat(path).st_mtime_ns == mtime and open(path, "rb").read() == data, f"{path} changed on the rerun")
+    check(os.stat(path).st_mtime_ns == mtime and read_bytes(path) == data, f"{path} changed on the rerun")
 
 finish("collect quick: two real configurations collected, labelled and read back; a rerun changes nothing")
