@@ -523,12 +523,10 @@ std::size_t optimizer_turn(const std::vector<Marker>& st, StepShapes& shapes) {
   for (const Marker& m : st)
     if (m.optimizer.empty()) return 1;  // a user's scope among the steps: no pattern to trust
   if (shapes[0].empty()) return 1;
+  bool differ = false;  // one of steps 1..p-1 has other shapes than step 0 (kept from the smaller p)
   for (std::size_t p = 2; p <= kMaxTurn && 2 * p <= n; ++p) {
-    bool differ = false;
-    for (std::size_t i = 1; i < p; ++i) {
-      if (shapes[i].empty()) return 1;
-      differ = differ || shapes[i] != shapes[0];
-    }
+    if (shapes[p - 1].empty()) return 1;
+    differ = differ || shapes[p - 1] != shapes[0];
     bool ok = differ;
     for (std::size_t i = p; ok && i < n; ++i) ok = st[i].optimizer == st[i - p].optimizer && shapes[i] == shapes[i - p];
     if (ok) return p;
