@@ -43,17 +43,32 @@ def torch_or_skip(test_name):
     return torch
 
 
+def read_etst(path):
+    """A canonical ETS trace file (.etst, or .etst.gz: docs/trace-format.md) as (header, iterations), each iteration
+    (its "trace" record, [its op records]). Parsed line by line, not by member order, so a test reads what the
+    format says rather than what the writer happens to print first."""
+    import gzip
+    import json
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as fh:
+        lines = [json.loads(line) for line in fh if line.strip()]
+    iterations = []
+    for x in lines[1:]:
+        if "trace" in x:
+            iterations.append((x["trace"], []))
+        elif "n" in x and iterations:
+            iterations[-1][1].append(x)
+    return (lines[0] if lines else {}), iterations
+
+
 def forward_ops(ets, trace, etst, names, keys):
     """`ets convert` TRACE to ETST and return its forward ops named in `names` as (name, *their hyper-parameters
     `keys`), in order (None where one is absent); a failed conversion is a failed check and gives []."""
-    import json
     import subprocess
     r = subprocess.run([ets, "convert", trace, "-o", etst, "--quiet"], capture_output=True, text=True)
     check(r.returncode == 0, f"ets convert {trace}: rc {r.returncode} {r.stderr[-300:]}")
     if r.returncode != 0:
         return []
-    with open(etst) as fh:
-        ops = [json.loads(line) for line in fh if line.startswith('{"n":')]
+    ops = [o for _, its_ops in read_etst(etst)[1] for o in its_ops]
     return [(o["n"],) + tuple(o["h"].get(k) for k in keys) for o in ops if o["n"] in names and o["p"] == 0]
 
 

@@ -7,14 +7,13 @@
 # Σ(time + gap) equal to the measured time, forward, backward and update ops, and the LSTM's input size, hidden size
 # and layers as built. Run again, the collector finds nothing left to do and leaves every file as it was.
 # Usage: collect_quick_test.py ETS WORK_DIR   (exit 77 = skipped: no torch)
-import gzip
 import json
 import os
 import shutil
 import subprocess
 import sys
 
-from checks import check, finish, torch_or_skip  # tests/cli/checks.py, beside this script
+from checks import check, finish, read_etst, torch_or_skip  # tests/cli/checks.py, beside this script
 
 torch_or_skip("collect_quick")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -45,12 +44,11 @@ def read_bytes(path):
 
 
 def read_label(path):
-    """The canonical trace's lines: header, trace record, op records (the format of docs/trace-format.md)."""
-    with gzip.open(path, "rt") as fh:
-        lines = [json.loads(line) for line in fh if line.strip()]
-    trace = lines[1]["trace"] if len(lines) > 1 and "trace" in lines[1] else {}
-    ops = [x for x in lines[2:] if "n" in x]
-    return lines[0], trace, ops
+    """A label's header, its one iteration's trace record and op records (read_etst; {} and [] where it has none)."""
+    header, iterations = read_etst(path)
+    check(len(iterations) == 1, f"{path}: {len(iterations)} iterations, a label holds one")
+    trace, ops = iterations[0] if iterations else ({}, [])
+    return header, trace, ops
 
 
 text = run()

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 
-from checks import check, finish, smallest_traces  # tests/cli/checks.py, beside this script
+from checks import check, finish, read_etst, smallest_traces  # tests/cli/checks.py, beside this script
 
 ets, model, data, work = sys.argv[1:5]
 os.makedirs(work, exist_ok=True)
@@ -53,8 +53,7 @@ for rows, j in ((rows_mean, j_mean), (rows_near, j_near)):
 # bias and the pass-disagreement buckets, recomputed from the CSV and the traces' label.disagreement
 disagreement = {}
 for path in glob.glob(os.path.join(data, "traces", "test", "*.etst.gz")):
-    with gzip.open(path, "rt") as fh:
-        meta = next(o["trace"] for o in map(json.loads, fh) if "trace" in o)
+    meta = read_etst(path)[1][0][0]
     x = meta.get("extra", {})
     if "label.disagreement" in x:
         disagreement[x["config_id"]] = float(x["label.disagreement"])
@@ -89,17 +88,14 @@ want_ops = {}  # (family, type, phase) -> [ops, time, gap]
 family_of = {}
 phases = {0: "forward", 1: "backward", 2: "update"}
 for path in glob.glob(os.path.join(data, "traces", "test", "*.etst.gz")):
-    with gzip.open(path, "rt") as fh:
-        objs = list(map(json.loads, fh))
-    meta = next(o["trace"] for o in objs if "trace" in o)
+    meta, ops = read_etst(path)[1][0]
     fam = meta.get("family") or "unknown"
     family_of[meta.get("extra", {}).get("config_id")] = fam
-    for o in objs:
-        if "n" in o:
-            w = want_ops.setdefault((fam, o["n"], phases[o.get("p", 0)]), [0, 0.0, 0.0])
-            w[0] += 1
-            w[1] += o.get("t", 0.0)
-            w[2] += o.get("g", 0.0)
+    for o in ops:
+        w = want_ops.setdefault((fam, o["n"], phases[o.get("p", 0)]), [0, 0.0, 0.0])
+        w[0] += 1
+        w[1] += o.get("t", 0.0)
+        w[2] += o.get("g", 0.0)
 got_ops = {(r["family"], r["type"], r["phase"]): r for r in rows_types}
 check(set(got_ops) == set(want_ops), f"op-type rows {len(got_ops)} vs {len(want_ops)} (family, type, phase) in the traces")
 for k, (n_ops, t_us, g_us) in want_ops.items():
@@ -189,8 +185,7 @@ if not os.path.lexists(os.path.join(rt_data, "traces")):
     os.symlink(os.path.abspath(os.path.join(data, "traces")), os.path.join(rt_data, "traces"))
 again = {}
 for path in sorted(glob.glob(os.path.join(data, "traces", "test", "*.etst.gz"))):
-    with gzip.open(path, "rt") as fh:
-        meta = next(o["trace"] for o in map(json.loads, fh) if "trace" in o)
+    meta = read_etst(path)[1][0][0]
     cid = meta.get("extra", {}).get("config_id")
     if cid:
         again[cid] = {"measured_us": 1.1 * meta["measured_us"]}
