@@ -5,17 +5,23 @@
 # over an existing file) are compiled and run at all; ETS is built and tested on Linux, and .ci/run runs this only
 # where MinGW-w64 is installed (it is not a dependency).
 # Usage: tools/check_windows.sh [BUILD_DIR=build]
+#        tools/check_windows.sh --compiler   (prints the MinGW-w64 compiler it would use, or exits 77 without one)
 #   BUILD_DIR: a configured Linux build with tests on (it provides ets/config.hpp and the list of every header).
 # Needs (Debian): g++-mingw-w64-x86-64-posix, and wine64 to run; libfmt-dev, libeigen3-dev, catch2 for the headers.
-# Exit: 0 passed (or built, when Wine is absent: said so), 1 failed, 2 missing tools or build folder.
+# Exit: 0 passed (or built, when Wine is absent: said so), 1 failed, 2 no build folder or headers, 77 no MinGW-w64
+# compiler (ctest's and .ci/run's "skipped": it is not a dependency of ETS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
 cxx=$(command -v x86_64-w64-mingw32-g++-posix || command -v x86_64-w64-mingw32-g++ || true)
 if [[ -z $cxx ]]; then
-  echo "check_windows: no MinGW-w64 compiler (apt-get install g++-mingw-w64-x86-64-posix)" >&2
-  exit 2
+  echo "check_windows: no MinGW-w64 compiler (apt-get install g++-mingw-w64-x86-64-posix wine64)" >&2
+  exit 77
 fi
+if [[ ${1:-} == --compiler ]]; then
+  echo "$cxx"
+  exit 0
+fi
+build=${1:-build}
 config=$build/generated/include/ets/config.hpp
 all=$build/tests/header_only/ets_all_headers.hpp
 if [[ ! -f $config || ! -f $all ]]; then
