@@ -42,7 +42,7 @@ namespace {
 
 // Fixed, trivially destructible buffers: reporting never allocates (out of memory is still reported in full), and
 // glibc destroys a thread's C++ thread_locals before its pthread_key destructors run, so a host's per-thread cleanup
-// that calls the C ABI must not meet destroyed strings. A longer message is cut, ending in "...".
+// that calls the C ABI must not meet destroyed strings. A longer message is cut (between characters), ending in "...".
 constexpr std::size_t kErrorCapacity = 4096;
 constexpr std::size_t kErrorIdCapacity = 64;
 thread_local char t_error[kErrorCapacity];
@@ -69,7 +69,16 @@ ets_status report(ets_status s, const char* id, bool prefix, std::string_view a,
                       put(t_error, kErrorCapacity, at, "] ");
   whole = whole && put(t_error, kErrorCapacity, at, a) && put(t_error, kErrorCapacity, at, b) &&
           put(t_error, kErrorCapacity, at, c);
-  if (!whole) std::memcpy(t_error + at - 3, "...", 3);  // at == capacity - 1 here
+  if (!whole) {  // at == capacity - 1 here
+    // Cut before "..." on a character boundary: a message of valid UTF-8 (a non-ASCII job id or path) stays valid,
+    // which bindings that decode it (Python's bytes.decode) need. Continuation bytes are 10xxxxxx; a sequence has
+    // at most three, so the step back is bounded even where the input was not UTF-8.
+    std::size_t cut = at - 3;
+    for (int k = 0; k < 3 && cut > 0 && (static_cast<unsigned char>(t_error[cut]) & 0xC0u) == 0x80u; ++k) --cut;
+    if ((static_cast<unsigned char>(t_error[cut]) & 0xC0u) == 0x80u) cut = at - 3;  // not UTF-8: cut where it was
+    std::memcpy(t_error + cut, "...", 3);
+    at = cut + 3;
+  }
   t_error[at] = '\0';
   return s;
 }

@@ -26,6 +26,18 @@ static void* fail_on_thread(void* out) {
   return NULL;
 }
 
+/* 1 when s is well-formed UTF-8 (lead byte, then as many 10xxxxxx bytes as it announces). */
+static int valid_utf8(const char* str) {
+  const unsigned char* s = (const unsigned char*)str;
+  while (*s) {
+    int n = *s < 0x80 ? 0 : (*s & 0xE0) == 0xC0 ? 1 : (*s & 0xF0) == 0xE0 ? 2 : (*s & 0xF8) == 0xF0 ? 3 : -1;
+    if (n < 0) return 0;
+    for (++s; n > 0; --n, ++s)
+      if ((*s & 0xC0) != 0x80) return 0;
+  }
+  return 1;
+}
+
 /* Blocks in ets_predictor_load_job on a FIFO nobody writes (a hung file system, for a scheduler) until cancelled. */
 static void* load_blocking(void* args) {
   void** a = (void**)args;
@@ -119,6 +131,24 @@ int main(int argc, char** argv) {
   }
   EXPECT(ets_predict(p, "nojob", "envA", &before) == ETS_INVALID_ARGUMENT);
   EXPECT(strcmp(ets_last_error_id(), "ets.predict.1") == 0);
+  {
+    /* a message past the 4 KiB buffer is cut, ending in "...", between characters: a job id of 2-, 3- and 4-byte
+       characters behind 0-3 ASCII bytes puts the cut at every position inside a character */
+    static const char* const chars[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"}; /* é € 😀 */
+    static char id[6000];
+    size_t c, shift, at, len;
+    for (c = 0; c < 3; ++c)
+      for (shift = 0; shift < 4; ++shift) {
+        const size_t w = strlen(chars[c]);
+        memset(id, 'x', shift);
+        for (at = shift; at + w < sizeof id; at += w) memcpy(id + at, chars[c], w);
+        id[at] = '\0';
+        EXPECT(ets_predict(p, id, "envA", &before) == ETS_INVALID_ARGUMENT);
+        len = strlen(ets_last_error());
+        EXPECT(len >= 4095 - 3 && len <= 4095 && strcmp(ets_last_error() + len - 3, "...") == 0);
+        EXPECT(strncmp(ets_last_error(), "[ets.predict.1] ", 16) == 0 && valid_utf8(ets_last_error()));
+      }
+  }
   EXPECT(ets_predict(p, "job1", "noenv", &before) == ETS_INVALID_ARGUMENT);
   EXPECT(strcmp(ets_last_error_id(), "ets.predict.2") == 0);
   {
