@@ -97,21 +97,36 @@ struct Predictor::Impl {
     return it == model_index.end() ? nullptr : models[it->second];
   }
 
+  // What purge() needs, gathered under mu's exclusive lock *before* the registry changes: the serials that stay
+  // registered (all but models[dropped], plus `added`, 0 for none) and the jobs. It is the step that
+  // allocates, so a caller that runs out of memory here leaves the registry as it was.
+  struct Purge {
+    std::unordered_set<std::uint64_t> live;
+    std::vector<std::shared_ptr<Job>> jobs;
+  };
+  Purge prepare_purge(std::size_t dropped, std::uint64_t added) const {
+    Purge p;
+    p.live.reserve(models.size() + 1);
+    for (std::size_t i = 0; i < models.size(); ++i)
+      if (i != dropped) p.live.insert(models[i]->serial);
+    if (added != 0) p.live.insert(added);
+    p.jobs.reserve(jobs.size());
+    for (const auto& [id, job] : jobs) p.jobs.push_back(job);
+    return p;
+  }
+
   // Drops every job's cache entries of serials no longer registered (also one a call in flight added meanwhile),
   // and with removed_env its observations of the removed model (serial removed_serial) or an older one.
-  // Called with mu held exclusively; releases it before taking job locks (never taken under mu's exclusive lock).
+  // Called with mu held exclusively, after the registry changed; releases it before taking job locks (never taken
+  // under mu's exclusive lock), and allocates nothing: the change has been made, and must not be reported failed.
   // So a model registered under removed_env meanwhile may already have observations here: they are newer, and kept.
-  void purge_unregistered(std::unique_lock<std::shared_mutex>& lock, const std::string* removed_env,
-                          std::uint64_t removed_serial = 0) {
-    std::unordered_set<std::uint64_t> live;
-    for (const auto& model : models) live.insert(model->serial);
-    std::vector<std::shared_ptr<Job>> all;
-    for (const auto& [id, job] : jobs) all.push_back(job);
+  static void purge(std::unique_lock<std::shared_mutex>& lock, const Purge& p, const std::string* removed_env,
+                    std::uint64_t removed_serial = 0) {
     lock.unlock();
-    for (const auto& job : all) {
+    for (const auto& job : p.jobs) {
       std::lock_guard lk(job->mu);
       for (auto it = job->cache.begin(); it != job->cache.end();)
-        it = live.count(it->first) ? std::next(it) : job->cache.erase(it);
+        it = p.live.count(it->first) ? std::next(it) : job->cache.erase(it);
       if (!removed_env) continue;
       const auto it = job->obs.find(*removed_env);
       if (it != job->obs.end() && it->second.serial <= removed_serial) job->obs.erase(it);
@@ -281,17 +296,21 @@ std::string Predictor::add_model(const std::string& env_in, const ModelFile& fil
       reused_serial = true;
     }
   }
+  // From here what allocates comes before the registry changes, so running out of memory leaves it as it was.
   const std::string env = m->env;
   std::shared_ptr<const Model> cm = std::move(m);
   if (const auto it = impl_->model_index.find(env); it != impl_->model_index.end()) {
-    impl_->models[it->second] = std::move(cm);
     // A replaced model's cached predictions can never be asked for again (caches are keyed by serial); its
     // observations no longer apply, which correction_of() and observe() tell by the serial.
-    if (!reused_serial) impl_->purge_unregistered(lock, nullptr);
+    Impl::Purge stale;
+    if (!reused_serial) stale = impl_->prepare_purge(it->second, cm->serial);
+    impl_->models[it->second] = std::move(cm);
+    if (!reused_serial) Impl::purge(lock, stale, nullptr);
     return env;
   }
+  impl_->models.reserve(impl_->models.size() + 1);  // so that push_back below cannot throw
+  impl_->model_index.emplace(env, impl_->models.size());
   impl_->models.push_back(std::move(cm));
-  impl_->model_index.emplace(env, impl_->models.size() - 1);
   return env;
 }
 
@@ -299,11 +318,18 @@ bool Predictor::remove_model(const std::string& env) {
   std::unique_lock lock(impl_->mu);
   const auto it = impl_->model_index.find(env);
   if (it == impl_->model_index.end()) return false;
-  const std::uint64_t serial = impl_->models[it->second]->serial;
-  impl_->models.erase(impl_->models.begin() + static_cast<std::ptrdiff_t>(it->second));
-  impl_->model_index.clear();
-  for (std::size_t i = 0; i < impl_->models.size(); ++i) impl_->model_index.emplace(impl_->models[i]->env, i);
-  impl_->purge_unregistered(lock, &env, serial);
+  const std::size_t at = it->second;
+  const std::uint64_t serial = impl_->models[at]->serial;
+  // The new index and the purge's lists are built first: out of memory there leaves the registry as it was (the
+  // index used to be cleared, then rebuilt, so a failure midway lost environments that were still listed).
+  std::unordered_map<std::string, std::size_t> index;
+  index.reserve(impl_->models.size());
+  for (std::size_t i = 0; i < impl_->models.size(); ++i)
+    if (i != at) index.emplace(impl_->models[i]->env, i < at ? i : i - 1);
+  const Impl::Purge stale = impl_->prepare_purge(at, 0);
+  impl_->models.erase(impl_->models.begin() + static_cast<std::ptrdiff_t>(at));
+  impl_->model_index.swap(index);
+  Impl::purge(lock, stale, &env, serial);
   return true;
 }
 

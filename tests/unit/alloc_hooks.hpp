@@ -24,6 +24,7 @@ inline thread_local bool counting = false;  ///< count this thread's allocations
 inline thread_local long count = 0;
 inline thread_local std::size_t largest = 0;  ///< the largest allocation counted (with `counting`)
 inline thread_local Fail fail = Fail::none;  ///< next: only the next allocation throws bad_alloc; all: every one
+inline thread_local long fail_after = -1;  ///< >= 0: that many more allocations succeed, then one throws (then -1)
 }  // namespace ets_test::alloc
 
 #if ETS_TEST_ALLOC_HOOKS
@@ -37,6 +38,11 @@ void* operator new(std::size_t n) {
     if (fail == Fail::next) fail = Fail::none;
     throw std::bad_alloc();
   }
+  if (fail_after == 0) {
+    fail_after = -1;
+    throw std::bad_alloc();
+  }
+  if (fail_after > 0) --fail_after;
   if (counting) {
     ++count;
     if (n > largest) largest = n;
