@@ -242,8 +242,10 @@ int run_predict(const Args& a) {
   for (const auto& e : envs) backend.push_back(predictor.backend_name(e));
   std::string rows;
   std::size_t next_input = 0;  // --json: a skipped trace's error object comes where the trace stood in the input
-  const auto failures_before = [&](const std::string& registered) {
-    for (; next_input < a.positional.size() && a.positional[next_input] != registered; ++next_input) {
+  // Up to the input `registered` (nullptr: to the end; not "", which is a path a script may pass, e.g. an unset $T).
+  const auto failures_before = [&](const std::string* registered) {
+    for (; next_input < a.positional.size() && !(registered && a.positional[next_input] == *registered);
+         ++next_input) {
       const auto f = failed.find(a.positional[next_input]);
       if (format == "json" && f != failed.end())
         rows += fmt::format("{{\"trace\":\"{}\",\"error\":{{\"id\":\"{}\",\"message\":\"{}\"}}}}\n",
@@ -252,7 +254,7 @@ int run_predict(const Args& a) {
     if (next_input < a.positional.size()) ++next_input;
   };
   for (std::size_t j = 0; j < ids.size(); ++j) {
-    failures_before(ids[j]);
+    failures_before(&ids[j]);
     const ExecutionTrace t = predictor.job_trace(ids[j]);
     for (std::size_t e = 0; e < envs.size(); ++e) {
       if (format == "json") {
@@ -287,7 +289,7 @@ int run_predict(const Args& a) {
       }
     }
   }
-  failures_before("");  // the failures after the last registered trace
+  failures_before(nullptr);  // the failures after the last registered trace
   std::fputs(rows.c_str(), stdout);
   return finish();
 }

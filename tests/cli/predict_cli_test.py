@@ -504,6 +504,12 @@ check([e.get("id") for e in errs] == ["ets.io.1", "ets.import.1"] and all(e.get(
       and not any(e.get("message", "").startswith("[") for e in errs), f"--keep-going error objects: {errs}")
 check(p.stderr.count("[ets.io.1]") == 1 and p.stderr.count("[ets.import.1]") == 1 and "--keep-going" in p.stderr,
       f"--keep-going: one stderr line per skipped trace: {p.stderr}")
+# an empty path (a script's unset variable) is an input like any other: its error object comes where it stood
+for args in (["", trace], [trace, ""], [""]):
+    p = run(*args, "--model", model_a, "--json", "--keep-going", expect_rc=1)
+    rows = [json.loads(l) for l in p.stdout.splitlines()]
+    check([r["trace"] for r in rows] == args and [r.get("error", {}).get("id") for r in rows if not r["trace"]]
+          == ["ets.io.1"], f"--keep-going --json with an empty path among {args}: {rows}")
 p = run(trace, missing, "--model", model_a, "--json", expect_rc=1)
 check(p.stdout == "" and "[ets.io.1]" in p.stderr, f"without --keep-going nothing is printed: {p.stdout!r}")
 p = run(missing, trace, "--model", model_a, "--keep-going", "--format", "matrix", expect_rc=1)
