@@ -26,6 +26,7 @@ namespace {
 constexpr char kMagic[8] = {'E', 'T', 'S', 'M', 'O', 'D', 'E', 'L'};
 constexpr char kEndMagic[8] = {'E', 'T', 'S', 'M', '_', 'E', 'N', 'D'};
 constexpr std::size_t kHeaderBytes = 64;
+constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 31;  // load_model reads files up to 2 GiB
 constexpr std::size_t kTrailerBytes = 16;
 constexpr std::size_t kAlign = 64;
 constexpr int kMaxDims = 4;
@@ -257,6 +258,12 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
   ETS_CHECK(meta.size() <= kMaxEntries && tensors.size() <= kMaxEntries, Errc::invalid_argument, "ets.model.10",
             "model has {} metadata entries and {} tensors; a reader accepts at most {} each (too many provenance keys)",
             meta.size(), tensors.size(), kMaxEntries);
+  std::uint64_t payload = 0;  // a lower bound of the file's size, known before it is built
+  for (const Meta& e : meta) payload += e.key.size() + e.bytes.size();
+  for (const TensorOut& t : tensors) payload += std::uint64_t{4} * t.data->size();
+  ETS_CHECK(payload <= kMaxFileBytes, Errc::invalid_argument, "ets.model.10",
+            "model of {} bytes of weights and metadata; a model file holds at most 2 GiB ({} bytes)", payload,
+            kMaxFileBytes);
   for (const TensorOut& t : tensors) {
     const auto bad = std::find_if(t.data->begin(), t.data->end(), [](float v) { return !std::isfinite(v); });
     ETS_CHECK(bad == t.data->end(), Errc::invalid_argument, "ets.model.10",
@@ -322,6 +329,8 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
   }
   wr.pad_to(kAlign);
   const std::size_t file_bytes = wr.out.size() + kTrailerBytes;
+  ETS_CHECK(file_bytes <= kMaxFileBytes, Errc::invalid_argument, "ets.model.10",
+            "model file of {} bytes; a model file holds at most 2 GiB ({} bytes)", file_bytes, kMaxFileBytes);
   wr.patch_u64(16, file_bytes);
   wr.patch_u64(24, meta_off);
   wr.patch_u64(32, dir_off - meta_off);
@@ -340,8 +349,15 @@ void save_model(const ModelFile& model, const std::string& path) {
   detail::FileReplacement(path, "ets.model.9", "model file").write_all(bytes.data(), bytes.size());
 }
 
-ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoadOptions& options) {
-  ETS_CHECK(data != nullptr || size == 0, Errc::invalid_argument, "ets.model.10", "null model buffer of {} bytes", size);
+namespace {
+
+// The bytes check_prefix reads: magic, version, header size and file size.
+constexpr std::size_t kPrefixBytes = 24;
+
+// The checks that need only the first min(size, kPrefixBytes) bytes of a file of `size` bytes (magic, version, the
+// size the header gives), so that load_model can refuse a file that is no model, or not this size, before it reads
+// the rest (up to 2 GiB).
+void check_prefix(const std::uint8_t* data, std::uint64_t size) {
   ETS_CHECK(size >= 8, Errc::parse, "ets.model.4", "model file is truncated: {} bytes, not even the magic fits", size);
   ETS_CHECK(std::memcmp(data, kMagic, 8) == 0, Errc::parse, "ets.model.2", "not an ETS model file (bad magic)");
   ETS_CHECK(size >= 12, Errc::parse, "ets.model.4", "model file is truncated: {} bytes, the version does not fit", size);
@@ -350,13 +366,24 @@ ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoa
   ETS_CHECK(major == ModelFile::kMajor, Errc::version, "ets.model.3",
             "model file has format version {}.{}; this build of ETS reads version {}.x (up to {}.{})", major, minor,
             ModelFile::kMajor, ModelFile::kMajor, ModelFile::kMinor);
+  static_assert(kHeaderBytes + kTrailerBytes >= kPrefixBytes, "the prefix lies within every file that passes here");
   ETS_CHECK(size >= kHeaderBytes + kTrailerBytes, Errc::parse, "ets.model.4",
             "model file is truncated: {} bytes, shorter than header and trailer", size);
-  const std::uint64_t header_bytes = le(data + 12, 4), file_bytes = le(data + 16, 8);
+  const std::uint64_t file_bytes = le(data + 16, 8);
   ETS_CHECK(file_bytes <= size, Errc::parse, "ets.model.4", "model file is truncated: the header says {} bytes, got {}",
             file_bytes, size);
   ETS_CHECK(file_bytes == size, Errc::parse, "ets.model.4",
             "model file has {} bytes after its end (the header says {} bytes, got {})", size - file_bytes, file_bytes, size);
+}
+
+}  // namespace
+
+ModelFile parse_model(const std::uint8_t* data, std::size_t size, const ModelLoadOptions& options) {
+  ETS_CHECK(data != nullptr || size == 0, Errc::invalid_argument, "ets.model.10", "null model buffer of {} bytes", size);
+  check_prefix(data, size);
+  const auto major = static_cast<std::uint16_t>(le(data + 8, 2));
+  const auto minor = static_cast<std::uint16_t>(le(data + 10, 2));
+  const std::uint64_t header_bytes = le(data + 12, 4);
   const std::size_t body = size - kTrailerBytes;
   ETS_CHECK(std::memcmp(data + body, kEndMagic, 8) == 0 && le(data + body + 12, 4) == 0, Errc::parse, "ets.model.4",
             "model file trailer is missing or damaged (truncated or corrupted file)");
@@ -587,22 +614,35 @@ ModelFile load_model(const std::string& path, const ModelLoadOptions& options) {
   ETS_CHECK(std::filesystem::is_regular_file(path, ec), Errc::io, "ets.model.1", "cannot open model file '{}': {}", path,
             ec ? ec.message() : std::string("not a regular file"));
   const auto file_size = std::filesystem::file_size(path, ec);
-  ETS_CHECK(!ec && file_size <= (std::uintmax_t{1} << 31), Errc::io, "ets.model.1",
+  ETS_CHECK(!ec && file_size <= kMaxFileBytes, Errc::io, "ets.model.1",
             "cannot read model file '{}': {}", path, ec ? ec.message() : std::string("larger than 2 GiB"));
   const detail::UniqueFile f(detail::fopen_cloexec(path.c_str(), "rb"));  // close-on-exec
   ETS_CHECK(f != nullptr, Errc::io, "ets.model.1", "cannot open model file '{}': {}", path, std::strerror(errno));
+  constexpr auto kMaxModel = static_cast<std::size_t>(kMaxFileBytes);
+  // A format error names the file; the io errors above and below name it already.
+  const auto in_file = [&](const auto& check) {
+    try {
+      return check();
+    } catch (const Error& e) {
+      throw Error(e.code(), e.id(), e.message() + " [" + path + "]");
+    }
+  };
+  // The prefix first: a file that is no model, or not the size its header gives, is refused before the rest is read
+  // (a 2 GiB file of zeros took 4 GiB of memory and seconds to be called "bad magic"). Then the rest, into a buffer
+  // of the file's size; parse_model checks the whole again as read, since the file may have changed in between.
+  std::uint8_t prefix[kPrefixBytes];
+  const std::size_t want = static_cast<std::size_t>(std::min<std::uintmax_t>(kPrefixBytes, file_size));
+  const std::size_t have = std::fread(prefix, 1, want, f.get());
+  ETS_CHECK(!std::ferror(f.get()), Errc::io, "ets.model.1", "cannot read model file '{}'", path);
+  if (have == want) in_file([&] { check_prefix(prefix, file_size); });
   std::vector<std::uint8_t> bytes;
   bytes.reserve(static_cast<std::size_t>(file_size));
-  constexpr std::size_t kMaxModel = std::size_t{1} << 31;
-  ETS_CHECK(detail::read_rest(f.get(), bytes, kMaxModel), Errc::io, "ets.model.1", "cannot read model file '{}'",
+  bytes.assign(prefix, prefix + have);
+  ETS_CHECK(detail::read_rest(f.get(), bytes, kMaxModel - have), Errc::io, "ets.model.1", "cannot read model file '{}'",
             path);
   ETS_CHECK(bytes.size() <= kMaxModel, Errc::io, "ets.model.1", "cannot read model file '{}': {}", path,
             "larger than 2 GiB");
-  try {
-    return parse_model(bytes.data(), bytes.size(), options);
-  } catch (const Error& e) {
-    throw Error(e.code(), e.id(), e.message() + " [" + path + "]");
-  }
+  return in_file([&] { return parse_model(bytes.data(), bytes.size(), options); });
 }
 
 }  // namespace ets

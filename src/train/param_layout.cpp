@@ -42,10 +42,12 @@ ParamLayout::ParamLayout(const LstmConfig& c) : config(c) {
   head_b = off;
   off += static_cast<std::size_t>(c.outputs);
   size = off;
-  // Parameters, Adam's two moments, gradients per thread: past 2^31 floats that is tens of GB, never a model.
-  ETS_CHECK(size <= (std::size_t{1} << 31), Errc::invalid_argument, "ets.train.2",
-            "LSTM config has {} parameters, more than 2^31 (input {}, hidden {}, layers {})", size, c.input_size,
-            c.hidden, c.layers);
+  // A model file holds at most 2 GiB (load_model's limit), so at most 2^29 float parameters: a larger network would
+  // train for hours and then fail to save (ets.model.10). Checked before anything is allocated.
+  ETS_CHECK(size <= (std::size_t{1} << 29), Errc::invalid_argument, "ets.train.2",
+            "LSTM config has {} parameters, more than the 2^29 (2 GiB of floats) a model file holds (input {}, hidden "
+            "{}, layers {})",
+            size, c.input_size, c.hidden, c.layers);
 }
 
 std::vector<ParamLayout::Tensor> ParamLayout::tensors() const {

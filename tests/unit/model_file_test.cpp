@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "alloc_hooks.hpp"  // counts load_model's allocations (operator new replaced; not under ASan / TSan)
 #include "ets/bilstm_predictor.hpp"
 #include "ets/error.hpp"
 #include "ets/model_file.hpp"
@@ -315,6 +316,46 @@ TEST_CASE("bad magic, missing file and inconsistent content have their own ids")
   m.weights.cells[0].b_hh.pop_back();
   CHECK_THROWS_AS(ets::serialize_model(m), ets::Error);
   CHECK_THROWS_AS(ets::save_model(sample_model(6), "/nonexistent/dir/m.etsm"), ets::Error);
+}
+
+TEST_CASE("load_model reads the prefix before the rest, and a model into one buffer of the file's size") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ets-model-prefix-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::vector<std::uint8_t> model = ets::serialize_model(sample_model(9));
+  const auto write = [&](const std::string& name, const std::vector<std::uint8_t>& bytes, std::uintmax_t size) {
+    const std::string path = (dir / name).string();
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                static_cast<std::streamsize>(bytes.size()));
+    fs::resize_file(path, size);  // sparse past the bytes written: no disk, and nothing to read if the prefix fails
+    return path;
+  };
+  // Files of 1 GiB that the first 24 bytes refuse: no magic, and a model's bytes followed by zeros.
+  const std::uintmax_t gib = std::uintmax_t{1} << 30;
+  const std::string zeros = write("zeros.etsm", {}, gib), padded = write("padded.etsm", model, gib);
+  const std::string exact = write("exact.etsm", model, model.size());
+  const auto load = [](const std::string& path, std::size_t& largest) {
+    ets_test::alloc::largest = 0;
+    ets_test::alloc::counting = true;
+    std::string id;
+    try {
+      (void)ets::load_model(path);
+    } catch (const ets::Error& e) {
+      id = e.id();
+    }
+    ets_test::alloc::counting = false;
+    largest = ets_test::alloc::largest;
+    return id;
+  };
+  std::size_t largest = 0;
+  CHECK(load(zeros, largest) == "ets.model.2");
+  if (ETS_TEST_ALLOC_HOOKS) CHECK(largest < (std::size_t{1} << 20));
+  CHECK(load(padded, largest) == "ets.model.4");
+  if (ETS_TEST_ALLOC_HOOKS) CHECK(largest < (std::size_t{1} << 20));
+  CHECK(load(exact, largest).empty());
+  // the file's bytes in one buffer of its size: reading to the end used to grow it past the size, doubling it
+  if (ETS_TEST_ALLOC_HOOKS) CHECK(largest == model.size());
+  fs::remove_all(dir);
 }
 
 TEST_CASE("a missing arch, a non-finite weight and absurd entry counts are structure errors") {

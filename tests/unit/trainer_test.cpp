@@ -474,6 +474,10 @@ TEST_CASE("a network beyond what a model file holds is refused before anything i
   c.hidden = 65536;  // within the file's limit, but ~2^35 parameters
   c.input_size = 65536;
   CHECK_THROWS_WITH(ets::Trainer::init(c, 1), Catch::Contains("ets.train.2"));
+  // ~570 M parameters: sizes a model file takes, but 2.1 GiB of weights, more than the 2 GiB load_model reads
+  c.input_size = c.hidden = 2048;
+  c.layers = 6;
+  CHECK_THROWS_WITH(ets::Trainer::init(c, 1), Catch::Contains("ets.train.2") && Catch::Contains("2^29"));
 }
 
 TEST_CASE("a run cut inside an epoch resumes inside it, with the same batches as an unbroken run", "[train]") {
