@@ -105,9 +105,14 @@ struct DenormalGuard {
 // The pointer and size are trivially destructible thread_locals, and a separate guard frees the buffer at thread
 // exit and resets them: glibc destroys C++ thread_locals before the thread's pthread_key destructors run, and a
 // host's per-thread cleanup that predicts then gets a buffer of its own for that one call, not a destroyed one.
+// A thread's first call registers the guard but gets a buffer of its own: where that call runs in the thread's own
+// pthread_key destructor, glibc has run the thread_local destructors already and never runs the guard, so a kept
+// buffer would leak with the thread. (A thread whose first two predictions both run there still leaks it: nothing
+// tells a thread where it is in its exit.)
 struct ThreadWorkspace {
   float* data = nullptr;
   std::size_t size = 0;
+  bool called = false;    // the thread has run a forward: the guard is registered, and the next call keeps a buffer
   bool released = false;  // the guard has run: a call from here on must not register it again
 };
 ETS_INLINE ThreadWorkspace& thread_workspace_state() noexcept {
@@ -139,13 +144,16 @@ ETS_INLINE float* zeroed_floats(std::size_t floats) {
 ETS_INLINE Workspace thread_workspace(std::size_t floats) {
   ThreadWorkspace& w = thread_workspace_state();
   Workspace out;
-  if (w.released) {  // a pthread_key destructor of an ending thread: this call's own buffer
+  if (!w.released) {
+    thread_local ThreadWorkspaceRelease release;  // constructed on this thread's first call
+    (void)release;
+  }
+  if (w.released || !w.called) {  // an ending thread's pthread_key destructor, or the thread's first call: its own
+    w.called = true;
     out.data = zeroed_floats(floats);
     out.owned.reset(out.data);
     return out;
   }
-  thread_local ThreadWorkspaceRelease release;  // constructed on this thread's first call
-  (void)release;
   if (w.size < floats) {
     float* grown = zeroed_floats(floats);
     Eigen::internal::aligned_free(w.data);
