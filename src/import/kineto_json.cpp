@@ -549,6 +549,17 @@ std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep
   }
   auto zg = outer_only(c.zero_grads, pid);
   const auto all_steps = outer_only(c.opt_steps, pid);
+  // A zero_grad inside an optimizer's step is its closure's (LBFGS evaluates the loss several times a step): it
+  // starts no iteration. (The steps are disjoint and sorted by start.)
+  zg.erase(std::remove_if(zg.begin(), zg.end(),
+                          [&](const Marker& z) {
+                            auto s = std::upper_bound(all_steps.begin(), all_steps.end(), z.start,
+                                                      [](double t, const Marker& m) { return t < m.start; });
+                            if (s == all_steps.begin()) return false;
+                            --s;
+                            return s->tid == z.tid && z.end <= s->end;
+                          }),
+           zg.end());
   auto st = all_steps;
   // Several optimizers of different classes (a GAN's SGD and Adam) step once each per iteration: where their
   // markers take turns, the first class delimits iterations and the others' fall inside them. (Two of one class
@@ -559,18 +570,17 @@ std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep
     st.erase(std::remove_if(st.begin(), st.end(), other), st.end());
   } else if (st.size() >= 4) {
     // Several optimizers of one class, told apart by their shapes: the first of each turn delimits iterations.
-    // Zero_grad markers follow suit where each step has its own, just before it; otherwise they are kept as they are
-    // (one zero_grad per iteration already delimits it).
+    // Zero_grad markers follow suit where each step has one (just before it, or all of a turn's at its top, as a
+    // GAN loop that zeroes both networks first); one a turn already delimits it; any other count delimits nothing
+    // for sure, so the steps do.
     StepShapes shapes(c, pid, st, load);
     if (const std::size_t turn = optimizer_turn(st, shapes); turn > 1) {
-      bool paired = zg.size() == st.size();
-      for (std::size_t i = 0; paired && i < zg.size(); ++i)
-        paired = zg[i].end <= st[i].start && (i == 0 || st[i - 1].end <= zg[i].start);
       const auto every_turn = [turn](std::vector<Marker>& v) {
         std::size_t k = 0;
         v.erase(std::remove_if(v.begin(), v.end(), [&](const Marker&) { return k++ % turn != 0; }), v.end());
       };
-      if (paired) every_turn(zg);
+      if (zg.size() == st.size()) every_turn(zg);
+      else if (zg.size() * turn != st.size()) zg.clear();
       every_turn(st);
       shape_turn = turn;
     }

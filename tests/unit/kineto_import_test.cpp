@@ -314,6 +314,40 @@ TEST_CASE("Kineto phases: a closure's forward and backward ops inside an optimiz
   CHECK(r.optimizer == "lbfgs");
 }
 
+TEST_CASE("Kineto iterations without ProfilerStep# spans: a closure's zero_grads inside an LBFGS step start none") {
+  // optimizer.step(closure) with the closure zeroing the gradients on each of its (here 2) evaluations: those
+  // zero_grads lie inside the step's span. Each used to start an iteration (8 fragments of 4 steps); the steps
+  // delimit them now, each iteration a whole step with both evaluations and the update.
+  std::string s = R"({"traceEvents": [)";
+  for (int k = 0; k < 4; ++k) {
+    const int t = 1000 * k;
+    s += event("user_annotation", "Optimizer.step#LBFGS.step", t + 10, 800);
+    for (int e = 0; e < 2; ++e) {
+      const int u = t + 20 + 300 * e;
+      s += event("user_annotation", "Optimizer.zero_grad#LBFGS.zero_grad", u, 6) +
+           event("cpu_op", "aten::zero_", u + 1, 4, R"("Sequence number": 3)") +
+           event("cpu_op", "aten::linear", u + 10, 50, R"("Sequence number": 4)") +
+           event("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", u + 100, 100) +
+           event("cpu_op", "AddmmBackward0", u + 105, 90);
+    }
+    s += event("cpu_op", "aten::add_", t + 700, 30, "", k == 3);
+  }
+  const auto its = ets::import::read_kineto_json(s + "]}", "lbfgs.json", {});
+  REQUIRE(its.size() == 3);  // from one step's end to the next: the first step has no start
+  for (const auto& it : its) {
+    CHECK(it.measured_us == Approx(1000));
+    std::size_t forward = 0, backward = 0, update = 0;
+    for (const auto& op : it.ops) {
+      forward += op.name == "linear" && op.phase == ets::Phase::Forward;
+      backward += op.phase == ets::Phase::Backward;
+      update += op.name == "add" && op.phase == ets::Phase::Update;
+    }
+    CHECK(forward == 2);
+    CHECK(backward == 2);
+    CHECK(update == 1);
+  }
+}
+
 TEST_CASE("Kineto phases: a closure whose backward runs on the autograd engine's thread (as on CUDA) keeps its phases") {
   // the training thread waits in the step span while thread 2 runs the backward pass
   const PhaseRun r = phases_of([](int t) {
@@ -463,6 +497,35 @@ TEST_CASE("Kineto iterations without ProfilerStep# spans: two optimizers of one 
     CHECK(its[0].measured_us == Approx(1500));
     REQUIRE(log.lines.size() == 1);
     CHECK_THAT(log.lines[0], Catch::Contains("turns of 3 steps"));
+  }
+  {
+    // Both networks zeroed at the top of the loop (oD.zero_grad(); oG.zero_grad(); ...; oD.step(); oG.step()): two
+    // zero_grads a turn, not each before its step. They split every iteration in two (the zero_grads alone, then the
+    // rest); the first of each turn delimits it now. With one zero_grad a turn (a single model.zero_grad()), that
+    // one does.
+    for (const int zero_grads : {2, 1}) {
+      INFO(zero_grads << " zero_grad markers a turn");
+      ets_test::CapturedWarnings log;
+      std::string s = R"({"traceEvents": [)";
+      for (int k = 0; k < 3; ++k) {
+        const int t = 1000 * k;
+        s += event("user_annotation", "Optimizer.zero_grad#Adam.zero_grad", t, 10) + event("cpu_op", "aten::zero_", t + 1, 4);
+        if (zero_grads == 2)
+          s += event("user_annotation", "Optimizer.zero_grad#Adam.zero_grad", t + 12, 6) +
+               event("cpu_op", "aten::zero_", t + 13, 4);
+        s += adam(t + 20, "[48, 32]", k == 0, false, false) + adam(t + 420, "[16, 64]", k == 0, false, k == 2);
+      }
+      const auto its = ets::import::read_kineto_json(s + "]}", "gan-top.json", {});
+      REQUIRE(its.size() == 3);
+      for (std::size_t i = 0; i < its.size(); ++i) {
+        std::size_t updates = 0;
+        for (const auto& op : its[i].ops) updates += op.name == "addcdiv";
+        CHECK(updates == 2);
+        if (i < 2) CHECK(its[i].measured_us == Approx(1000));
+      }
+      REQUIRE(log.lines.size() == 1);
+      CHECK_THAT(log.lines[0], Catch::Contains("turns of 2 steps"));
+    }
   }
   // Where the shapes cannot tell, every marker still delimits an iteration, without a warning: two optimizers over
   // networks of the same shapes; one turn recorded only (its repetition is the evidence); a loop that moves from one
