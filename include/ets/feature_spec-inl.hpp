@@ -515,7 +515,10 @@ ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, 
       if (r >= 0 && types_[static_cast<std::size_t>(r)].hyper[static_cast<std::size_t>(h)].n > 0)
         m = &types_[static_cast<std::size_t>(r)].hyper[static_cast<std::size_t>(h)];
       if (m->n == 0) continue;
-      row[l.hyper + h] = static_cast<float>(std::clamp((v - m->mean) / m->stdev, -clip, clip));
+      // finite_z as well: any finite hyper_clip is a valid option, and one past float's range (1e300, meaning
+      // "no clip") would otherwise cast an outlier's z to ±inf
+      row[l.hyper + h] =
+          static_cast<float>(detail::fspec::finite_z(std::clamp((v - m->mean) / m->stdev, -clip, clip)));
     }
   }
 

@@ -580,6 +580,14 @@ TEST_CASE("hyper-parameter values beyond ±1e150 stay out of the statistics and 
   CHECK(at(s, row(s, probe), "hyper.kernel_h") == Approx(-10.0));
   const auto back = ets::FeatureSpec::deserialize(s.serialize());
   CHECK(back == s);
+  // a hyper_clip past float's range ("no clip") still writes finite features: an outlier's z is held at ±1e30
+  ets::FeatureOptions wide;
+  wide.hyper_clip = 1e300;
+  const auto w = ets::FeatureSpec::fit({t}, wide);
+  probe.hyper.set(Hyper::KernelH, 1e200);
+  const float z = at(w, row(w, probe), "hyper.kernel_h");
+  CHECK(std::isfinite(z));
+  CHECK(z == Approx(1e30));
 }
 
 TEST_CASE("accessors outside the vocabulary or label channels throw ets::Error") {
