@@ -143,7 +143,8 @@ class Predictor {
 
   // ---- queries ----
 
-  /// Registered jobs × environments, corrected by observe(). Unknown ids throw ets.predict.1 / ets.predict.2.
+  /// Registered jobs × environments, corrected by observe(). Unknown ids throw ets.predict.1 / ets.predict.2; a
+  /// prediction that is no usable number (past double's range) throws ets.aggregate.3 naming the job and environment.
   Matrix predict_batch(const std::vector<std::string>& job_ids, const std::vector<std::string>& envs) const;
   /// One registered job on one environment.
   Estimate predict(const std::string& job_id, const std::string& env) const;

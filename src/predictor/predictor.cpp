@@ -158,8 +158,9 @@ struct Predictor::Impl {
   }
 
   // Raw predictions (cached per model serial) of jobs × models, corrected by each job's observations.
-  Matrix estimate(const std::vector<std::shared_ptr<Job>>& jobs,
-                  const std::vector<std::shared_ptr<const Model>>& models) const;
+  // ids: the jobs' ids (parallel to jobs), which an error names.
+  Matrix estimate(const std::vector<std::shared_ptr<Job>>& jobs, const std::vector<std::shared_ptr<const Model>>& models,
+                  const std::vector<std::string>& ids) const;
 
   Correction correction_of(const Job& job, const Model& model) const {
     Correction c;
@@ -174,10 +175,35 @@ struct Predictor::Impl {
 
 namespace {
 
+// Aggregates a chunk's predictions. A prediction that is no usable number (ets.aggregate.3: it denormalises to
+// infinity, or its sums overflow) fails the chunk: the error then names the trace (names[first + i]) and the
+// environment, found by aggregating each trace of the chunk alone (the error path only), so that a scheduler can
+// tell which job to drop.
+std::vector<Prediction> aggregate_chunk(const Model& model, const WindowEncoder& enc, const WindowBatch& batch,
+                                        const std::vector<float>& y,
+                                        const std::vector<const ExecutionTrace*>& chunk,
+                                        const std::vector<std::string>& names, std::size_t first) {
+  try {
+    return model.aggregator->aggregate_all(batch, y, static_cast<int>(chunk.size()));
+  } catch (const Error& e) {
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      const WindowBatch one = enc.encode(*chunk[i]);
+      try {
+        (void)model.aggregator->aggregate(one, model.lstm->predict(one));
+      } catch (const Error& alone) {
+        throw Error(alone.code(), alone.id(),
+                    fmt::format("{} on environment '{}': {}", names.at(first + i), model.env, alone.message()));
+      }
+    }
+    throw;
+  }
+}
+
 // Raw predictions of traces × models (row-major traces × models). Each distinct encoder encodes each trace
-// once; each model runs one forward per chunk of ≤ kMaxWindowsPerForward windows.
+// once; each model runs one forward per chunk of ≤ kMaxWindowsPerForward windows. names: what an error calls each
+// trace ("job 'x'").
 std::vector<Raw> compute_raw(const std::vector<const ExecutionTrace*>& traces,
-                             const std::vector<const Model*>& models) {
+                             const std::vector<const Model*>& models, const std::vector<std::string>& names) {
   const std::size_t nt = traces.size(), nm = models.size();
   std::vector<Raw> out(nt * nm);
   std::vector<bool> done(nm, false);
@@ -205,8 +231,7 @@ std::vector<Raw> compute_raw(const std::vector<const ExecutionTrace*>& traces,
       enc.encode_into(chunk, batch);
       for (std::size_t m : group) {
         const std::vector<float> y = models[m]->lstm->predict(batch);
-        const std::vector<Prediction> preds =
-            models[m]->aggregator->aggregate_all(batch, y, static_cast<int>(chunk.size()));
+        const std::vector<Prediction> preds = aggregate_chunk(*models[m], enc, batch, y, chunk, names, begin);
         for (std::size_t i = 0; i < chunk.size(); ++i) {
           Raw& r = out[(begin + i) * nm + m];
           r.iteration_us = preds[i].iteration_us;
@@ -468,11 +493,12 @@ Predictor::Matrix Predictor::predict_batch(const std::vector<std::string>& job_i
     jobs.reserve(job_ids.size());
     for (const auto& id : job_ids) jobs.push_back(impl_->job_locked(id));
   }
-  return impl_->estimate(jobs, models);
+  return impl_->estimate(jobs, models, job_ids);
 }
 
 Predictor::Matrix Predictor::Impl::estimate(const std::vector<std::shared_ptr<Job>>& jobs,
-                                            const std::vector<std::shared_ptr<const Model>>& models) const {
+                                            const std::vector<std::shared_ptr<const Model>>& models,
+                                            const std::vector<std::string>& ids) const {
   const std::size_t nj = jobs.size(), ne = models.size();
   Matrix out;
   out.jobs = nj;
@@ -509,8 +535,12 @@ Predictor::Matrix Predictor::Impl::estimate(const std::vector<std::shared_ptr<Jo
     // the same job listed twice is computed once
     std::unordered_map<const Job*, std::size_t> seen;
     std::vector<const ExecutionTrace*> traces;
+    std::vector<std::string> names;
     for (std::size_t j : miss_jobs)
-      if (seen.emplace(jobs[j].get(), traces.size()).second) traces.push_back(&jobs[j]->trace);
+      if (seen.emplace(jobs[j].get(), traces.size()).second) {
+        traces.push_back(&jobs[j]->trace);
+        names.push_back(fmt::format("job '{}'", ids.at(j)));
+      }
     std::vector<const Model*> mm;
     for (std::size_t e = 0; e < ne; ++e)
       if (model_missing[e]) {
@@ -518,7 +548,7 @@ Predictor::Matrix Predictor::Impl::estimate(const std::vector<std::shared_ptr<Jo
         for (const Model* p : mm) dup = dup || p == models[e].get();
         if (!dup) mm.push_back(models[e].get());
       }
-    const std::vector<Raw> computed = compute_raw(traces, mm);
+    const std::vector<Raw> computed = compute_raw(traces, mm, names);
     for (std::size_t j : miss_jobs) {
       const std::size_t t = seen.at(jobs[j].get());
       std::unique_lock<std::mutex> lk(jobs[j]->mu, std::defer_lock);
@@ -573,7 +603,9 @@ Predictor::Matrix Predictor::predict_traces(const std::vector<const ExecutionTra
   }
   std::vector<const Model*> mm;
   for (const auto& m : models) mm.push_back(m.get());
-  const std::vector<Raw> raw = compute_raw(traces, mm);
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < traces.size(); ++i) names.push_back(fmt::format("trace {}", i));
+  const std::vector<Raw> raw = compute_raw(traces, mm, names);
   Matrix out;
   out.jobs = traces.size();
   out.envs = models.size();
@@ -597,7 +629,11 @@ Prediction Predictor::predict_detailed(const ExecutionTrace& trace, const std::s
   check_trace(trace, "the trace");
   const WindowBatch batch = m->encoder->encode(trace);
   const std::vector<float> y = m->lstm->predict(batch);
-  return m->aggregator->aggregate(batch, y);
+  try {
+    return m->aggregator->aggregate(batch, y);
+  } catch (const Error& e) {
+    throw Error(e.code(), e.id(), fmt::format("the trace on environment '{}': {}", env, e.message()));
+  }
 }
 
 void Predictor::observe(const std::string& job_id, const std::string& env, double measured_us) {
@@ -610,7 +646,7 @@ void Predictor::observe(const std::string& job_id, const std::string& env, doubl
     job = impl_->job_locked(job_id);
     model = impl_->resolve_envs({env}).front();
   }
-  const double raw = impl_->estimate({job}, {model}).values.front().raw_us;
+  const double raw = impl_->estimate({job}, {model}, {job_id}).values.front().raw_us;
   ETS_CHECK(std::isfinite(raw) && raw > 0, Errc::invalid_argument, "ets.predict.3",
             "job '{}' on '{}' has a non-positive prediction ({} µs); nothing to correct", job_id, env, raw);
   const double lim = std::log(impl_->opt.max_ratio);

@@ -1,6 +1,7 @@
 // ets-test-labels: unit;concurrency
 // Tests of the ets::Predictor facade: batch == individual == the raw encoder → BiLSTM → aggregator pipeline,
 // caching, observe() corrections (convergence, isolation, shrinkage), errors, and concurrent use from 8 threads.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -319,6 +320,53 @@ TEST_CASE("Predictor errors carry stable ids", "[predictor]") {
   CHECK(p.remove_job("j"));
   CHECK_FALSE(p.remove_job("j"));
   CHECK_FALSE(p.has_job("j"));
+}
+
+TEST_CASE("a prediction that overflows names its job and environment; the other jobs still predict", "[predictor]") {
+  // A model fitted on labels of 1 µs and 1e300 µs, its head bias raised so that exactly one of six jobs gets a
+  // time that denormalises past double's range (ets.aggregate.3). The error said "window 4", in the batch of all
+  // jobs, and named neither the job nor the environment.
+  auto train = ets_test::learnable_set(1, 4);
+  for (auto& t : train)
+    for (std::size_t i = 0; i < t.ops.size(); ++i) t.ops[i].time_us = (i % 2) ? 1e300 : 1.0;
+  ets::ModelFile mf = ets_test::small_model(train);
+  const auto spec = ets::FeatureSpec::deserialize(mf.encoder_state);
+  const ets::WindowEncoder enc(spec, mf.window_width, mf.window_stride);
+  std::vector<ets::ExecutionTrace> jobs;
+  std::vector<float> top;  // each job's largest normalised time
+  for (int i = 0; i < 6; ++i) {
+    jobs.push_back(ets_test::learnable_trace(100 + static_cast<std::uint32_t>(i), 1 + i));
+    const auto b = enc.encode(jobs.back());
+    const auto y = ets::BiLstmPredictor(mf.weights).predict(b);
+    float m = -1e9f;
+    for (std::size_t k = 0; k < b.positions(); ++k)
+      if (b.mask[k]) m = std::max(m, y[2 * k]);
+    top.push_back(m);
+  }
+  const auto worst = static_cast<std::size_t>(std::max_element(top.begin(), top.end()) - top.begin());
+  std::vector<float> sorted = top;
+  std::sort(sorted.begin(), sorted.end());
+  const double z_max =
+      (std::log(std::numeric_limits<double>::max()) - spec.label_moments(0).mean) / spec.label_moments(0).stdev;
+  mf.weights.head_b[0] += static_cast<float>(z_max - (sorted[5] + sorted[4]) / 2);  // between the two largest
+  ets::BiLstmPredictor(mf.weights)
+      .predict(mf.self_test.input.data(), mf.self_test.windows, mf.self_test.width, mf.self_test.expected.data());
+  ets::Predictor p(cpu());
+  p.add_model("env-x", mf);
+  std::vector<std::string> ids;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    ids.push_back("job" + std::to_string(i));
+    p.add_job(ids.back(), jobs[i]);
+  }
+  const std::string bad = ids[worst];
+  CHECK_THROWS_WITH(p.predict_batch(ids, {"env-x"}), Catch::Contains("[ets.aggregate.3] job '" + bad +
+                                                                     "' on environment 'env-x': "));
+  CHECK_THROWS_WITH(p.predict(bad, "env-x"), Catch::Contains("job '" + bad + "' on environment 'env-x'"));
+  CHECK_THROWS_WITH(p.predict_detailed(jobs[worst], "env-x"), Catch::Contains("on environment 'env-x'"));
+  const std::vector<const ets::ExecutionTrace*> ptrs = {&jobs[worst == 0 ? 1 : 0], &jobs[worst]};
+  CHECK_THROWS_WITH(p.predict_traces(ptrs, {"env-x"}), Catch::Contains("trace 1 on environment 'env-x'"));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (i != worst) CHECK(std::isfinite(p.predict(ids[i], "env-x").iteration_us));
 }
 
 TEST_CASE("backend_name / backend_note say where each env's network runs and why", "[predictor]") {
