@@ -89,7 +89,8 @@ class FeatureSpec {
   ETS_INLINE static bool has_labels(const ExecutionTrace& trace) noexcept;
 
   /// Label transform z = (log1p(max(us, 0)) - mean) / std, channel 0 = time, 1 = gap; see docs/concepts.md. z is
-  /// held within +-1e30 (a fitted spec's never get near). ets.encoder.9 when unfitted.
+  /// held within +-1e30 (a fitted spec's never get near); a NaN us gives NaN (labels are read only where finite).
+  /// ets.encoder.9 when unfitted.
   ETS_INLINE double normalize_label(int channel, double us) const;
   /// Inverse of normalize_label for us >= 0 (clamped at 0 below); exact where z was not held at +-1e30.
   /// ets.encoder.9 when unfitted.
