@@ -47,6 +47,8 @@ struct Spec {
   /// Value options that may be given more than once (Args::all keeps every value); any other one given twice, or
   /// with an alias of the same line of `options` ("-o, --out"), is a usage error.
   std::vector<std::string> repeatable = {};
+  /// At most this many positional arguments (0 for a command that takes none); one more is a usage error.
+  std::size_t max_positional = static_cast<std::size_t>(-1);
 };
 
 using Handler = std::function<int(const Args&)>;

@@ -476,7 +476,9 @@ const Register bench_cmd{Command{
           {"--peer-script SCRIPT",
            "peer timing PyTorch and ONNX Runtime (default tools/bench_peers.py of the source tree)"},
           {"--peer-timeout S", "seconds a peer may stay silent before it is stopped and ETS timed alone (default 300)"},
-          {"--no-peers", "time only ETS and the GEMM ceiling (also what happens when PY or SCRIPT is missing)"}}},
+          {"--no-peers", "time only ETS and the GEMM ceiling (also what happens when PY or SCRIPT is missing)"}},
+         {},
+         0},  // no positional argument: a stray word is a usage error, not dropped
     run_bench}};
 
 }  // namespace

@@ -312,7 +312,9 @@ const Register eval_cmd{Command{
            "per op: average the overlapping windows, or take the nearest-centre one (default mean)"},
           {"--predictions OUT.csv", "also write one row per trace: measured and each method's predicted time"},
           {"--op-types OUT.csv",
-           "also write one row per family, op type and phase: measured and ETS-predicted time and gap, summed"}}},
+           "also write one row per family, op type and phase: measured and ETS-predicted time and gap, summed"}},
+         {},
+         0},  // no positional argument: a stray word is a usage error, not dropped
     run_eval}};
 
 }  // namespace

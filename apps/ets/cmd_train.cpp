@@ -269,7 +269,9 @@ const Register train_cmd{Command{
           {"--environment E", "hardware environment of the model (default: the training traces' most common)"},
           {"--commit C", "git commit recorded in the model's provenance"},
           {"--quiet", "no progress on stderr"},
-          {"--json", "print the result (with the per-epoch history) as one JSON object"}}},
+          {"--json", "print the result (with the per-epoch history) as one JSON object"}},
+         {},
+         0},  // no positional argument: a stray word is a usage error, not dropped
     run_train}};
 
 }  // namespace

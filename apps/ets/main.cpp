@@ -131,6 +131,9 @@ Args parse(const Spec& spec, const std::vector<std::string>& argv) {
   }
   if (args.positional.size() < spec.min_positional)
     throw std::invalid_argument("missing argument; usage: ets " + spec.usage);
+  if (args.positional.size() > spec.max_positional)
+    throw std::invalid_argument("unexpected argument '" + args.positional[spec.max_positional] +
+                                "'; usage: ets " + spec.usage);
   return args;
 }
 

@@ -109,6 +109,13 @@ for cmd in commands:
                   f"ets {cmd} {n}=x: described as a flag ({spelling!r}) but takes a value (rc {q.returncode}, "
                   f"{q.stderr.strip()!r})")
 
+# Commands that take no positional argument refuse one (a stray "val" in `ets eval ... val` evaluated the test
+# split and exited 0); nothing runs before the usage error.
+for cmd in ("eval", "train", "bench"):
+    q = run(cmd, "stray-word")
+    check(q.returncode == 2 and "unexpected argument 'stray-word'" in q.stderr,
+          f"ets {cmd} stray-word: rc {q.returncode}, {q.stderr.strip()[:200]!r}")
+
 h = run("help", "no-such-command")
 check(h.returncode == 2 and "unknown command 'no-such-command'" in h.stderr, f"ets help no-such-command: {h.stderr!r}")
 
