@@ -101,8 +101,10 @@ std::vector<ModelArg> model_args(const Args& a) {
   };
   for (const std::string& value : a.all.at("--model")) {
     if (value.empty()) throw std::invalid_argument("--model needs a path");
+    // One model whose path holds ',' or '=' (a run=3,seed=1 folder), alone or after ENV=; an ENV holds no comma,
+    // so "A,b=B" is two items even where B is a file
     const auto eq = value.find('=');
-    if (is_file(value) || (eq != std::string::npos && is_file(value.substr(eq + 1)))) {
+    if (is_file(value) || (eq != std::string::npos && value.find(',') > eq && is_file(value.substr(eq + 1)))) {
       add(value);
       continue;
     }

@@ -151,6 +151,10 @@ p = run(trace, "--model", f"a={model_a}", "--model", f"b={model_b}", "--format",
 rep = list(csv.reader(io.StringIO(p.stdout))) if p.returncode == 0 else []
 want = list(csv.reader(io.StringIO(run(trace, "--model", two, "--format", "matrix").stdout)))
 check(rep == want and rep and rep[0] == ["job", "a", "b"], f"--model a=A --model b=B: {rep} vs {want}")
+# an item without ENV= before one with it: two models (it was read as one, environment "A,b")
+p = run(trace, "--model", f"{model_a},b={model_b}", "--format", "matrix")
+mixed = list(csv.reader(io.StringIO(p.stdout))) if p.returncode == 0 else []
+check(mixed and mixed[0] == ["job", "cpu-test", "b"], f"--model A,b=B: {mixed}")
 # any other value option given twice is a usage error (one value would silently win)
 p = run(trace, "--model", model_a, "--format", "json", "--format", "text", expect_rc=2)
 check("--format" in p.stderr and "given twice" in p.stderr and p.stdout == "", f"--format twice: {p.stderr!r}")
