@@ -198,6 +198,13 @@ with _tf0.TemporaryDirectory() as odd_dir:
                        capture_output=True)
     check(p.returncode == 2 and b"one JSON key" in p.stderr and p.stdout == b"",
           f"gavel with two environments that write alike: rc {p.returncode} {p.stderr!r}")
+    # a byte that is no UTF-8 and a real U+FFFD read back as one character: the same key (the byte was written
+    # as the escape \ufffd, the character raw, so the check saw two keys that a JSON reader merged)
+    p = subprocess.run([ets.encode(), b"predict", trace.encode(), b"--model",
+                        b"k\xff=" + model_a.encode() + b",k\xef\xbf\xbd=" + model_a.encode(), b"--format", b"gavel"],
+                       capture_output=True)
+    check(p.returncode == 2 and b"one JSON key" in p.stderr,
+          f"gavel with environments 'k\\xff' and 'k\\ufffd': rc {p.returncode} {p.stderr!r}")
 
 # an installed ets (bin/ beside share/ets/models/) uses its own default model, not the source tree it was built from
 import tempfile as _tf
