@@ -307,7 +307,11 @@ int run_bench_body(const Args& args) {
     largest_model = std::max(largest_model, w);
     for (int n : windows) need += static_cast<double>(n) * width * (h + 2) * sizeof(float);
   }
-  check_fits_in_memory(need + 2 * largest_model, "--hidden, --layers and --windows (inputs, outputs and models)");
+  // and the GEMM ceiling's three matrices (below: 256·W × 2H times 2H × 8H for the first H), made each round
+  const double rows = 256.0 * width, inner = 2.0 * hiddens.front(), cols = 8.0 * hiddens.front();
+  need += (rows * inner + inner * cols + rows * cols) * sizeof(float);
+  check_fits_in_memory(need + 2 * largest_model,
+                       "--hidden, --layers, --width and --windows (inputs, outputs, models and the GEMM ceiling)");
 
   std::filesystem::path dir;
   try {  // TMPDIR unset to a folder that is not there, or not writable: an error with an id, not "unexpected"
