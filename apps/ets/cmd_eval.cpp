@@ -1,7 +1,9 @@
 // `ets eval --model M --data DIR --split test [--baselines] [--json]`: iteration-level MRE / RMSE of ETS (and of the
 // baselines, trained on DIR's train split and tuned on its val split), per family, per op count, per phase.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
@@ -65,6 +67,21 @@ void write_op_types(const std::string& path, const std::vector<Evaluator::OpType
   write_output(path, csv);
 }
 
+// Whether `out` names a file of the dataset folder `data`: anything under DIR/traces, or DIR's manifest.json,
+// retest.json or card.json (paths compared with symlinks resolved, so another spelling is caught too).
+bool inside_dataset(const std::string& out, const std::string& data) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path o = fs::weakly_canonical(out, ec);
+  if (ec) return false;
+  const fs::path d = fs::weakly_canonical(data, ec);
+  if (ec) return false;
+  for (const char* f : {"manifest.json", "retest.json", "card.json"})
+    if (o == d / f) return true;
+  const fs::path traces = d / "traces";
+  return std::mismatch(traces.begin(), traces.end(), o.begin(), o.end()).first == traces.end();
+}
+
 int run_eval(const Args& a) {
   const std::string model_path = a.value("--model"), data = a.value("--data"), split = a.value("--split", "test");
   if (model_path.empty() || data.empty()) throw std::invalid_argument("needs --model M and --data DIR");
@@ -98,6 +115,10 @@ int run_eval(const Args& a) {
     // written after the evaluation: a typo naming the model would replace it by a CSV
     if (same_file(a.value(out), model_path))
       throw std::invalid_argument(std::string(out) + " '" + a.value(out) + "' is the --model file: it would be overwritten");
+    // nor may it replace part of the dataset being read: a trace of DIR/traces, or a file eval reads beside them
+    if (inside_dataset(a.value(out), data))
+      throw std::invalid_argument(std::string(out) + " '" + a.value(out) + "' lies in the dataset --data " + data +
+                                  " (its traces or its manifest): it would be overwritten");
     const std::string why = detail::unwritable_reason(a.value(out), true);
     ETS_CHECK(why.empty(), Errc::io, "ets.cli.1", "cannot write {} to '{}': {}", out, a.value(out), why);
   }

@@ -271,6 +271,19 @@ p = subprocess.run([ets, "eval", "--model", model_copy, "--data", data, "--predi
                     os.path.join(work, ".", "model-copy.etsm")], capture_output=True, text=True)
 check(p.returncode == 2 and "--model" in p.stderr and open(model_copy, "rb").read() == open(model, "rb").read(),
       f"--predictions onto the model: rc {p.returncode} {p.stderr}")
+# nor may an output replace part of the dataset it scores: its manifest, or a trace of a split (by another spelling).
+# On a copy: were the refusal ever lost, the copy is what would be overwritten, not the tree's dataset.
+scratch = smallest_traces(data, os.path.join(work, "scratch-data"), {"test": 2})
+for target in (os.path.join(scratch, "manifest.json"),
+               os.path.join(scratch, "traces", "..", "traces", "test",
+                            sorted(os.listdir(os.path.join(scratch, "traces", "test")))[0])):
+    before = open(target, "rb").read() if os.path.exists(target) else None
+    for opt in ("--predictions", "--op-types"):
+        p = subprocess.run([ets, "eval", "--model", model, "--data", scratch, opt, target], capture_output=True,
+                           text=True)
+        after = open(target, "rb").read() if os.path.exists(target) else None
+        check(p.returncode == 2 and "lies in the dataset" in p.stderr and after == before,
+              f"{opt} onto {target}: rc {p.returncode} {p.stderr}")
 # "-" is not standard output (which carries the report); it used to create a file named "-"
 if os.path.exists(os.path.join(work, "-")):
     os.remove(os.path.join(work, "-"))  # the "./-" check below leaves it: a rerun must not see it here
