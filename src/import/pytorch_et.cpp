@@ -303,7 +303,15 @@ struct Chain {
   std::int64_t opt_step = -1;  // index of the innermost Optimizer.step# node (-1: none)
   std::int64_t step = -1;      // N
   std::int64_t step_node = -1; // that step node's id
+  std::int64_t thread = -1;    // index of the thread node above it ([pytorch|profiler|execution_*|thread]; -1: none)
 };
+
+// A thread's root node: "[pytorch|profiler|execution_graph|thread]" (torch 1.13), "..._trace|thread]" (Chakra).
+bool is_thread_node(std::string_view name) {
+  constexpr std::string_view tail = "|thread]";
+  return starts_with(name, "[pytorch|profiler|execution_") && name.size() > tail.size() &&
+         name.substr(name.size() - tail.size()) == tail;
+}
 
 std::vector<Chain> parent_chains(const std::vector<Node>& nodes,
                                  const std::unordered_map<std::int64_t, std::size_t>& by_id) {
@@ -330,6 +338,7 @@ std::vector<Chain> parent_chains(const std::vector<Node>& nodes,
       Chain c = has_parent ? chain[it->second] : Chain{};
       c.parent = has_parent ? static_cast<std::int64_t>(it->second) : -1;
       if (c.top < 0 && is_candidate(n)) c.top = static_cast<std::int64_t>(k);
+      if (is_thread_node(n.name)) c.thread = static_cast<std::int64_t>(k);
       const std::uint8_t own = scope_phase_flags(n.name);
       c.flags = static_cast<std::uint8_t>(c.flags | own);
       if (own == kScopeUpdate) c.opt_step = static_cast<std::int64_t>(k);
@@ -513,6 +522,35 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
     ops.erase(std::remove_if(ops.begin(), ops.end(),
                              [&](const OpRef& o) { return no_device_work(nodes[o.node], nodes, members[o.node]); }),
               ops.end());
+  // A CPU run's ops are the training thread's, as in a Kineto CPU trace: on a CPU the backward pass runs there
+  // too, and another thread's torch ops (a prefetching or monitoring thread) are no part of the iteration. The
+  // training thread is the one whose subtree holds the ProfilerStep# nodes, else the one that ran a backward pass
+  // or an optimizer's step, else the one with the most ops. (A GPU run's backward ops run on autograd threads,
+  // and a run whose tensors' devices are unknown may be one: both keep every thread, by the node-id rule above.)
+  if (!gpu_run && (devices & kOnCpu) != 0 && !ops.empty()) {
+    std::int64_t training = -1;
+    for (const auto& step : steps) {
+      const auto it = by_id.find(step.first);
+      if (it != by_id.end() && (training = chain[it->second].thread) >= 0) break;
+    }
+    for (std::size_t i = 0; training < 0 && i < nodes.size(); ++i)
+      if (scope_phase_flags(nodes[i].name) != 0) training = chain[i].thread;
+    if (training < 0) {
+      std::unordered_map<std::int64_t, std::size_t> per_thread;
+      std::size_t most = 0;
+      for (const OpRef& o : ops) {
+        const std::int64_t t = chain[o.node].thread;
+        if (t >= 0 && ++per_thread[t] > most) most = per_thread[t], training = t;
+      }
+    }
+    if (training >= 0)
+      ops.erase(std::remove_if(ops.begin(), ops.end(),
+                               [&](const OpRef& o) {
+                                 const std::int64_t t = chain[o.node].thread;
+                                 return t >= 0 && t != training;
+                               }),
+                ops.end());
+  }
   if (ops.empty())
     ETS_THROW(Errc::invalid_trace, "ets.et.5", "'{}': the Execution Trace holds no operator nodes{}", path,
               gpu_run ? " that did device work (a GPU run's views and metadata ops are not ops)" : "");

@@ -292,6 +292,36 @@ TEST_CASE("ET: the device is where tensor arguments live; a string argument is n
   CHECK(device(R"([[10, 11, 0, 32, 4, "cudafy"], "cpu", 6, false, false])").empty()); // a word, not a device
 }
 
+TEST_CASE("ET of a CPU run: only the training thread's ops, as a Kineto CPU trace keeps them") {
+  // The training thread (node 2) steps and runs its backward pass itself, as torch does on a CPU; another thread
+  // (node 20) runs torch ops meanwhile, more of them. Its ops were taken into the iteration by their node ids.
+  const auto et = [](bool with_step) {
+    const std::string cpu =
+        R"J("inputs": [[10, 11, 0, 64, 4, "cpu"]], "input_shapes": [[8, 8]], "input_types": ["Tensor(float)"])J";
+    const std::string parent = with_step ? "3" : "2";
+    return R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+      {"name": "[pytorch|profiler|execution_graph|thread]", "id": 2, "parent": 1, "seq_id": -1},)J" +
+           std::string(with_step ? R"J({"name": "ProfilerStep#1", "id": 3, "parent": 2, "seq_id": -1},)J" : "") +
+           R"J({"name": "aten::relu", "id": 4, "parent": )J" + parent + R"J(, "seq_id": 1, )J" + cpu + R"J(},
+      {"name": "[pytorch|profiler|execution_graph|thread]", "id": 20, "parent": 1, "seq_id": -1},
+      {"name": "aten::tanh", "id": 21, "parent": 20, "seq_id": -1, )J" + cpu + R"J(},
+      {"name": "aten::mm", "id": 22, "parent": 20, "seq_id": -1, )J" + cpu + R"J(},
+      {"name": "aten::sigmoid", "id": 23, "parent": 20, "seq_id": -1, )J" + cpu + R"J(},
+      {"name": "autograd::engine::evaluate_function: ReluBackward0", "id": 30, "parent": )J" + parent +
+           R"J(, "seq_id": -1},
+      {"name": "aten::threshold_backward", "id": 31, "parent": 30, "seq_id": 1, )J" + cpu + R"J(}]})J";
+  };
+  for (const bool with_step : {true, false}) {
+    INFO((with_step ? "with a ProfilerStep# node" : "without one: the thread that ran the backward pass"));
+    const std::vector<ets::ExecutionTrace> t = read_et(et(with_step), "threads.json");
+    REQUIRE(t.size() == 1);
+    CHECK(t[0].meta.device == "cpu");
+    REQUIRE(t[0].ops.size() == 2);
+    CHECK(t[0].ops[0].raw_name == "aten::relu");
+    CHECK(t[0].ops[1].phase == ets::Phase::Backward);
+  }
+}
+
 TEST_CASE("ET of a GPU run: ops without device work are left out, as a Kineto GPU trace leaves them out") {
   // Each op: name, id, parent; tensors on `where`. Children say whether an op that may copy (to, reshape) did.
   const auto et = [](const std::string& where) {
