@@ -457,6 +457,16 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     else if (icontains(g.text, "backward") && g.text.find("::") == std::string::npos) backward_marks.push_back(&g);
   }
   const Marks in_update(update_marks), in_backward(backward_marks);
+  // The optimizer, as the other readers name it: the earliest range torch writes as Optimizer.step#<class>.step
+  // (emit_nvtx appends ", seq = ..." and the like after a comma).
+  std::string optimizer;
+  std::int64_t optimizer_start = std::numeric_limits<std::int64_t>::max();
+  for (const auto& g : ranges) {
+    const std::string_view text = std::string_view(g.text).substr(0, g.text.find(','));
+    if (g.start < optimizer_start)
+      if (std::string c = torch_optimizer_class(text); !c.empty()) optimizer = std::move(c), optimizer_start = g.start;
+  }
+  check_meta_field("optimizer", optimizer, path);
 
   struct Built {
     OpRecord rec;
@@ -473,8 +483,23 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     const auto& in = x.rec.inputs;
     const auto rank = [&](std::size_t i) { return in.size() > i ? static_cast<int>(in[i].dims.size()) : -1; };
     x.rec.name = normalize_op_name_by_args(raw, &backward, rank(1), rank(2));
-    if (in_update.contain(*g)) x.rec.phase = Phase::Update;
-    else if (backward || in_backward.contain(*g)) x.rec.phase = Phase::Backward;
+    // A range that is itself an op says its phase by its own name too, as one around it would (a capture without
+    // operator ranges, where a hand-placed "backward" or "optimizer.step" range is the op)
+    // (an operator's own name, aten::optimizer_like_op, says nothing of the phase)
+    const bool own_name = g->text.find("::") == std::string::npos;
+    if (in_update.contain(*g) || (own_name && icontains(g->text, "optimizer"))) x.rec.phase = Phase::Update;
+    else if (backward || in_backward.contain(*g) || (own_name && icontains(g->text, "backward")))
+      x.rec.phase = Phase::Backward;
+    {
+      // Hyper-parameters and analytic FLOPs from the recorded shapes, as the Kineto reader derives them from the
+      // same shapes (bytes stay unknown: no dtype is recorded). The inputs stay as recorded.
+      RawArgs args;
+      for (const TensorInfo& t : x.rec.inputs) args.dims.push_back(t.dims);
+      std::vector<TensorInfo> recorded = x.rec.inputs;
+      fill_from_args(x.rec, args);
+      x.rec.inputs = std::move(recorded);
+      fill_analytic(x.rec);
+    }
     x.rec.sequence = range_seq(g->text);
     x.kstart = b.kernels.front().start;
     x.kend = b.kernels.front().end;
@@ -560,6 +585,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     t.meta.source_format = "nsight";
     t.meta.source_path = path;
     t.meta.device = device;
+    t.meta.optimizer = optimizer;
     t.iteration = iterations.empty() ? 0 : g.index;
     t.start_us = static_cast<double>(g.ops.front()->kstart) / 1000.0;
     std::int64_t last_end = std::numeric_limits<std::int64_t>::min();  // timestamps may be negative

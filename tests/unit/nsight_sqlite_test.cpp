@@ -310,6 +310,59 @@ TEST_CASE("Nsight: emit_nvtx step markers; a generic convolution is named by its
   CHECK(traces[0].ops[2].phase == ets::Phase::Backward);
 }
 
+TEST_CASE("Nsight: hyper-parameters and FLOPs from the recorded shapes, the optimizer, and hand-placed phase ranges") {
+  // emit_nvtx's sizes give what the Kineto reader derives from the same shapes (mm: 2·64·128·256 FLOPs, a
+  // convolution's kernel and channels); the optimizer is the Optimizer.step# range's class. In a capture without
+  // operator ranges the hand-placed "backward" and "optimizer.step" ranges are the ops, and say their own phase.
+  TempDir dir;
+  const std::string path = (dir.path / "shapes.sqlite").string();
+  sqlite3* db = new_capture(path);
+  Builder b{db};
+  b.range(1000, 90000, 1, "ProfilerStep#1, op_id = 9");
+  b.range(2000, 3000, 1, "aten::mm, seq = 3, sizes = [[64, 128], [128, 256]]");
+  b.range(4000, 5000, 1, "aten::conv2d, seq = 4, sizes = [[2, 3, 8, 8], [4, 3, 3, 3], [4]]");
+  b.range(6000, 9000, 1, "Optimizer.step#SGD.step, op_id = 12");
+  b.range(6500, 7000, 1, "aten::add_, seq = 5, sizes = [[4], [4]]");
+  const std::int64_t launch_at[] = {2100, 4100, 6600};  // inside mm, conv2d and add_
+  for (int i = 1; i <= 3; ++i) {
+    b.launch(launch_at[i - 1], launch_at[i - 1] + 100, 1, i);
+    b.kernel(10000 + 1000 * i, 10500 + 1000 * i, i);
+  }
+  sqlite3_close(db);
+  const auto traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
+  REQUIRE(traces.size() == 1);
+  CHECK(traces[0].meta.optimizer == "sgd");
+  REQUIRE(traces[0].ops.size() == 3);
+  const ets::OpRecord& mm = traces[0].ops[0];
+  CHECK(mm.flops == 2.0 * 64 * 128 * 256);
+  CHECK(mm.hyper.get(ets::Hyper::InChannels, -1) == 128);
+  CHECK(mm.hyper.get(ets::Hyper::OutChannels, -1) == 256);
+  CHECK(std::isnan(mm.bytes));  // no dtype recorded
+  const ets::OpRecord& conv = traces[0].ops[1];
+  CHECK(conv.hyper.get(ets::Hyper::KernelH, -1) == 3);
+  CHECK(conv.hyper.get(ets::Hyper::OutChannels, -1) == 4);
+  CHECK(conv.flops > 0);
+  CHECK(conv.inputs.size() == 3);  // as recorded
+  CHECK(traces[0].ops[2].phase == ets::Phase::Update);
+
+  const std::string plain = (dir.path / "plain.sqlite").string();
+  db = new_capture(plain);
+  Builder p{db};
+  const char* names[] = {"forward", "backward", "optimizer.step"};
+  for (int i = 0; i < 3; ++i) {
+    p.range(1000 + 10000 * i, 9000 + 10000 * i, 1, names[i]);
+    p.launch(1100 + 10000 * i, 1200 + 10000 * i, 1, i + 1);
+    p.kernel(50000 + 1000 * i, 50500 + 1000 * i, i + 1);
+  }
+  sqlite3_close(db);
+  const auto hand = ets::import::read_nsight_sqlite(plain, ets::import::Options{});
+  REQUIRE(hand.size() == 1);
+  REQUIRE(hand[0].ops.size() == 3);
+  CHECK(hand[0].ops[0].phase == ets::Phase::Forward);
+  CHECK(hand[0].ops[1].phase == ets::Phase::Backward);
+  CHECK(hand[0].ops[2].phase == ets::Phase::Update);
+}
+
 TEST_CASE("the real Nsight fixture has no kernel table: a stable error id naming it") {
   ETS_REQUIRE_SHARED("nsight/weatherbench2_report1.sqlite");
   const std::string path = ets_test::shared_data("nsight/weatherbench2_report1.sqlite");
