@@ -483,9 +483,9 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     const auto& in = x.rec.inputs;
     const auto rank = [&](std::size_t i) { return in.size() > i ? static_cast<int>(in[i].dims.size()) : -1; };
     x.rec.name = normalize_op_name_by_args(raw, &backward, rank(1), rank(2));
-    // A range that is itself an op says its phase by its own name too, as one around it would (a capture without
-    // operator ranges, where a hand-placed "backward" or "optimizer.step" range is the op)
-    // (an operator's own name, aten::optimizer_like_op, says nothing of the phase)
+    // A non-operator range that is itself an op says its phase by its own name too, as one around it would (a
+    // capture without operator ranges, where a hand-placed "backward" or "optimizer.step" range is the op); an
+    // operator's own name (aten::optimizer_like_op) says nothing of the phase.
     const bool own_name = g->text.find("::") == std::string::npos;
     if (in_update.contain(*g) || (own_name && icontains(g->text, "optimizer"))) x.rec.phase = Phase::Update;
     else if (backward || in_backward.contain(*g) || (own_name && icontains(g->text, "backward")))
