@@ -193,7 +193,9 @@ int run_eval(const Args& a) {
   std::vector<Evaluator::Metrics> scaled;
   if (val_scaled) {
     std::vector<double> truth;
-    for (const auto& t : test.traces) truth.push_back(Evaluator::truth_us(t));
+    // only scorable traces, as in every other table (a labelled iteration without ops would count as a 100% error)
+    for (const auto& t : test.traces)
+      truth.push_back(Evaluator::scorable(t) ? Evaluator::truth_us(t) : std::numeric_limits<double>::quiet_NaN());
     for (std::size_t i = 0; i < methods.size(); ++i) {
       std::vector<double> p = methods[i].predicted_us;
       for (double& x : p) x *= scales[i];

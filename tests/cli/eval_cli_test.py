@@ -339,6 +339,21 @@ if p.returncode == 0 and vs.get("ets"):
     h = len(ratios) // 2
     med = ratios[h] if len(ratios) % 2 else 0.5 * (ratios[h - 1] + ratios[h])
     check(math.isclose(med, vs["ets"]["scale"], rel_tol=1e-4), f"ets val scale {vs['ets']['scale']} vs median {med}")
+# a labelled test iteration without ops is in no table, the val-scaled one included (it counted there as a 100% error)
+no_ops = smallest_traces(data, os.path.join(work, "no-ops-data"), {"val": None, "test": 3})
+first = sorted(os.listdir(os.path.join(no_ops, "traces", "test")))[0]
+with gzip.open(os.path.join(no_ops, "traces", "test", first), "rt") as fh:
+    lines = [json.loads(l) for l in fh if l.strip()]
+meta = lines[1]["trace"]
+meta["ops"] = 0
+meta.setdefault("extra", {})["config_id"] = "no-ops-0"
+with gzip.open(os.path.join(no_ops, "traces", "test", "no-ops-0.etst.gz"), "wt") as fh:
+    for o in (lines[0], {"trace": meta}, {"end": {"traces": 1}}):
+        fh.write(json.dumps(o, separators=(",", ":")) + "\n")
+j_no = run_eval("--val-scaled", data_dir=no_ops)
+ets_all, ets_sc = j_no.get("methods", {}).get("ets", {}), j_no.get("val_scaled", {}).get("ets", {})
+check(ets_all.get("n") == 3 and ets_sc.get("n") == 3 and ets_sc.get("mre", 1) < 0.9,
+      f"a test iteration without ops: methods {ets_all}, val_scaled {ets_sc}")
 for extra in (["--split", "val"], ["--val-split", "test/"], ["--val-split", "traces/test"]):
     p = subprocess.run([ets, "eval", "--model", model, "--data", data, "--val-scaled", *extra], capture_output=True,
                        text=True)
