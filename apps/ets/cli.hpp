@@ -147,6 +147,10 @@ OptionHelp keep_incomplete_help();
 OptionHelp max_bytes_help();
 OptionHelp batch_size_help();
 
+/// Where an output path will be written once its links (a dangling one too), "." and ".." are resolved; "" when that
+/// cannot be told.
+std::string output_location(const std::string& path);
+
 /// Whether two paths name one file: the same string, the same existing file (through links, "./", hard links), or,
 /// for a file not there yet, the same place once links, "." and ".." are resolved.
 bool same_file(const std::string& a, const std::string& b);

@@ -68,18 +68,15 @@ void write_op_types(const std::string& path, const std::vector<Evaluator::OpType
 }
 
 // Whether `out` names a file of the dataset folder `data`: anything under DIR/traces, or DIR's manifest.json,
-// retest.json or card.json (paths compared with symlinks resolved, so another spelling is caught too).
+// retest.json or card.json (resolved as same_file resolves an output, so another spelling is caught too).
 bool inside_dataset(const std::string& out, const std::string& data) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path o = fs::weakly_canonical(out, ec);
-  if (ec) return false;
-  const fs::path d = fs::weakly_canonical(data, ec);
-  if (ec) return false;
   for (const char* f : {"manifest.json", "retest.json", "card.json"})
-    if (o == d / f) return true;
-  const fs::path traces = d / "traces";
-  return std::mismatch(traces.begin(), traces.end(), o.begin(), o.end()).first == traces.end();
+    if (same_file(out, (fs::path(data) / f).string())) return true;
+  const std::string o = output_location(out), traces = output_location((fs::path(data) / "traces").string());
+  if (o.empty() || traces.empty()) return false;
+  const fs::path op(o), tp(traces);
+  return std::mismatch(tp.begin(), tp.end(), op.begin(), op.end()).first == tp.end();
 }
 
 int run_eval(const Args& a) {

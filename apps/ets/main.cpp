@@ -392,18 +392,22 @@ void check_fits_in_memory(double bytes, const std::string& what) {
             bytes / 1073741824.0, static_cast<double>(limit) / 1073741824.0, source);
 }
 
+std::string output_location(const std::string& path) {
+  std::string resolved = path, why;
+  if (!detail::follow_output_links(resolved, why)) return "";
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::weakly_canonical(resolved, ec);
+  return ec ? "" : p.string();
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
   if (a == b) return true;
   std::error_code ec;
   if (fs::equivalent(a, b, ec) && !ec) return true;  // both exist: hard links, symlinks, "./x"
   // An output not written yet: the same place once its links, "." and ".." are resolved.
-  std::string ra = a, rb = b, why;
-  if (!detail::follow_output_links(ra, why) || !detail::follow_output_links(rb, why)) return false;
-  const fs::path ca = fs::weakly_canonical(ra, ec);
-  if (ec) return false;
-  const fs::path cb = fs::weakly_canonical(rb, ec);
-  return !ec && ca == cb;
+  const std::string ca = output_location(a);
+  return !ca.empty() && ca == output_location(b);
 }
 
 void refuse_dash_output(const std::string& option, const std::string& path) {
