@@ -20,6 +20,7 @@
 #include <cxxabi.h>  // abi::__forced_unwind: how glibc unwinds a thread cancelled by pthread_cancel / pthread_exit
 #endif
 
+#include "ets/detail/utf8.hpp"
 #include "ets/error.hpp"
 #include "ets/predictor.hpp"
 #include "ets/version.hpp"
@@ -71,11 +72,8 @@ ets_status report(ets_status s, const char* id, bool prefix, std::string_view a,
           put(t_error, kErrorCapacity, at, c);
   if (!whole) {  // at == capacity - 1 here
     // Cut before "..." on a character boundary: a message of valid UTF-8 (a non-ASCII job id or path) stays valid,
-    // which bindings that decode it (Python's bytes.decode) need. Continuation bytes are 10xxxxxx; a sequence has
-    // at most three, so the step back is bounded even where the input was not UTF-8.
-    std::size_t cut = at - 3;
-    for (int k = 0; k < 3 && cut > 0 && (static_cast<unsigned char>(t_error[cut]) & 0xC0u) == 0x80u; ++k) --cut;
-    if ((static_cast<unsigned char>(t_error[cut]) & 0xC0u) == 0x80u) cut = at - 3;  // not UTF-8: cut where it was
+    // which bindings that decode it (Python's bytes.decode) need.
+    const std::size_t cut = ets::detail::utf8_cut(std::string_view(t_error, at), at - 3);
     std::memcpy(t_error + cut, "...", 3);
     at = cut + 3;
   }

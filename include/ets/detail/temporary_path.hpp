@@ -8,10 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "ets/detail/fnv1a.hpp"
+#include "ets/detail/utf8.hpp"
 
 #if defined(_WIN32)
 #include <process.h>
@@ -44,8 +46,7 @@ inline std::string temporary_path(const std::string& path, const char* tag) {
   constexpr std::size_t kHash = 17;  // "~" and 16 hex digits
   std::size_t keep = kMaxFileName > suffix.size() + kHash ? kMaxFileName - suffix.size() - kHash : 0;
   keep = std::min(keep, name_size);
-  // never half a UTF-8 character: a continuation byte (10xxxxxx) is not where a cut may fall
-  while (keep > 0 && keep < name_size && (static_cast<unsigned char>(path[name_at + keep]) & 0xC0u) == 0x80u) --keep;
+  keep = utf8_cut(std::string_view(path).substr(name_at), keep);  // never half a UTF-8 character
   const std::uint64_t hash = fnv1a(path.data() + name_at, name_size);
   return fmt::format("{}~{:016x}{}", path.substr(0, name_at + keep), hash, suffix);
 }

@@ -1,6 +1,6 @@
 // Well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points past U+10FFFF), checked in one place for
 // the trace writer (which refuses anything else, so every written file is valid JSON), Tracer::load (which stores a
-// file name in another encoding with U+FFFD) and the ets tool's JSON output.
+// file name in another encoding with U+FFFD) and the ets tool's JSON output; and where a cut keeps characters whole.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +25,13 @@ inline std::size_t utf8_sequence(std::string_view s, std::size_t i) noexcept {
     return b(1) >= lo && b(1) <= hi && cont(2) && cont(3) ? 4 : 0;
   }
   return 0;
+}
+
+/// Where a cut of `s` at `at` (0..size) falls without splitting a character: `at`, stepped back over the
+/// continuation bytes (10xxxxxx) that stand there, so the character they belong to is cut off whole.
+inline std::size_t utf8_cut(std::string_view s, std::size_t at) noexcept {
+  while (at > 0 && at < s.size() && (static_cast<unsigned char>(s[at]) & 0xC0u) == 0x80u) --at;
+  return at;
 }
 
 /// Whether all of `s` is well-formed UTF-8.
