@@ -428,6 +428,15 @@ void read_event(od::object obj, Collected& c) {
 }
 
 // Keeps outer markers only (some traces nest a second Optimizer.step# inside the first).
+// The marker of `sorted` (disjoint, by start) on thread `tid` that holds [start, end], or nullptr.
+const Marker* enclosing(const std::vector<Marker>& sorted, double start, double end, std::int64_t tid) {
+  auto m = std::upper_bound(sorted.begin(), sorted.end(), start,
+                            [](double t, const Marker& mk) { return t < mk.start; });
+  if (m == sorted.begin()) return nullptr;
+  --m;
+  return m->tid == tid && end <= m->end ? &*m : nullptr;
+}
+
 std::vector<Marker> outer_only(std::vector<Marker> v, std::int64_t pid) {
   v.erase(std::remove_if(v.begin(), v.end(), [&](const Marker& m) { return m.pid != pid; }), v.end());
   std::stable_sort(v.begin(), v.end(), [](const Marker& a, const Marker& b) { return a.start < b.start; });
@@ -479,11 +488,8 @@ class StepShapes {
     for (std::size_t i = 0; i < c.host.size(); ++i) {
       const HostSpan& h = c.host[i];
       if (c.host_pid[i] != pid || h.kind == SpanKind::Scope) continue;
-      auto m = std::upper_bound(st.begin(), st.end(), h.start_us,
-                                [](double t, const Marker& mk) { return t < mk.start; });
-      if (m == st.begin()) continue;
-      --m;
-      if (m->tid == h.tid && h.end_us <= m->end) spans_[static_cast<std::size_t>(m - st.begin())].push_back(i);
+      if (const Marker* m = enclosing(st, h.start_us, h.end_us, h.tid))
+        spans_[static_cast<std::size_t>(m - st.data())].push_back(i);
     }
   }
 
@@ -552,13 +558,7 @@ std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep
   // A zero_grad inside an optimizer's step is its closure's (LBFGS evaluates the loss several times a step): it
   // starts no iteration. (The steps are disjoint and sorted by start.)
   zg.erase(std::remove_if(zg.begin(), zg.end(),
-                          [&](const Marker& z) {
-                            auto s = std::upper_bound(all_steps.begin(), all_steps.end(), z.start,
-                                                      [](double t, const Marker& m) { return t < m.start; });
-                            if (s == all_steps.begin()) return false;
-                            --s;
-                            return s->tid == z.tid && z.end <= s->end;
-                          }),
+                          [&](const Marker& z) { return enclosing(all_steps, z.start, z.end, z.tid) != nullptr; }),
            zg.end());
   auto st = all_steps;
   // Several optimizers of different classes (a GAN's SGD and Adam) step once each per iteration: where their
