@@ -44,7 +44,7 @@ class Labeler {
     std::vector<double> pass_median_us;   ///< each pass's median period, in pass order
     std::vector<std::size_t> iterations;  ///< iterations used per pass
     double disagreement = 0;              ///< max/min − 1 of pass_median_us, to 5 decimals as stored
-    bool disagrees = false;               ///< disagreement > Options::disagreement_threshold
+    bool disagrees = false;               ///< disagreement > Options::disagreement_threshold, both to 5 decimals
     double sum_discrepancy = 0;           ///< (Σ(time + gap) of the labels − measured_us) / measured_us
     double single_pass_deviation = 0;     ///< mean over passes of |pass median − measured_us| / measured_us
   };
@@ -54,12 +54,13 @@ class Labeler {
   explicit Labeler(Options options);
 
   /// Labels one configuration. Every iteration of every pass must carry the same op sequence (normalised names
-  /// and phases; shapes may vary, as data-dependent ops make them), and passes that name their model and batch size the same ones
-  /// and were profiled with the same tail steps (meta.extra "tail_steps", absent = 0) — else ets.label.2
+  /// and phases; shapes may vary, as data-dependent ops make them), passes that name their model, batch size, environment or device
+  /// the same ones (each compared with the first iteration naming it; device "cpu" / "gpu" names none), all
+  /// profiled with the same tail steps (meta.extra "tail_steps", absent = 0) — else ets.label.2
   /// naming the first difference; empty input → ets.label.1; an iteration
   /// with a period outside [0.001, 1e15] µs (labels are stored to 1 ns) or not finite → ets.label.3; labels off
   /// measured_us by more than the tolerance → ets.label.4; passes with different iteration counts → ets.label.6. The template for op attributes (shapes, hyper-parameters, FLOPs) is the first iteration of the
-  /// first pass; its meta is kept and extended with the label.* entries.
+  /// first pass; its meta is kept, its label.* entries (a labelled template's) replaced by this label's.
   Result label(const std::vector<std::vector<ExecutionTrace>>& passes) const;
 
   const Options& options() const noexcept { return options_; }

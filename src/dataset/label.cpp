@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,18 +42,44 @@ std::string join(const std::vector<double>& v, int decimals) {
   return s;
 }
 
+// Every iteration of a label is one job on one machine. Each field a pass may name (model, batch size,
+// environment, device) is compared with the first iteration that names it, not with pass 1 iteration 1 alone: a
+// first pass that names nothing would let two named passes of different jobs through. (Input shapes are not compared:
+// data-dependent ops, e.g. a masked-LM's selected positions, change them between iterations.)
+void check_one_job(const std::vector<std::vector<ExecutionTrace>>& passes) {
+  struct Field {
+    const char* what;
+    std::string (*value)(const TraceMeta&);  // "" when the pass does not tell
+  };
+  static const Field fields[] = {
+      {"model", [](const TraceMeta& m) { return m.model; }},
+      {"batch size", [](const TraceMeta& m) { return m.batch_size > 0 ? std::to_string(m.batch_size) : std::string(); }},
+      {"environment", [](const TraceMeta& m) { return m.environment; }},
+      // "cpu" / "gpu" tell only the kind (a source without the device's name), not another device
+      {"device", [](const TraceMeta& m) { return m.device == "cpu" || m.device == "gpu" ? std::string() : m.device; }},
+  };
+  for (const Field& f : fields) {
+    std::string first;
+    std::size_t first_pass = 0, first_iter = 0;
+    for (std::size_t p = 0; p < passes.size(); ++p)
+      for (std::size_t i = 0; i < passes[p].size(); ++i) {
+        const std::string v = f.value(passes[p][i].meta);
+        if (v.empty()) continue;
+        if (first.empty()) {
+          first = v;
+          first_pass = p;
+          first_iter = i;
+        } else if (v != first) {
+          ETS_THROW(Errc::invalid_trace, "ets.label.2",
+                    "pass {} iteration {} is of another job than pass {} iteration {}: {} '{}', not '{}'", p + 1, i + 1,
+                    first_pass + 1, first_iter + 1, f.what, v, first);
+        }
+      }
+  }
+}
+
 // The reference op sequence is the first iteration of the first pass; every other iteration must match it.
 void check_aligned(const ExecutionTrace& ref, const ExecutionTrace& it, std::size_t pass, std::size_t iter) {
-  // Passes name their job when the exporter knew it: two names (or batch sizes) are two configurations, said as such
-  // before their ops are compared. (Input shapes are not compared: data-dependent ops, e.g. a masked-LM's selected
-  // positions, change them between iterations.)
-  const auto differ = [](const std::string& x, const std::string& y) { return !x.empty() && !y.empty() && x != y; };
-  if (differ(ref.meta.model, it.meta.model) ||
-      (ref.meta.batch_size > 0 && it.meta.batch_size > 0 && ref.meta.batch_size != it.meta.batch_size))
-    ETS_THROW(Errc::invalid_trace, "ets.label.2",
-              "pass {} iteration {} is of another job than pass 1 iteration 1: model '{}' batch size {}, not '{}' "
-              "batch size {}",
-              pass + 1, iter + 1, it.meta.model, it.meta.batch_size, ref.meta.model, ref.meta.batch_size);
   // A pass without a tail step ends its last iteration at its ProfilerStep# span, short of the time between steps
   // (docs/dataset.md, Labels): one label never mixes the two.
   const auto tail = [](const ExecutionTrace& t) {
@@ -107,6 +134,8 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
     ETS_CHECK(passes[p].size() == passes.front().size(), Errc::invalid_trace, "ets.label.6",
               "pass {} holds {} iterations, pass 1 holds {}: passes of one configuration must hold as many", p + 1,
               passes[p].size(), passes.front().size());
+
+  check_one_job(passes);
 
   Result r;
   std::size_t samples = 0;
@@ -215,7 +244,9 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
   // The flag and every reader of the stored value (ets eval's buckets, card.py) see the same number: the one
   // written to label.disagreement, to 5 decimals. Flagging the unrounded value let them part within 5e-6 of a cut.
   r.disagreement = std::round((*mx / *mn - 1.0) * 1e5) / 1e5;
-  r.disagrees = r.disagreement > options_.disagreement_threshold;
+  // The threshold is stored to 5 decimals too: the flag must agree with the two numbers written beside it.
+  const double threshold = std::round(options_.disagreement_threshold * 1e5) / 1e5;
+  r.disagrees = r.disagreement > threshold;
   r.sum_discrepancy = (out.sum_us() - out.measured_us) / out.measured_us;
   double dev = 0;
   for (double m : r.pass_median_us) dev += std::abs(m - out.measured_us) / out.measured_us;
@@ -223,6 +254,9 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
 
   std::vector<double> iters(r.iterations.begin(), r.iterations.end());
   auto& x = out.meta.extra;
+  // Relabelling labelled files: the template's label.* entries describe its own label, not this one (a pooled
+  // label of bracket-labelled passes kept their label.bracket_iterations).
+  for (auto e = x.begin(); e != x.end();) e = e->first.rfind("label.", 0) == 0 ? x.erase(e) : std::next(e);
   x["label.method"] = !bracket.empty()
                          ? "op: weighted mean of time and of gap over the iterations bracketing the label (m nearest "
                            "below, m nearest above, m = ceil(samples/6)), summing to it; measured: median of pass "
@@ -236,7 +270,7 @@ Labeler::Result Labeler::label(const std::vector<std::vector<ExecutionTrace>>& p
   x["label.iterations"] = join(iters, 0);
   x["label.pass_median_us"] = join(r.pass_median_us, 3);
   x["label.disagreement"] = fmt::format("{:.5f}", r.disagreement);
-  x["label.disagreement_threshold"] = fmt::format("{:.5f}", options_.disagreement_threshold);
+  x["label.disagreement_threshold"] = fmt::format("{:.5f}", threshold);
   x["label.disagrees"] = r.disagrees ? "1" : "0";
   x["label.sum_discrepancy"] = fmt::format("{:.5f}", r.sum_discrepancy);
   x["label.single_pass_deviation"] = fmt::format("{:.5f}", r.single_pass_deviation);

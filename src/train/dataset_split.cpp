@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include "ets/error.hpp"
@@ -47,7 +48,10 @@ void check_manifest(const std::string& dir, const std::string& split, const std:
     std::string_view id, s;
     if (c["id"].get_string().get(id) || c["split"].get_string().get(s))
       bad("a configuration without a string \"id\" and \"split\"");
-    split_of.emplace(std::string(id), std::string(s));
+    const auto [at, added] = split_of.emplace(std::string(id), std::string(s));
+    // one id in two splits would let whichever entry came first decide, and a test configuration load into train
+    if (!added && at->second != s)
+      bad(fmt::format("configuration {} is listed in split '{}' and in split '{}'", at->first, at->second, s));
     splits.emplace(s);
   }
   // "traces/test", "test/", "./test/." and "test" name the same folder

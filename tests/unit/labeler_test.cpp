@@ -149,6 +149,35 @@ TEST_CASE("Labeler: the flag judges the disagreement as stored, so every reader 
   CHECK(above.trace.meta.extra.at("label.disagreement") == "0.10001");
   CHECK(above.disagrees);
   CHECK(ets::Evaluator::disagreement_bucket(above.disagreement) == "10-25%");
+  // the threshold is stored to 5 decimals as well, and the flag agrees with the stored pair: 0.12346 does not
+  // exceed a threshold of 0.123456 stored as 0.12346
+  std::vector<std::vector<ExecutionTrace>> passes(2);
+  passes[0] = {iteration({{"mm", Phase::Forward, 1000, 0}})};
+  passes[1] = {iteration({{"mm", Phase::Forward, 1123.46, 0}})};
+  Labeler::Options o = pooled_options(0.2);
+  o.disagreement_threshold = 0.123456;
+  const auto fine = Labeler(o).label(passes);
+  CHECK(fine.trace.meta.extra.at("label.disagreement") == "0.12346");
+  CHECK(fine.trace.meta.extra.at("label.disagreement_threshold") == "0.12346");
+  CHECK_FALSE(fine.disagrees);
+  CHECK(fine.trace.meta.extra.at("label.disagrees") == "0");
+}
+
+TEST_CASE("Labeler: relabelling labelled traces keeps none of their label.* entries") {
+  std::vector<std::vector<ExecutionTrace>> passes(2);
+  passes[0] = {iteration({{"mm", Phase::Forward, 100, 0}}), iteration({{"mm", Phase::Forward, 110, 0}})};
+  passes[1] = {iteration({{"mm", Phase::Forward, 105, 0}}), iteration({{"mm", Phase::Forward, 115, 0}})};
+  const auto bracket = Labeler().label(passes);
+  REQUIRE(bracket.trace.meta.extra.count("label.bracket_iterations") == 1);
+  passes[0] = {bracket.trace};
+  passes[1] = {bracket.trace};
+  passes[0][0].meta.extra["label.something_old"] = "x";  // the template: its meta is kept
+  const auto pooled = Labeler(pooled_options()).label(passes);
+  const auto& x = pooled.trace.meta.extra;
+  CHECK(x.count("label.bracket_iterations") == 0);
+  CHECK(x.count("label.something_old") == 0);
+  CHECK(x.at("label.passes") == "2");
+  CHECK(x.at("label.iterations") == "1;1");
 }
 
 TEST_CASE("Labeler: a sum of medians far from the median of sums is rejected (ets.label.4)") {
@@ -289,6 +318,22 @@ TEST_CASE("Labeler: misaligned, empty and invalid input raise documented ids") {
   CHECK(error_id([&] { Labeler().label({{named}, {other_model}}); }) == "ets.label.2");
   CHECK(error_id([&] { Labeler().label({{named}, {other_batch}}); }) == "ets.label.2");
   CHECK_NOTHROW(Labeler().label({{named}, {a}}));
+  // each field is compared with the first iteration that names it: an unnamed pass 1 let two jobs through
+  CHECK(error_id([&] { Labeler().label({{a}, {named}, {other_model}}); }) == "ets.label.2");
+  CHECK(error_id([&] { Labeler().label({{a}, {named}, {other_batch}}); }) == "ets.label.2");
+  CHECK_NOTHROW(Labeler().label({{a}, {named}, {named}}));
+  // timings of two machines are not one label: environments and device names are compared too ("cpu" / "gpu"
+  // name only the kind, no device)
+  auto here = a, there = a, xeon = a, epyc = a, kind = a;
+  here.meta.environment = "cpu-xeon-1t";
+  there.meta.environment = "gpu-h100";
+  xeon.meta.device = "Intel Xeon";
+  epyc.meta.device = "AMD EPYC";
+  kind.meta.device = "cpu";
+  CHECK(error_id([&] { Labeler().label({{here}, {a}, {there}}); }) == "ets.label.2");
+  CHECK(error_id([&] { Labeler().label({{xeon}, {epyc}}); }) == "ets.label.2");
+  CHECK_NOTHROW(Labeler().label({{here}, {a}, {here}}));
+  CHECK_NOTHROW(Labeler().label({{kind}, {xeon}, {xeon}}));
   // a pass profiled with a tail step ends its last iteration at the tail's first op, one without at its span:
   // one label never mixes the two (an explicit 0 is the same as none)
   auto tailed = a, untailed = a;

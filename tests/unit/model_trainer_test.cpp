@@ -237,6 +237,12 @@ TEST_CASE("a dataset's manifest keeps each configuration in its split", "[train]
   CHECK(ets::DatasetSplit::load(dir.string(), "mine", 1).traces.size() == 1);  // a split the manifest does not name
   manifest(R"({"configs": [{"id": "vgg-0001", "split": "train"}]})");
   CHECK(ets::DatasetSplit::load(dir.string(), "train", 1).traces.size() == 1);
+  // one configuration in two splits: the first entry decided, and a test configuration loaded into train
+  manifest(R"({"configs": [{"id": "vgg-0001", "split": "train"}, {"id": "vgg-0001", "split": "test"}]})");
+  CHECK_THROWS_WITH(ets::DatasetSplit::load(dir.string(), "train", 1),
+                    Catch::Contains("ets.eval.6") && Catch::Contains("vgg-0001") && Catch::Contains("'test'"));
+  manifest(R"({"configs": [{"id": "vgg-0001", "split": "train"}, {"id": "vgg-0001", "split": "train"}]})");
+  CHECK(ets::DatasetSplit::load(dir.string(), "train", 1).traces.size() == 1);  // twice in one split: no conflict
   t.meta.extra.erase("config_id");  // a trace that names no configuration is not checked
   ets::write_trace_file((dir / "traces" / "train" / "vgg-0001.etst.gz").string(), {t});
   manifest(R"({"configs": [{"id": "vgg-0001", "split": "test"}]})");
