@@ -173,6 +173,11 @@ void require_etst_output(const std::string& option, const std::string& path);
 /// (DIR/traces/S, else DIR/S): "test/", "./test", "traces/test" or "../traces/test" are the split "test".
 bool same_split(const std::string& dir, const std::string& a, const std::string& b);
 
+/// Whether the output `out` would land in the dataset folder `data`: anything under DIR/traces or under the
+/// directory of one of `splits` (as DatasetSplit::list resolves them: DIR/traces/S, else DIR/S), or DIR's
+/// manifest.json, retest.json or card.json (resolved as same_file resolves an output: another spelling is caught).
+bool inside_dataset(const std::string& out, const std::string& data, const std::vector<std::string>& splits);
+
 /// Writes `text` to `path`: streamed into a pipe or device; else to a temporary of its own beside the end of its
 /// symlinks, synced and renamed into place (detail::FileReplacement), so a reader never sees half a file. Throws
 /// ets.cli.1.

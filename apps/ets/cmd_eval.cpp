@@ -67,18 +67,6 @@ void write_op_types(const std::string& path, const std::vector<Evaluator::OpType
   write_output(path, csv);
 }
 
-// Whether `out` names a file of the dataset folder `data`: anything under DIR/traces, or DIR's manifest.json,
-// retest.json or card.json (resolved as same_file resolves an output, so another spelling is caught too).
-bool inside_dataset(const std::string& out, const std::string& data) {
-  namespace fs = std::filesystem;
-  for (const char* f : {"manifest.json", "retest.json", "card.json"})
-    if (same_file(out, (fs::path(data) / f).string())) return true;
-  const std::string o = output_location(out), traces = output_location((fs::path(data) / "traces").string());
-  if (o.empty() || traces.empty()) return false;
-  const fs::path op(o), tp(traces);
-  return std::mismatch(tp.begin(), tp.end(), op.begin(), op.end()).first == tp.end();
-}
-
 int run_eval(const Args& a) {
   const std::string model_path = a.value("--model"), data = a.value("--data"), split = a.value("--split", "test");
   if (model_path.empty() || data.empty()) throw std::invalid_argument("needs --model M and --data DIR");
@@ -113,7 +101,7 @@ int run_eval(const Args& a) {
     if (same_file(a.value(out), model_path))
       throw std::invalid_argument(std::string(out) + " '" + a.value(out) + "' is the --model file: it would be overwritten");
     // nor may it replace part of the dataset being read: a trace of DIR/traces, or a file eval reads beside them
-    if (inside_dataset(a.value(out), data))
+    if (inside_dataset(a.value(out), data, {split, train_split, val_split}))
       throw std::invalid_argument(std::string(out) + " '" + a.value(out) + "' lies in the dataset --data " + data +
                                   " (its traces or its manifest): it would be overwritten");
     const std::string why = detail::unwritable_reason(a.value(out), true);

@@ -11,6 +11,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,7 @@
 #include "ets/error.hpp"
 #include "ets/evaluator.hpp"
 #include "ets/feature_spec.hpp"
+#include "ets/model_file.hpp"
 #include "ets/model_trainer.hpp"
 
 namespace ets::cli {
@@ -104,10 +106,21 @@ int run_train(const Args& a) {
     // process while it fills memory.
     LstmConfig c{1, o.hidden, o.layers, 2, true};
     c.cell = o.cell;
+    // and the model file's bound, which the trainer would only check once the data is read and encoded
+    const double parameters = weight_bytes(c) / sizeof(float);
+    if (parameters > static_cast<double>(ModelFile::kMaxBytes / sizeof(float)))
+      throw std::invalid_argument(fmt::format(
+          "--hidden {} and --layers {} make at least {:.0f} parameters, more than the {} (2 GiB of floats) a model file "
+          "holds", o.hidden, o.layers, parameters, ModelFile::kMaxBytes / sizeof(float)));
     check_fits_in_memory(4 * weight_bytes(c), "--hidden and --layers (weights, gradients, Adam's moments)");
   }
   refuse_dash_output("--out", out);
   if (!t.checkpoint_path.empty()) refuse_dash_output("--checkpoint", t.checkpoint_path);
+  // nor may they replace a trace being trained on (the next run fails on it as an unknown format) or a manifest
+  for (const auto& [option, path] : {std::pair<const char*, std::string>{"--out", out}, {"--checkpoint", t.checkpoint_path}})
+    if (!path.empty() && inside_dataset(path, data, {train_split, val_split}))
+      throw std::invalid_argument(std::string(option) + " '" + path + "' lies in the dataset --data " + data +
+                                  " (its traces or its manifest): it would be overwritten");
   check_writable(out);
   // The model would replace the checkpoint (and a later --resume would fail on it with ets.train.9)
   if (!t.checkpoint_path.empty() && same_file(out, t.checkpoint_path))
@@ -245,7 +258,7 @@ const Register train_cmd{Command{
           {"--epochs N", "maximum epochs, at least 1 (default 40)"},
           {"--batch B", "windows per optimizer step (default 256)"},
           {"--lr X", "peak learning rate of the warm-up + cosine schedule (default 0.002)"},
-          {"--hidden H", "hidden units per direction (default 0: the feature count)"},
+          {"--hidden H", "hidden units per direction (default 0: the feature count; at most 2^29 parameters in all)"},
           {"--layers L", "recurrent layers, 1 to 64 (default 4)"},
           {"--cell lstm|gru", "recurrent cell (default lstm)"},
           {"--width W", "ops per window, 1 to 4096 (default 12)"},

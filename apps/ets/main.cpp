@@ -438,14 +438,36 @@ void require_printable_environment(const std::string& option, const std::string&
                                 "characters");
 }
 
-bool same_split(const std::string& dir, const std::string& a, const std::string& b) {
+namespace {
+std::string split_directory(const std::string& dir, const std::string& split) {
   namespace fs = std::filesystem;
-  const auto directory = [&](const std::string& split) {
-    std::error_code ec;
-    const fs::path t = fs::path(dir) / "traces" / split;
-    return fs::is_directory(t, ec) ? t.string() : (fs::path(dir) / split).string();
-  };
-  return a == b || same_file(directory(a), directory(b));
+  std::error_code ec;
+  const fs::path t = fs::path(dir) / "traces" / split;
+  return fs::is_directory(t, ec) ? t.string() : (fs::path(dir) / split).string();
+}
+}  // namespace
+
+bool same_split(const std::string& dir, const std::string& a, const std::string& b) {
+  return a == b || same_file(split_directory(dir, a), split_directory(dir, b));
+}
+
+bool inside_dataset(const std::string& out, const std::string& data, const std::vector<std::string>& splits) {
+  namespace fs = std::filesystem;
+  for (const char* f : {"manifest.json", "retest.json", "card.json"})
+    if (same_file(out, (fs::path(data) / f).string())) return true;
+  const std::string o = output_location(out);
+  if (o.empty()) return false;
+  const fs::path op(o);
+  std::vector<std::string> folders{(fs::path(data) / "traces").string()};
+  for (const auto& s : splits)
+    if (!s.empty()) folders.push_back(split_directory(data, s));
+  for (const auto& folder : folders) {
+    const std::string f = output_location(folder);
+    if (f.empty()) continue;
+    const fs::path fp(f);
+    if (std::mismatch(fp.begin(), fp.end(), op.begin(), op.end()).first == fp.end()) return true;
+  }
+  return false;
 }
 
 void write_output(const std::string& path, const std::string& text) {

@@ -16,6 +16,9 @@ namespace ets {
 struct ModelFile {
   static constexpr std::uint16_t kMajor = 1;  ///< readers reject any other major version
   static constexpr std::uint16_t kMinor = 0;  ///< newer minors only add metadata keys / tensors; readers skip them
+  /// The largest file load_model reads and save_model writes (2 GiB); so a network of more than kMaxBytes / 4
+  /// float parameters cannot be stored, and the trainer refuses one (ets.train.2).
+  static constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 31;
 
   /// Labels are predicted as z = (transform(us) - mean) / scale, channel 0 = time, 1 = gap. A copy of what
   /// encoder_state's FeatureSpec holds, for readers that do not parse it; ETS itself denormalises with the

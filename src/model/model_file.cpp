@@ -26,7 +26,7 @@ namespace {
 constexpr char kMagic[8] = {'E', 'T', 'S', 'M', 'O', 'D', 'E', 'L'};
 constexpr char kEndMagic[8] = {'E', 'T', 'S', 'M', '_', 'E', 'N', 'D'};
 constexpr std::size_t kHeaderBytes = 64;
-constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 31;  // load_model reads files up to 2 GiB
+constexpr std::uint64_t kMaxFileBytes = ModelFile::kMaxBytes;
 constexpr std::size_t kTrailerBytes = 16;
 constexpr std::size_t kAlign = 64;
 constexpr int kMaxDims = 4;

@@ -11,9 +11,14 @@
 namespace ets::train {
 
 Adam::Adam(std::size_t size, AdamOptions options) : opt_(options), m_(size, 0.0f), v_(size, 0.0f) {
-  ETS_CHECK(opt_.beta1 >= 0 && opt_.beta1 < 1 && opt_.beta2 >= 0 && opt_.beta2 < 1 && opt_.eps >= 0 &&
-                opt_.weight_decay >= 0,
-            Errc::invalid_argument, "ets.train.6", "Adam needs 0 <= beta < 1, eps >= 0, weight_decay >= 0");
+  // eps > 0, not torch's eps >= 0: with 0 a parameter whose gradient is exactly 0 steps by 0/0 = NaN, reported as a
+  // divergence ("lower the learning rate"); an infinite eps or weight decay freezes or destroys every weight.
+  ETS_CHECK(opt_.beta1 >= 0 && opt_.beta1 < 1 && opt_.beta2 >= 0 && opt_.beta2 < 1 && opt_.eps > 0 &&
+                std::isfinite(opt_.eps) && opt_.weight_decay >= 0 && std::isfinite(opt_.weight_decay),
+            Errc::invalid_argument, "ets.train.6",
+            "Adam needs 0 <= beta < 1, a finite eps > 0 and a finite weight_decay >= 0 (beta1 {}, beta2 {}, eps {}, "
+            "weight_decay {})",
+            opt_.beta1, opt_.beta2, opt_.eps, opt_.weight_decay);
 }
 
 void Adam::step(float* params, const float* grad, double lr) {

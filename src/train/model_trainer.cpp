@@ -98,6 +98,9 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   check_loss_time_power(opt.loss_time_power);
   ETS_CHECK(opt.hidden >= 0, Errc::invalid_argument, "ets.train.8",
             "hidden {} must be >= 0 (0: as many units as features)", opt.hidden);  // a negative one passed as 0
+  // Trainer takes 0 epochs (no step); a model of the untrained starting weights is no model
+  ETS_CHECK(opt.train.epochs >= 1, Errc::invalid_argument, "ets.train.8",
+            "epochs {} must be >= 1: 0 would build a model of the untrained starting weights", opt.train.epochs);
   // Traces are copied only when some must be left out: on the full dataset a copy of the training traces is a
   // quarter of the run's peak memory.
   auto usable = [](const std::vector<ExecutionTrace>& in, std::vector<ExecutionTrace>& subset, auto keep)

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ets/error.hpp"
+#include "ets/model_file.hpp"
 
 namespace ets::train {
 
@@ -44,7 +45,7 @@ ParamLayout::ParamLayout(const LstmConfig& c) : config(c) {
   size = off;
   // A model file holds at most 2 GiB (load_model's limit), so at most 2^29 float parameters: a larger network would
   // train for hours and then fail to save (ets.model.10). Checked before anything is allocated.
-  ETS_CHECK(size <= (std::size_t{1} << 29), Errc::invalid_argument, "ets.train.2",
+  ETS_CHECK(size <= ModelFile::kMaxBytes / sizeof(float), Errc::invalid_argument, "ets.train.2",
             "LSTM config has {} parameters, more than the 2^29 (2 GiB of floats) a model file holds (input {}, hidden "
             "{}, layers {})",
             size, c.input_size, c.hidden, c.layers);

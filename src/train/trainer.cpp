@@ -199,14 +199,13 @@ struct Trainer::Impl {
                   opt.warmup_steps >= 0 && opt.clip_norm >= 0 && opt.patience >= 0 && opt.min_lr_ratio >= 0 &&
                   opt.min_lr_ratio <= 1 && opt.step_every_epochs > 0 && opt.step_gamma > 0 &&
                   std::isfinite(opt.step_gamma) && opt.min_delta >= 0 && opt.weight_decay >= 0 &&
-                  opt.max_seconds >= 0 && opt.ema_decay >= 0 && opt.ema_decay < 1,
+                  opt.threads >= 0 && opt.max_windows_per_epoch >= 0 && opt.max_seconds >= 0 && opt.ema_decay >= 0 && opt.ema_decay < 1,
               Errc::invalid_argument, "ets.train.8",
               "training options out of range (batch {}, epochs {}, lr {}, eval_every_epochs {}, warmup_steps {}, "
               "clip_norm {}, patience {}, min_lr_ratio {}, step_every_epochs {}, step_gamma {}, min_delta {}, "
-              "weight_decay {}, max_seconds {}, ema_decay {})",
+              "weight_decay {}, threads {}, max_windows_per_epoch {}, max_seconds {}, ema_decay {})",
               opt.batch, opt.epochs, opt.lr, opt.eval_every_epochs, opt.warmup_steps, opt.clip_norm, opt.patience,
-              opt.min_lr_ratio, opt.step_every_epochs, opt.step_gamma, opt.min_delta, opt.weight_decay,
-              opt.max_seconds, opt.ema_decay);
+              opt.min_lr_ratio, opt.step_every_epochs, opt.step_gamma, opt.min_delta, opt.weight_decay, opt.threads, opt.max_windows_per_epoch, opt.max_seconds, opt.ema_decay);
     // Annealing to a budget needs the budget and the cosine it stretches; otherwise it would be silently ignored.
     ETS_CHECK(!opt.anneal_within_budget || (opt.max_seconds > 0 && opt.schedule == Schedule::Cosine),
               Errc::invalid_argument, "ets.train.8",
@@ -453,7 +452,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         in.peek();
         ETS_CHECK(in.eof(), Errc::parse, "ets.train.9", "checkpoint {} has bytes after its end", ck);
       }
-      ETS_CHECK(resume_step >= 0 && resume_step < steps_per_epoch, Errc::parse, "ets.train.9",
+      // steps_per_epoch: a stop signal ended the epoch's last step before its validation, which the resumed run makes
+      ETS_CHECK(resume_step >= 0 && resume_step <= steps_per_epoch, Errc::parse, "ets.train.9",
                 "checkpoint {} stops at step {} of an epoch of {} steps", ck, resume_step, steps_per_epoch);
       // the cut epoch's partial record gives way to the whole epoch's
       if (resume_step > 0 && !res.history.empty() && res.history.back().epoch == start_epoch) res.history.pop_back();
@@ -613,15 +613,32 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     res.epochs_run = epoch + 1;
     EpochRecord rec{epoch, res.final_train_loss, -1, lr, now() - e_start};
     const bool last = epoch + 1 == opt.epochs || stop || out_of_budget();
-    if ((epoch + 1) % opt.eval_every_epochs == 0 || last) {
-      // A cut epoch's validation of its half-trained weights serves this run's result, but the checkpoint keeps the
-      // choice as it stood before it: the resumed run finishes the epoch and validates it whole, as an unbroken
-      // run does. (Counted, a bad partial validation could end the resumed run at once as early-stopped.)
-      const bool cut = k_next < steps_per_epoch;
+    const bool cut = k_next < steps_per_epoch;
+    const bool on_cadence = (epoch + 1) % opt.eval_every_epochs == 0 || epoch + 1 == opt.epochs;
+    if (res.cancelled) {
+      // A stop signal (Ctrl-C, scancel, a pod's termination) leaves now: validating the weights so far takes as long
+      // as any validation (~34 s on the full val split), past a scheduler's 30 s kill delay. The checkpoint keeps
+      // the choice as it stood; the resumed run trains the rest of the epoch (none when it was whole) and validates
+      // it where an unbroken run does. Nothing validated yet: this run returns the latest weights.
+      res.history.push_back(rec);
+      save_checkpoint(epoch, k_next, rng_before_shuffle, {best, best_metric, res.best_epoch, bad_evals},
+                      {epoch_loss, epoch_weight, rec.seconds});
+      if (best_metric < 0) {
+        best = ema.empty() ? im.params : ema;
+        res.best_epoch = epoch;
+      }
+      break;
+    }
+    if (on_cadence || last) {
+      // A validation an unbroken run would not make (a cut epoch's half-trained weights, or an epoch off the
+      // eval_every_epochs cadence that the time budget ends) serves this run's result, but the checkpoint keeps
+      // the choice as it stood before it: the resumed run finishes the epoch and validates where an unbroken run
+      // does. (Counted, a bad partial validation could end the resumed run at once as early-stopped.)
+      const bool keep_choice = cut || !on_cadence;
       std::vector<float> best_before;
       const double metric_before = best_metric;
       const int epoch_before = res.best_epoch, bad_before = bad_evals;
-      if (cut) best_before = best;
+      if (keep_choice) best_before = best;
       double metric = -1;
       const double v_start = now();
       const std::vector<float>& candidate = ema.empty() ? im.params : ema;
@@ -665,6 +682,8 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
       if (cut)
         save_checkpoint(epoch, k_next, rng_before_shuffle, {best_before, metric_before, epoch_before, bad_before},
                         {epoch_loss, epoch_weight, rec.seconds});
+      else if (keep_choice)
+        save_checkpoint(epoch + 1, 0, rng.save(), {best_before, metric_before, epoch_before, bad_before}, {});
       else
         save_checkpoint(epoch + 1, 0, rng.save(), {best, best_metric, res.best_epoch, bad_evals}, {});
       if (opt.progress) {

@@ -119,11 +119,27 @@ for args in (["--max-minutes", "-1"], ["--ema", "1"], ["--ema", "-0.5"], ["--cel
              ["--val-split", "traces/train"], ["--val-split", "train/"], ["--environment", "cpu\nx"],
              ["--threads", "100000"], ["--checkpoint", os.path.join(work, ".", "never.etsm")],
              ["--checkpoint", "-"],  # "-" is not stdout here (and was a file named "-")
-             ["--anneal-to-budget", "--max-minutes", "0"]):  # no budget to follow: the flag would do nothing
+             ["--anneal-to-budget", "--max-minutes", "0"],  # no budget to follow: the flag would do nothing
+             # a network past a model file's 2^29 parameters: said before the data is read (it was ets.train.2
+             # after loading and encoding, 17 s and 3.6 GB into the full dataset)
+             ["--layers", "2", "--hidden", "6000"],
+             # a checkpoint written over a trace trained on (the next run failed on it as an unknown format)
+             ["--checkpoint", os.path.join(data, "traces", "val", sorted(os.listdir(os.path.join(data, "traces", "val")))[0])]):
     p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), *args],
                        capture_output=True, text=True)
     check(p.returncode == 2 and args[-2] in p.stderr, f"{args}: rc {p.returncode}; {p.stderr}")
 check(not os.path.exists(os.path.join(work, "never.etsm")), "nothing written for a refused command")
+# ---- nor may --out replace a trace of the dataset, under any spelling, or its manifest
+victim = os.path.join(data, "traces", "train", sorted(os.listdir(os.path.join(data, "traces", "train")))[0])
+with open(victim, "rb") as fh:
+    before = fh.read()
+for out in (victim, os.path.join(data, "traces", ".", "train", "..", "train", os.path.basename(victim)),
+            os.path.join(data, "manifest.json")):
+    p = subprocess.run([ets, "train", "--data", data, "--out", out, *TINY], capture_output=True, text=True)
+    check(p.returncode == 2 and "lies in the dataset" in p.stderr, f"--out {out}: rc {p.returncode}; {p.stderr}")
+check(not os.path.exists(os.path.join(data, "manifest.json")), "no manifest written into the dataset")
+with open(victim, "rb") as fh:
+    check(fh.read() == before, "the trace named by --out is unchanged")
 
 # ---- an --out that cannot be written fails before training, not after it
 # (a data folder that does not exist: had the data been read first, the error would be its ets.eval.1)

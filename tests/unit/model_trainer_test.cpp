@@ -480,6 +480,9 @@ TEST_CASE("loss weights follow each op's labelled time to the given power, mean 
   o.loss_time_power = 0;
   o.hidden = -1;  // was taken as 0 (the feature count) without a word
   CHECK_THROWS_WITH(ets::ModelTrainer::train(traces, {}, o), Catch::Contains("[ets.train.8]"));
+  o.hidden = 0;
+  o.train.epochs = 0;  // a model of the untrained starting weights
+  CHECK_THROWS_WITH(ets::ModelTrainer::train(traces, {}, o), Catch::Contains("[ets.train.8]"));
 }
 
 TEST_CASE("evaluation metrics follow their definitions", "[train][eval]") {

@@ -338,7 +338,14 @@ TEST_CASE("trainer rejects inconsistent input with ets::Error", "[train]") {
       {[](ets::Trainer::Options& x) { x.lr = std::nan(""); }, "ets.train.8"},
       {[](ets::Trainer::Options& x) { x.beta1 = 1; }, "ets.train.6"},
       {[](ets::Trainer::Options& x) { x.beta2 = -0.5; }, "ets.train.6"},
-      {[](ets::Trainer::Options& x) { x.eps = -1; }, "ets.train.6"}};
+      {[](ets::Trainer::Options& x) { x.eps = -1; }, "ets.train.6"},
+      // eps 0 stepped a parameter with a zero gradient by 0/0 = NaN, reported as a divergence ("lower the learning
+      // rate"); an infinite eps froze every weight, an infinite decay destroyed them; negative counts were taken as 0
+      {[](ets::Trainer::Options& x) { x.eps = 0; }, "ets.train.6"},
+      {[](ets::Trainer::Options& x) { x.eps = INFINITY; }, "ets.train.6"},
+      {[](ets::Trainer::Options& x) { x.weight_decay = INFINITY; }, "ets.train.6"},
+      {[](ets::Trainer::Options& x) { x.threads = -3; }, "ets.train.8"},
+      {[](ets::Trainer::Options& x) { x.max_windows_per_epoch = -5; }, "ets.train.8"}};
   for (const auto& [broken, id] : broken_options) {
     o = small_options();
     broken(o);
@@ -520,25 +527,132 @@ TEST_CASE("a cut epoch's validation of half-trained weights does not count in th
   opt.patience = 1;
   opt.checkpoint_path = path;
   opt.progress_every = 1;
-  // epoch 0 scores 0.5; the half-trained epoch 1 scores worse (0.9), which with patience 1 would stop a run
+  opt.max_seconds = 100;
+  // A fake clock: the time budget runs out after step 5, in epoch 1. Epoch 0 scores 0.5; the half-trained epoch 1
+  // scores worse (0.9), which with patience 1 would stop a run.
+  double fake_s = 0;
+  opt.clock = [&] { return fake_s; };
   std::vector<double> scores = {0.5, 0.9};
   std::size_t calls = 0;
   opt.validate = [&](const ets::LstmWeights&) { return scores.at(calls++); };
-  opt.progress = [](const ets::Trainer::Progress& p) { return p.evaluated || p.step != 5; };  // stop in epoch 1
+  opt.progress = [&](const ets::Trainer::Progress& p) {
+    if (!p.evaluated && p.step == 4) fake_s = 101;
+    return true;
+  };
   const auto init = ets::Trainer::init(small_config(), 5);
   const auto part = ets::Trainer(init, opt).fit(train);
-  REQUIRE(part.cancelled);
-  REQUIRE(calls == 2);
+  REQUIRE(part.out_of_time);
+  REQUIRE(part.steps == 5);
+  REQUIRE(calls == 2);  // the budget keeps room for the final validation: this run's result is validated
   // resumed: the whole epoch 1 scores 0.4 and epoch 2 0.3, as in an unbroken run that never stops early
   scores = {0.4, 0.3};
   calls = 0;
   opt.progress = nullptr;
+  opt.max_seconds = 0;
   opt.resume = true;
   const auto resumed = ets::Trainer(init, opt).fit(train);
   CHECK_FALSE(resumed.early_stopped);
   CHECK(resumed.steps == 9);
   CHECK(resumed.best_epoch == 2);
   CHECK(resumed.best_val_metric == Approx(0.3));
+}
+
+TEST_CASE("a validation off the eval_every_epochs cadence, made as a budget ends, does not count in the resumed run",
+          "[train]") {
+  const auto train = synthetic(96, 7);  // 3 steps of 32 per epoch
+  const ets_test::TempDir scratch("ets_trainer_offcadence");
+  const auto path = (scratch.path / "run.ckpt").string();
+  auto opt = small_options();
+  opt.epochs = 4;
+  opt.threads = 1;
+  opt.patience = 1;
+  opt.eval_every_epochs = 2;  // an unbroken run validates after epochs 1 and 3
+  opt.checkpoint_path = path;
+  opt.progress_every = 1;
+  opt.max_seconds = 100;
+  double fake_s = 0;
+  opt.clock = [&] { return fake_s; };
+  std::vector<double> scores = {0.5};  // epoch 0, whole, validated only because the budget ends with it
+  std::size_t calls = 0;
+  opt.validate = [&](const ets::LstmWeights&) { return scores.at(calls++); };
+  opt.progress = [&](const ets::Trainer::Progress& p) {
+    if (!p.evaluated && p.step == 2) fake_s = 101;
+    return true;
+  };
+  const auto init = ets::Trainer::init(small_config(), 5);
+  const auto part = ets::Trainer(init, opt).fit(train);
+  REQUIRE(part.out_of_time);
+  REQUIRE(part.steps == 3);
+  REQUIRE(calls == 1);
+  REQUIRE(part.best_epoch == 0);
+  // resumed: epoch 1 scores 0.9 and epoch 3 0.3. Counted, the off-cadence 0.5 made epoch 1 a bad evaluation and
+  // ended the resumed run there (patience 1), which an unbroken run never does.
+  scores = {0.9, 0.3};
+  calls = 0;
+  opt.progress = nullptr;
+  opt.max_seconds = 0;
+  opt.resume = true;
+  const auto resumed = ets::Trainer(init, opt).fit(train);
+  CHECK(calls == 2);
+  CHECK_FALSE(resumed.early_stopped);
+  CHECK(resumed.steps == 12);
+  CHECK(resumed.best_epoch == 3);
+  CHECK(resumed.best_val_metric == Approx(0.3));
+}
+
+TEST_CASE("a stop signal leaves without validating; the resumed run validates where an unbroken one does", "[train]") {
+  const auto train = synthetic(96, 7);  // 3 steps of 32 per epoch
+  const ets_test::TempDir scratch("ets_trainer_cancel");
+  const auto path = (scratch.path / "run.ckpt").string();
+  auto opt = small_options();
+  opt.epochs = 3;
+  opt.threads = 1;
+  opt.progress_every = 1;
+  std::size_t calls = 0;
+  opt.validate = [&](const ets::LstmWeights& w) {
+    ++calls;
+    return static_cast<double>(std::abs(w.head_b[0]));  // any deterministic score of the weights
+  };
+  const auto init = ets::Trainer::init(small_config(), 5);
+  const auto full = ets::Trainer(init, opt).fit(train);
+  REQUIRE(calls == 3);
+  // stopped inside epoch 1 (step 5) and at its last step (step 6, the epoch whole but not validated yet)
+  for (const int at : {5, 6}) {
+    CAPTURE(at);
+    std::filesystem::remove(path);
+    opt.checkpoint_path = path;
+    opt.resume = false;
+    opt.progress = [at](const ets::Trainer::Progress& p) { return p.evaluated || p.step != at; };
+    calls = 0;
+    const auto part = ets::Trainer(init, opt).fit(train);
+    REQUIRE(part.cancelled);
+    CHECK(part.steps == at);
+    CHECK(calls == 1);  // epoch 0 only: the weights so far are not validated on the way out
+    CHECK(part.best_epoch == 0);
+    CHECK(part.best_val_metric == full.history[0].val_metric);
+    opt.progress = nullptr;
+    opt.resume = true;
+    calls = 0;
+    const auto resumed = ets::Trainer(init, opt).fit(train);
+    CHECK(calls == 2);  // epochs 1 and 2, as the unbroken run
+    CHECK(resumed.steps == 9);
+    REQUIRE(resumed.history.size() == 3);
+    for (std::size_t e = 0; e < 3; ++e) {
+      CHECK(resumed.history[e].val_metric == full.history[e].val_metric);
+      CHECK(resumed.history[e].train_loss == full.history[e].train_loss);
+    }
+    CHECK(resumed.best_epoch == full.best_epoch);
+    CHECK(resumed.weights.head_w == full.weights.head_w);
+  }
+  // nothing validated yet when the signal comes: the latest weights, not the starting ones
+  std::filesystem::remove(path);
+  opt.resume = false;
+  opt.progress = [](const ets::Trainer::Progress& p) { return p.step != 2; };
+  calls = 0;
+  const auto early = ets::Trainer(init, opt).fit(train);
+  CHECK(calls == 0);
+  CHECK(early.best_epoch == 0);
+  CHECK(early.weights.head_w != init.head_w);
 }
 
 TEST_CASE("an epoch that could not be validated does not displace validated weights", "[train]") {
