@@ -6,8 +6,17 @@
 include(CMakePackageConfigHelpers)
 set(ETS_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/ets CACHE STRING "Where etsConfig.cmake is installed")
 
+# ets/cuda/ declares the CUDA backend, CUPTI tracer and NVTX ranges, which only an ETS_WITH_CUDA build defines: a
+# CPU-only install leaves them out (a consumer's __has_include would find them and fail to link), all but the cuDNN
+# weight slicing, which ets::ets defines.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ets DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        COMPONENT ets_Development FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
+        COMPONENT ets_Development FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h" PATTERN "cuda" EXCLUDE)
+if(ETS_WITH_CUDA)
+  file(GLOB _ets_cuda_headers ${PROJECT_SOURCE_DIR}/include/ets/cuda/*.hpp)
+else()
+  file(GLOB _ets_cuda_headers ${PROJECT_SOURCE_DIR}/include/ets/cuda/cudnn_weight_slice*.hpp)
+endif()
+install(FILES ${_ets_cuda_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ets/cuda COMPONENT ets_Development)
 install(FILES ${ETS_GENERATED_INCLUDE}/ets/config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ets
         COMPONENT ets_Development)
 

@@ -296,7 +296,7 @@ void CudnnBackend::Impl::select_plan(ExecContext& ctx, std::size_t first) const 
       ctx.plan = p;
       break;
     }
-    if (p + 1 == plans.size() || !unsupported(s)) ETS_CUDNN_CHECK(s);  // throws with the status text
+    if (p + 1 == plans.size() || !unsupported(s)) ETS_CUDNN_CHECK_NAMED(s, "cudnnGetRNNTempSpaceSizes");
   }
   ctx.work.reserve(std::max<std::size_t>(ctx.work_bytes, 1));
 }
@@ -350,7 +350,7 @@ void CudnnBackend::Impl::run(ExecContext& ctx, const float* x, int windows, int 
                         nullptr, ctx.h_desc.get(), nullptr, nullptr, plan.weight_bytes, plan.weight_space.get(),
                         ctx.work_bytes, ctx.work.get(), 0, nullptr);
     if (s == CUDNN_STATUS_SUCCESS) break;
-    if (ctx.plan + 1 == plans.size() || !unsupported(s)) ETS_CUDNN_CHECK(s);
+    if (ctx.plan + 1 == plans.size() || !unsupported(s)) ETS_CUDNN_CHECK_NAMED(s, "cudnnRNNForward");
     // Declined at launch although the size query accepted the shape: the next plan, for this shape from now on.
     // The shape stays marked unset until a plan is chosen, so a throw in between cannot leave a stale choice.
     const int shape_windows = ctx.windows;
@@ -400,7 +400,7 @@ CudnnBackend::CudnnBackend(const LstmWeights& weights, const CudnnOptions& optio
     // The persistent kernels are an optimisation: a configuration cuDNN declines runs on the standard algorithm.
     // Anything else (a packing mismatch, a CUDA error) is an error, as on the standard path.
     if (algo != CUDNN_RNN_ALGO_STANDARD && unsupported(s)) continue;
-    ETS_CUDNN_CHECK(s);
+    ETS_CUDNN_CHECK_NAMED(s, fmt::format("cudnnSetRNNDescriptor_v8 ({} algorithm)", name));
     impl_->plans.push_back(std::move(plan));
     ctx->rnn.push_back(std::move(rnn));
     impl_->pack(*ctx, impl_->plans.size() - 1, weights);

@@ -11,6 +11,8 @@
 #include <thread>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "import/activity_capture.hpp"
 #include "status.hpp"
 
@@ -229,7 +231,7 @@ void CuptiTracer::start() {
     point_nvtx_at_cupti();
     ETS_CUPTI_CHECK(cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed));
     for (CUpti_ActivityKind k : kKinds) {
-      ETS_CUPTI_CHECK(cuptiActivityEnable(k));
+      ETS_CUPTI_CHECK_NAMED(cuptiActivityEnable(k), fmt::format("cuptiActivityEnable(activity kind {})", static_cast<int>(k)));
       state_->enabled.push_back(k);
     }
   } catch (...) {
@@ -267,8 +269,8 @@ std::vector<ExecutionTrace> CuptiTracer::stop() {
     errors = state_->errors;
   }
   state_->stats = {capture.device.size(), capture.api.size(), capture.markers.size(), capture.dropped};
-  ETS_CUPTI_CHECK(flush_all);
-  ETS_CUPTI_CHECK(disable_all);
+  ETS_CUPTI_CHECK_NAMED(flush_all, "cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)");
+  ETS_CUPTI_CHECK_NAMED(disable_all, "cuptiActivityDisable");
   ETS_CHECK(errors == 0, Errc::backend, "ets.cuda.11", "{} error(s) in CUPTI activity callbacks; first: {}", errors,
             first_error);
   ETS_CHECK(capture.dropped == 0, Errc::backend, "ets.cuda.12",

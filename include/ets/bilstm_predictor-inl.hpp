@@ -17,7 +17,7 @@ namespace ets {
 
 namespace detail {
 // Inline in both modes, as log_state(): one slot per process, also where header-only and compiled code meet.
-inline std::atomic<CudaBackendFactory>& cuda_factory_slot() noexcept {
+ETS_DETAIL_PROCESS_WIDE inline std::atomic<CudaBackendFactory>& cuda_factory_slot() noexcept {
   static std::atomic<CudaBackendFactory> slot{nullptr};
   return slot;
 }

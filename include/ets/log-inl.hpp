@@ -5,7 +5,7 @@
 
 namespace ets {
 namespace detail {
-inline LogState& log_state() noexcept {  // inline in both modes: see log.hpp
+ETS_DETAIL_PROCESS_WIDE inline LogState& log_state() noexcept {  // inline in both modes: see log.hpp
   // Never destroyed: a thread still logging while the process exits would lock a destroyed mutex. The sink alone
   // is dropped at exit (by `release`, destroyed before the state would have been), so a sink that owns a file still
   // closes it, and later messages go nowhere.

@@ -38,7 +38,7 @@ struct LogState {
 };
 // Always inline, in the compiled library too: its static is then one object per process (vague linkage, merged by
 // the linker and the loader) even where a library built on ets::ets_header_only shares a program with ets::ets.
-inline LogState& log_state() noexcept;
+ETS_DETAIL_PROCESS_WIDE inline LogState& log_state() noexcept;
 ETS_INLINE bool log_enabled(LogLevel level) noexcept;
 }  // namespace detail
 

@@ -47,6 +47,19 @@ FAILED=0
 
 log() { echo "[validate $(date +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
 
+# What finished comes back even when the run is cut short (the device tool returns only what lies under $OUT when
+# its limit kills the command): the log and the step statuses are copied there after every step, on exit and on
+# SIGTERM / SIGINT.
+publish() {
+  [ -n "$RESULTS" ] || return 0
+  [ "$(mkdir -p "$RESULTS" && cd "$RESULTS" && pwd)" != "$WORK" ] || return 0
+  cp "$LOG" "$STEPS" "$RESULTS/" 2>/dev/null
+  if [ -f "$WORK/summary.json" ]; then cp "$WORK/summary.json" "$RESULTS/" 2>/dev/null; fi
+  return 0
+}
+trap publish EXIT
+trap 'log "stopped by a signal"; publish; trap - EXIT; exit 143' TERM INT
+
 # step NAME CAP_SECONDS CMD...: runs CMD under min(CAP, time left), logs it, records ok / failed / timeout.
 # With RESUMABLE=1 a timeout is "partial" (what finished is kept and checked by a later step), not a failure.
 step() {
@@ -71,6 +84,7 @@ step() {
   [ $status = ok ] || [ $status = partial ] || FAILED=1
   log "$name: $status (rc $rc, ${dt}s)"
   echo "{\"step\":\"$name\",\"status\":\"$status\",\"rc\":$rc,\"seconds\":$dt}" >>"$STEPS"
+  publish
   [ $status = ok ] || [ $status = partial ]
 }
 
@@ -278,7 +292,4 @@ with open(os.path.join(out, "summary.json"), "w") as fh:
 print(json.dumps(s, indent=1))
 PY
 log "summary: $WORK/summary.json"
-if [ -n "$RESULTS" ] && [ "$(mkdir -p "$RESULTS" && cd "$RESULTS" && pwd)" != "$WORK" ]; then
-  cp "$WORK/summary.json" "$WORK/validate.log" "$RESULTS/" 2>/dev/null || true
-fi
-exit $FAILED
+exit $FAILED  # (the EXIT trap publishes the summary)

@@ -19,6 +19,7 @@
 #endif
 
 namespace ets::detail {
+inline namespace ETS_DETAIL_CPU_ISA {  // one set of symbols per instruction set (detail/cpu_lstm.hpp)
 
 namespace cpu_kernel {
 
@@ -122,7 +123,7 @@ ETS_INLINE ThreadWorkspace& thread_workspace_state() noexcept {
 struct ThreadWorkspaceRelease {
   ~ThreadWorkspaceRelease() {
     ThreadWorkspace& w = thread_workspace_state();
-    Eigen::internal::aligned_free(w.data);
+    BufferAllocator<float>().deallocate(w.data, w.size);
     w = ThreadWorkspace{};
     w.released = true;
   }
@@ -131,13 +132,13 @@ struct ThreadWorkspaceRelease {
 // the call is done.
 struct Workspace {
   struct Free {
-    void operator()(float* p) const noexcept { Eigen::internal::aligned_free(p); }
+    void operator()(float* p) const noexcept { BufferAllocator<float>().deallocate(p, 0); }
   };
   float* data = nullptr;
   std::unique_ptr<float, Free> owned;
 };
 ETS_INLINE float* zeroed_floats(std::size_t floats) {
-  float* p = static_cast<float*>(Eigen::internal::aligned_malloc(floats * sizeof(float)));  // throws bad_alloc
+  float* p = BufferAllocator<float>().allocate(floats);  // throws bad_alloc
   std::memset(p, 0, floats * sizeof(float));  // as the vector it replaced: what is read is written first anyway
   return p;
 }
@@ -156,7 +157,7 @@ ETS_INLINE Workspace thread_workspace(std::size_t floats) {
   }
   if (w.size < floats) {
     float* grown = zeroed_floats(floats);
-    Eigen::internal::aligned_free(w.data);
+    BufferAllocator<float>().deallocate(w.data, w.size);
     w.data = grown;
     w.size = floats;
   }
@@ -444,4 +445,5 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
                 static_cast<std::ptrdiff_t>(w) * config_.outputs, GemmInit::bias);
 }
 
+}  // namespace ETS_DETAIL_CPU_ISA
 }  // namespace ets::detail

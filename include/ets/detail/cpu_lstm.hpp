@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,55 @@
 #include "ets/inference_backend.hpp"
 #include "ets/lstm_weights.hpp"
 
-namespace ets::detail {
+// The kernels' panel width and instructions follow the flags of the translation unit that compiles them (8 floats
+// for SSE, 16 for AVX, 32 for AVX-512). An inline namespace per instruction set gives each set its own symbols: a
+// program that mixes translation units built with different -march flags (a header-only plugin beside ets::ets)
+// would otherwise let the linker merge one set's packing with another's micro-kernel (wrong sums, or a crash on
+// misaligned panels), or run a wider set's forward pass on a CPU without it.
+#if defined(__AVX512F__)
+#define ETS_DETAIL_CPU_ISA isa_avx512
+#elif defined(__AVX2__) && defined(__FMA__)
+#define ETS_DETAIL_CPU_ISA isa_avx2_fma
+#elif defined(__AVX2__)
+#define ETS_DETAIL_CPU_ISA isa_avx2
+#elif defined(__AVX__) && defined(__FMA__)
+#define ETS_DETAIL_CPU_ISA isa_avx_fma
+#elif defined(__AVX__)
+#define ETS_DETAIL_CPU_ISA isa_avx
+#elif defined(__SSE4_1__)
+#define ETS_DETAIL_CPU_ISA isa_sse4
+#elif defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#define ETS_DETAIL_CPU_ISA isa_sse2
+#elif defined(__ARM_NEON) || defined(__ARM_NEON__)
+#define ETS_DETAIL_CPU_ISA isa_neon
+#else
+#define ETS_DETAIL_CPU_ISA isa_scalar
+#endif
 
-using AlignedFloats = std::vector<float, Eigen::aligned_allocator<float>>;
+namespace ets::detail {
+inline namespace ETS_DETAIL_CPU_ISA {
+
+/// Storage of the packed panels and workspaces: 64-byte aligned whatever the instruction set. Eigen's aligned_malloc
+/// aligns to what its translation unit's flags need (16, 32 or 64 bytes) under one symbol for all of them, so the
+/// linker could hand an AVX-512 kernel a buffer aligned for SSE.
+inline constexpr std::size_t kBufferAlignment = 64;
+template <class T>
+struct BufferAllocator {
+  using value_type = T;
+  BufferAllocator() noexcept = default;
+  template <class U>
+  BufferAllocator(const BufferAllocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor): allocator rebind
+  T* allocate(std::size_t n) {
+    if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kBufferAlignment}));
+  }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{kBufferAlignment}); }
+  template <class U>
+  bool operator==(const BufferAllocator<U>&) const noexcept { return true; }
+  template <class U>
+  bool operator!=(const BufferAllocator<U>&) const noexcept { return false; }
+};
+using AlignedFloats = std::vector<float, BufferAllocator<float>>;
 
 /// Right-hand side B (k × n) of C = A·B, stored in column panels of gemm_panel_width() floats so the
 /// micro-kernel streams it with aligned loads; the last panel is zero-padded. bias (padded to whole panels)
@@ -66,6 +113,7 @@ class CpuLstmBackend final : public InferenceBackend {
   PackedMatrix head_;
 };
 
+}  // namespace ETS_DETAIL_CPU_ISA
 }  // namespace ets::detail
 
 #ifndef ETS_COMPILED_LIB
