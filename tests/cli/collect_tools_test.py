@@ -741,11 +741,14 @@ base_cmd = [sys.executable, TREE_COLLECT, "--out", mixed_out, "--configs", os.pa
             "--passes", "2"]
 r = subprocess.run(base_cmd + ["--no-label"], capture_output=True, text=True, env={**os.environ, "STUB_ENV": "cpu-a"})
 check(r.returncode == 0, f"stub passes in cpu-a: rc {r.returncode} {r.stderr[-500:]}")
-for f in ("pass2.status.json", "pass2.json.gz"):
-    os.remove(os.path.join(mixed_out, "raw", "mlp-0001", f))
+# pass 2 of mlp-0001 as if it had run in cpu-b (a collector run there now stops at once, below): its record says so
+st_path = os.path.join(mixed_out, "raw", "mlp-0001", "pass2.status.json")
+st = json.load(open(st_path))
+st["env"] = {"environment": "cpu-b"}
+json.dump(st, open(st_path, "w"))
 r = subprocess.run(base_cmd + ["--ets", stub_ets], capture_output=True, text=True,
-                   env={**os.environ, "STUB_ENV": "cpu-b"})
-check(r.returncode == 0, f"stub pass 2 of mlp-0001 in cpu-b, then labels: rc {r.returncode} {r.stderr[-500:]}")
+                   env={**os.environ, "STUB_ENV": "cpu-a"})
+check(r.returncode == 0, f"passes of mlp-0001 in cpu-a and cpu-b, then labels: rc {r.returncode} {r.stderr[-500:]}")
 label_of = {cid: os.path.join(mixed_out, "traces", C.config(cid)["split"], cid + ".etst.gz") for cid in ids}
 check(not os.path.exists(label_of["mlp-0001"]), "passes from cpu-a and cpu-b: no label")
 if os.path.exists(label_of["mlp-0002"]):
@@ -757,6 +760,26 @@ with open(os.path.join(mixed_out, "collect", "run.jsonl")) as fh:
     label_evs = [json.loads(line) for line in fh if '"label"' in line]
 check([(e["config"], e["ok"]) for e in label_evs] == [("mlp-0001", False), ("mlp-0002", True)] and
       "cpu-a, cpu-b" in label_evs[0].get("stderr", ""), f"label events: {label_evs}")
+
+# passes recorded in OUT before any label (a collection begun with --no-label) set its environment: a run on a
+# host of another one stops after its first pass and labels nothing, not one configuration per environment
+nolab_out = os.path.join(work, "nolabel-env")
+with open(os.path.join(work, "id1.txt"), "w") as fh:
+    fh.write("mlp-0001\n")
+nolab_cmd = [sys.executable, TREE_COLLECT, "--out", nolab_out, "--passes", "2", "--heap-mb", "0"]
+r = subprocess.run(nolab_cmd + ["--configs", os.path.join(work, "id1.txt"), "--no-label"], capture_output=True,
+                   text=True, env={**os.environ, "STUB_ENV": "cpu-a"})
+check(r.returncode == 0, f"--no-label passes in cpu-a: rc {r.returncode} {r.stderr[-300:]}")
+r = subprocess.run(nolab_cmd + ["--configs", os.path.join(work, "ids.txt"), "--ets", stub_ets], capture_output=True,
+                   text=True, env={**os.environ, "STUB_ENV": "cpu-b"})
+nolab_labels = [f for _, _, fs in os.walk(os.path.join(nolab_out, "traces")) for f in fs]
+check(r.returncode == 2 and "cpu-a" in r.stderr and "cpu-b" in r.stderr and not nolab_labels,
+      f"a host of another environment than OUT's recorded passes: rc {r.returncode} {nolab_labels} {r.stderr[-300:]}")
+r = subprocess.run(nolab_cmd + ["--configs", os.path.join(work, "ids.txt"), "--ets", stub_ets], capture_output=True,
+                   text=True, env={**os.environ, "STUB_ENV": "cpu-a"})
+nolab_labels = sorted(f for _, _, fs in os.walk(os.path.join(nolab_out, "traces")) for f in fs)
+check(r.returncode == 0 and nolab_labels == ["mlp-0001.etst.gz", "mlp-0002.etst.gz"],
+      f"the passes' own environment goes on: rc {r.returncode} {nolab_labels} {r.stderr[-300:]}")
 
 # ---- a collection continued on a host of another environment stops after that host's first pass, before hours of
 # passes it could not label into this dataset; on a host of the labels' environment it goes on

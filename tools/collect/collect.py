@@ -94,7 +94,11 @@ class Collector:
         old_ref = os.path.join(self.state, "speed_ref.json")
         if not os.path.exists(self.speed_ref_path) and os.path.exists(old_ref):
             os.replace(old_ref, self.speed_ref_path)  # moved, not copied: deleting the new file must drop it
-        self.label_envs = set()  # environments of the labels in OUT when run() started
+        # One dataset is one environment (docs/dataset.md). label_envs: the environments of OUT's labels, those there
+        # when run() started and each one this run writes; pass_envs: where no label exists yet, the environments of
+        # the passes OUT already records (a collection begun with --no-label), joined by each pass this run keeps.
+        self.label_envs, self.pass_envs = set(), set()
+        self.check_envs = False  # off for a --quick dry run, whose labels may come from any host
 
     # ---- bookkeeping
     def log(self, **ev) -> None:
@@ -331,7 +335,7 @@ class Collector:
                      stderr=f"its passes ran in different environments ({', '.join(e or '?' for e in envs)}); "
                             "not labelled")
             return False
-        if self.label_envs and envs and envs[0] and envs[0] not in self.label_envs:
+        if self.check_envs and self.label_envs and envs and envs[0] and envs[0] not in self.label_envs:
             # passes collected earlier with --no-label on another host: not labelled into this dataset
             self.log(ev="label", config=cid, ok=False, rc=None, stdout="",
                      stderr=f"its passes ran in {envs[0]}, the labels in {self.out} in "
@@ -348,6 +352,8 @@ class Collector:
         ok = r.returncode == 0 and os.path.exists(out)
         self.log(ev="label", config=cid, ok=ok, rc=r.returncode, stderr=r.stderr.strip()[-800:],
                  stdout=r.stdout.strip()[-800:])
+        if ok and self.check_envs and envs and envs[0]:
+            self.label_envs.add(envs[0])  # the dataset's environment from its first label on
         if ok and self.a.prune_raw and not _keep_raw_sample(cid):
             for p in range(1, P + 1):
                 try:
@@ -375,22 +381,51 @@ class Collector:
         labels' last iterations one way (docs/dataset.md, Labels), so topping one up must keep its setting."""
         return [(path, n) for path, n, _ in labels if n != self.a.tail_steps]
 
+    def recorded_pass_envs(self) -> set:
+        """The environments of the successful passes OUT records (raw/<id>/pass<N>.status.json; passes set aside
+        are not counted)."""
+        import glob
+        import re
+        envs = set()
+        for path in glob.glob(os.path.join(glob.escape(self.raw), "*", "pass*.status.json")):
+            if not re.fullmatch(r"pass\d+\.status\.json", os.path.basename(path)):
+                continue
+            try:
+                with open(path) as fh:
+                    st = json.load(fh)
+            except (OSError, ValueError):
+                continue
+            if isinstance(st, dict) and st.get("ok") and _status_env(st):
+                envs.add(_status_env(st))
+        return envs
+
+    def dataset_envs(self) -> set:
+        """The environments this dataset is taken in: its labels', else (no label yet) its recorded passes'."""
+        return self.label_envs or self.pass_envs
+
     def other_environment(self, ids: list, p: int) -> str:
-        """The environment a pass of ids ran in when OUT's labels were all taken in others ("" otherwise): a
-        collection continued on another host type would mix two machine speeds into one dataset."""
-        if not self.label_envs:
+        """The environment a pass of ids ran in when OUT's labels (or, before any label, its recorded passes) were
+        all taken in others ("" otherwise): a collection continued on another host type would mix two machine
+        speeds into one dataset. A pass that is kept makes its environment the dataset's when OUT had none."""
+        if not self.check_envs:
             return ""
-        for cid in ids:
-            env = self.pass_env(cid, p)
-            if env and env not in self.label_envs:
-                return env
+        known = self.dataset_envs()
+        if known:
+            for cid in ids:
+                env = self.pass_env(cid, p)
+                if env and env not in known:
+                    return env
+        else:
+            self.pass_envs.update(e for e in (self.pass_env(cid, p) for cid in ids) if e)
         return ""
 
     def run(self, cfgs: list) -> int:
         P = self.a.passes
         labels = self.existing_labels()
         # a dry run (--quick) is not a dataset: its labels may come from any host
-        self.label_envs = set() if getattr(self.a, "quick", False) else {env for _, _, env in labels if env}
+        self.check_envs = not getattr(self.a, "quick", False)
+        self.label_envs = {env for _, _, env in labels if env} if self.check_envs else set()
+        self.pass_envs = self.recorded_pass_envs() if self.check_envs and not self.label_envs else set()
         if not self.a.no_label:
             other = self.other_tail_labels(labels)
             if other:
@@ -420,8 +455,9 @@ class Collector:
                 if stop.startswith("environment:"):
                     prog.close()
                     other_env = stop.split(":", 1)[1]
-                    sys.stderr.write(f"collect: stopped: this pass ran in environment {other_env}, but the labels in "
-                                     f"{self.out} were taken in {', '.join(sorted(self.label_envs))}: one dataset "
+                    sys.stderr.write(f"collect: stopped: this pass ran in environment {other_env}, but the "
+                                     f"{'labels' if self.label_envs else 'passes'} in {self.out} were taken in "
+                                     f"{', '.join(sorted(self.dataset_envs()))}: one dataset "
                                      "is one machine speed. Continue it on a host of that environment, or collect into "
                                      "another --out (this pass is set aside in raw/ as pass<N>.other-env-*)\n")
                     self.log(ev="end", stopped="environment", environment=other_env)
