@@ -196,6 +196,24 @@ check(card4.get("profiled_over_unprofiled_n") == 1 and
       "profiled / unprofiled figures" not in r.stderr,
       f"profiled ratio from raw/: {card4.get('profiled_over_unprofiled_q')}")
 
+# the env table describes the labels' environment: of the records in collect/ (one per environment, and an older
+# collection's env-pass<N>.json, which every pass overwrote, a rejected one included) the one naming it
+coll = os.path.join(data, "collect")
+os.makedirs(coll, exist_ok=True)
+for name, rec in (("env-pass1.json", {"environment": "cpu-other", "torch": "2.0"}),
+                  ("env-cpu-test.json", {"environment": "cpu-test", "torch": "1.13"})):
+    with open(os.path.join(coll, name), "w") as fh:
+        json.dump(rec, fh)
+r = subprocess.run([sys.executable, CARD, "--data", data, "--no-doc"], capture_output=True, text=True)
+card5 = json.load(open(os.path.join(data, "card.json"))) if r.returncode == 0 else {}
+check(card5.get("env_record", {}).get("environment") == "cpu-test", f"the labels' env record: {card5.get('env_record')}")
+os.remove(os.path.join(coll, "env-cpu-test.json"))
+r = subprocess.run([sys.executable, CARD, "--data", data, "--no-doc"], capture_output=True, text=True)
+card5 = json.load(open(os.path.join(data, "card.json"))) if r.returncode == 0 else {}
+check(card5.get("env_record", {}).get("environment") != "cpu-other" and "describe other hosts" in r.stderr,
+      f"a record of another host is no env table of these labels: {card5.get('env_record')} {r.stderr[-300:]}")
+os.remove(os.path.join(coll, "env-pass1.json"))
+
 # ---- quantiles: linear between order statistics, so the median of an even count is the mean of the middle two
 check(K.quantiles([4, 1, 3, 2])[0.5] == 2.5 and K.quantiles([3, 1, 2])[0.5] == 2, "median of even / odd counts")
 q = K.quantiles([10, 20, 30, 40, 50])
@@ -401,8 +419,11 @@ ap.add_argument("--iters", type=int)
 ap.add_argument("--isolated", action="store_true")
 ap.add_argument("--heap-mb", type=int, default=0)
 ap.add_argument("--tail-steps", type=int, default=0)
+ap.add_argument("--env-out", default="")
 a, _ = ap.parse_known_args()
 ids = open(a.ids).read().split()
+if a.env_out and os.environ.get("STUB_ENV"):  # the environment record, as the worker writes it before its configs
+    json.dump({"environment": os.environ["STUB_ENV"], "pid": os.getpid()}, open(a.env_out, "w"))
 for cid in ids:
     d = os.path.join(a.raw, cid)
     os.makedirs(d, exist_ok=True)
@@ -800,6 +821,10 @@ r = subprocess.run(env_cmd, capture_output=True, text=True,
 refs = json.load(open(os.path.join(env_out, "speed_ref.json"))) if os.path.exists(os.path.join(env_out,
                                                                                                "speed_ref.json")) else {}
 check("cpu-other" not in refs, f"a pass of another environment sets no speed reference: {refs}")
+env_recs = {f: json.load(open(os.path.join(env_out, "collect", f))) for f in os.listdir(os.path.join(env_out, "collect"))
+            if f.endswith(".json")}
+check(not [f for f, rec in env_recs.items() if rec.get("environment") == "cpu-other"],
+      f"a pass set aside for its environment leaves no environment record: {env_recs}")
 check(r.returncode == 2 and "cpu-other" in r.stderr and "cpu-test" in r.stderr and
       not os.path.exists(os.path.join(env_out, "raw", "mlp-0001", "pass1.status.json")) and
       [f for f in os.listdir(os.path.join(env_out, "raw", "mlp-0001")) if f.startswith("pass1.other-env-")] and
@@ -809,6 +834,8 @@ r = subprocess.run(env_cmd, capture_output=True, text=True, env={**os.environ, "
 check(r.returncode == 0 and os.path.exists(os.path.join(env_out, "traces", C.config("mlp-0001")["split"],
                                                         "mlp-0001.etst.gz")),
       f"the labels' environment goes on: rc {r.returncode} {r.stderr[-300:]}")
+check(sorted(os.listdir(os.path.join(env_out, "collect"))) == ["env-cpu-test.json", "run.jsonl"],
+      f"one environment record per environment, no temporary: {os.listdir(os.path.join(env_out, 'collect'))}")
 # a corrupt label (a gzip header, then no valid deflate block: zlib.error) is card.py's to report: the collector's
 # scan of the labels skips it
 bad_label = os.path.join(env_out, "traces", "train", "mlp-corrupt.etst.gz")

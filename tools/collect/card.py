@@ -223,16 +223,23 @@ def compute(data: str, retest: str = "", previous: dict | None = None, notes: li
         card["profiled_over_unprofiled_n"] = previous.get("profiled_over_unprofiled_n", 0)
         notes.append(f"no warm-up timings under {os.path.join(data, 'raw')} (pass*.status.json): kept the previous "
                      f"card.json's profiled / unprofiled figures ({card['profiled_over_unprofiled_n']} configs)")
-    env_path = sorted(glob.glob(os.path.join(data, "collect", "env-pass*.json")))
-    if env_path:
-        with open(env_path[0]) as fh:
-            card["env_record"] = json.load(fh)
+    env_rec, env_seen = env_record(data, card["environment"])
+    if env_rec:
+        card["env_record"] = env_rec
+    elif env_seen and "env_record" in previous and same_labels:
+        card["env_record"] = previous["env_record"]
+        notes.append(f"no environment record of {', '.join(card['environment']) or '?'} in "
+                     f"{os.path.join(data, 'collect')} (those there describe other hosts): kept the previous "
+                     "card.json's env_record (the env table)")
+    elif env_seen:
+        notes.append(f"no environment record of {', '.join(card['environment']) or '?'} in "
+                     f"{os.path.join(data, 'collect')} (those there describe other hosts): the env table is left out")
     elif "env_record" in previous and not same_labels:
         notes.append("no environment record, and the previous card.json describes other labels: the env table is "
                      "left out")
     elif "env_record" in previous:
         card["env_record"] = previous["env_record"]
-        notes.append(f"no {os.path.join(data, 'collect', 'env-pass*.json')}: kept the previous card.json's "
+        notes.append(f"no {os.path.join(data, 'collect', 'env-*.json')}: kept the previous card.json's "
                      f"env_record (the env table)")
     tail = one_tail_setting(labels, f"--data {data}")
     again = retest_labels(data, retest, tail)
@@ -244,6 +251,25 @@ def compute(data: str, retest: str = "", previous: dict | None = None, notes: li
         card["retest"] = {"source": again["source"], "collected": again["collected"],
                           **retest_figures(labels, again["labels"])}
     return card
+
+
+def env_record(data: str, environments: list) -> tuple:
+    """(the environment record of the labels' environment, whether DATA/collect holds any record). collect.py keeps
+    one per environment (collect/env-<environment>.json); collections before it wrote collect/env-pass<N>.json,
+    each pass over the last, which are read too but only where they name one of the labels' environments."""
+    paths = sorted(glob.glob(os.path.join(data, "collect", "env-*.json")),
+                   key=lambda q: (os.path.basename(q).startswith("env-pass"), q))
+    seen = False
+    for path in paths:
+        try:
+            with open(path) as fh:
+                rec = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        seen = True
+        if isinstance(rec, dict) and rec.get("environment") in environments:
+            return rec, True
+    return None, seen
 
 
 def retest_figures(first: dict, second: dict) -> dict:

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -159,7 +160,7 @@ class Collector:
                    "--raw", self.raw, "--device", self.a.device, "--warmup", str(self.a.warmup),
                    "--iters", str(self.a.iters), "--tail-steps", str(self.a.tail_steps),
                    "--max-iter-s", str(self.a.max_iter_s),
-                   "--env-out", os.path.join(self.state, f"env-pass{p}.json"), "--heap-mb", str(self.a.heap_mb),
+                   "--env-out", self.env_tmp(p), "--heap-mb", str(self.a.heap_mb),
                    "--export-nested", self.a.export_nested]
             if self.a.isolate:
                 cmd.append("--isolated")
@@ -225,6 +226,31 @@ class Collector:
                 todo = [c for c in todo if c != culprit]
             if rc != 0 and not culprit:
                 break
+
+    # ---- environment records
+    def env_tmp(self, p: int) -> str:
+        """Where the workers of pass p write their environment record, until the pass is kept (keep_env_record)."""
+        return os.path.join(self.state, f".env-pass{p}-{os.getpid()}.json")
+
+    def keep_env_record(self, p: int, keep: bool) -> None:
+        """The record of pass p's workers becomes OUT/collect/env-<environment>.json, one per environment (card.py
+        reads the one of its labels' environment), when the pass is kept; a pass set aside for its environment
+        leaves none: every pass used to overwrite collect/env-pass<N>.json, so the card's env table could describe
+        a host whose passes were all rejected."""
+        tmp = self.env_tmp(p)
+        try:
+            with open(tmp) as fh:
+                rec = json.load(fh)
+        except (OSError, ValueError):
+            rec = None
+        if keep and isinstance(rec, dict):
+            env = re.sub(r"[^A-Za-z0-9._-]", "_", str(rec.get("environment") or "unknown"))
+            os.replace(tmp, os.path.join(self.state, f"env-{env}.json"))
+            return
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
 
     # ---- speed gate
     def pass_speed(self, ids: list, p: int):
@@ -295,6 +321,7 @@ class Collector:
         for attempt in range(self.a.speed_retries + 1):
             self.run_pass(ids, p, progress)
             other_env = self.other_environment(ids, p)
+            self.keep_env_record(p, not other_env)
             if other_env:
                 self.set_aside(ids, p, "other-env")
                 return "environment:" + other_env
@@ -385,7 +412,6 @@ class Collector:
         """The environments of the successful passes OUT records (raw/<id>/pass<N>.status.json; passes set aside
         are not counted)."""
         import glob
-        import re
         envs = set()
         for path in glob.glob(os.path.join(glob.escape(self.raw), "*", "pass*.status.json")):
             if not re.fullmatch(r"pass\d+\.status\.json", os.path.basename(path)):
