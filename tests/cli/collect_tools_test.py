@@ -32,9 +32,9 @@ shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 
 
-def write_label(path, cid, split, measured_us, ops_us, tail_steps=0):
+def write_label(path, cid, split, measured_us, ops_us, tail_steps=0, environment="cpu-test"):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    meta = {"framework_version": "1.13", "device": "test", "environment": "cpu-test", "model": "mlp",
+    meta = {"framework_version": "1.13", "device": "test", "environment": environment, "model": "mlp",
             "family": "mlp", "optimizer": "sgd", "batch_size": 8, "measured_us": measured_us,
             "extra": {"config_id": cid, "split": split, "label.single_pass_deviation": "0.05",
                       "label.sum_discrepancy": "0"}}
@@ -132,6 +132,16 @@ r = subprocess.run([sys.executable, CARD, "--data", data, "--retest", tail_again
                    text=True)
 check(r.returncode == 2 and "--tail-steps 1" in r.stderr and open(os.path.join(data, "retest.json")).read() == before,
       f"a retest with a tail step against labels without: rc {r.returncode} {r.stderr[-300:]}")
+# nor one collected on another host: its figure would measure the two hosts, not the labels' noise
+env_again = os.path.join(work, "card-retest-env")
+for cid, v in zip(("mlp-0001", "mlp-0002"), (110.0, 150.0)):
+    write_label(os.path.join(env_again, "traces", "train", cid + ".etst.gz"), cid, "train", v, [v],
+                environment="cpu-other")
+r = subprocess.run([sys.executable, CARD, "--data", data, "--retest", env_again, "--no-doc"], capture_output=True,
+                   text=True)
+check(r.returncode == 2 and "cpu-other" in r.stderr and "cpu-test" in r.stderr and
+      open(os.path.join(data, "retest.json")).read() == before,
+      f"a retest collected in another environment: rc {r.returncode} {r.stderr[-300:]}")
 write_label(os.path.join(data, "traces", "train", "mlp-0005.etst.gz"), "mlp-0005", "train", 100.0, [100.0],
             tail_steps=1)
 r = subprocess.run([sys.executable, CARD, "--data", data, "--no-doc"], capture_output=True, text=True)

@@ -242,11 +242,16 @@ def compute(data: str, retest: str = "", previous: dict | None = None, notes: li
         notes.append(f"no {os.path.join(data, 'collect', 'env-*.json')}: kept the previous card.json's "
                      f"env_record (the env table)")
     tail = one_tail_setting(labels, f"--data {data}")
-    again = retest_labels(data, retest, tail)
+    again = retest_labels(data, retest, tail, {cid: r["environment"] for cid, r in labels.items()})
     if again and again.get("tail_steps", 0) != tail:  # a retest.json kept from before
         raise ValueError(f"{os.path.join(data, RETEST_FILE)} holds labels collected with --tail-steps "
                          f"{again.get('tail_steps', 0)}, the dataset's with {tail}: re-collect the retest with "
                          f"--tail-steps {tail}")
+    other_env = sorted(set(again.get("environment") or []) - set(card["environment"])) if again else []
+    if other_env:  # a retest.json kept from before, of labels taken on another host (files before it name none)
+        raise ValueError(f"{os.path.join(data, RETEST_FILE)} holds labels collected in {', '.join(other_env)}, the "
+                         f"dataset's in {', '.join(card['environment'])}: re-collect the retest on a host of the "
+                         "dataset's environment")
     if again:
         card["retest"] = {"source": again["source"], "collected": again["collected"],
                           **retest_figures(labels, again["labels"])}
@@ -298,11 +303,14 @@ def label_files(data: str) -> list:
     return sorted(glob.glob(os.path.join(data, "traces", "**", "*.etst.gz"), recursive=True))
 
 
-def retest_labels(data: str, retest_dir: str = "", expect_tail: int | None = None) -> dict:
+def retest_labels(data: str, retest_dir: str = "", expect_tail: int | None = None,
+                  expect_env: dict | None = None) -> dict:
     """The test–retest re-collection's iteration labels. From `retest_dir` when given (then kept in
     DATA/retest.json, a few KB, so later card runs keep the figure without the re-collected traces; not when its
-    labels were collected with other --tail-steps than `expect_tail`, the dataset's: ValueError), else from
-    DATA/retest.json; {} when neither exists."""
+    labels were collected with other --tail-steps than `expect_tail`, the dataset's, nor when a configuration's
+    was collected in another environment than its label in `expect_env` ({config: environment}): the figure would
+    then measure two hosts, not the labels' noise; ValueError), else from DATA/retest.json; {} when neither
+    exists."""
     path = os.path.join(data, RETEST_FILE)
     if retest_dir:
         again = load_dir(retest_dir)
@@ -313,12 +321,21 @@ def retest_labels(data: str, retest_dir: str = "", expect_tail: int | None = Non
         if expect_tail is not None and tail != expect_tail:
             raise ValueError(f"--retest {retest_dir} was collected with --tail-steps {tail}, the dataset's labels with "
                              f"{expect_tail}: re-collect the retest with --tail-steps {expect_tail}")
+        other = [(cid, r["environment"], expect_env[cid]) for cid, r in sorted(again.items())
+                 if expect_env and cid in expect_env and r["environment"] != expect_env[cid]]
+        if other:
+            cid, got, want = other[0]
+            raise ValueError(f"--retest {retest_dir}: {len(other)} label(s) were collected in another environment "
+                             f"than the dataset's (e.g. {cid}: {got}, the dataset's label in {want}); a test–retest "
+                             "across two hosts measures the hosts: re-collect the retest on a host of the dataset's "
+                             "environment")
         doc = {"source": os.path.relpath(os.path.abspath(retest_dir), ROOT),
                "collected": time.strftime("%Y-%m-%d", time.gmtime(max(stamps))) if stamps else "",
                "labels": {cid: {"measured_us": r["measured_us"], "pass_median_us": r["pass_median_us"]}
                           for cid, r in sorted(again.items())}}
         if tail:
             doc["tail_steps"] = tail  # absent: 0, as in retest files from before the tail step
+        doc["environment"] = sorted({r["environment"] for r in again.values()})
         # `ets eval` reads this file (DATA/retest.json): never leave a half-written one behind
         atomic_write(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
         return doc
