@@ -415,7 +415,8 @@ check(not errors and not [n for n in os.listdir(work) if n.startswith("shared.js
 # ---- collect.py in a copied tree whose worker is a stub (no torch, no timing): what a run leaves behind
 tree = os.path.join(work, "tree")
 os.makedirs(os.path.join(tree, "tools", "collect"))
-for f in ("__init__.py", "collect.py", "card.py", "configs.py", "env.py", "zoo.py", "randwire.py", "randgen.py"):
+for f in ("__init__.py", "collect.py", "card.py", "configs.py", "env.py", "zoo.py", "randwire.py", "randgen.py",
+          "reproduce.py"):
     shutil.copy(os.path.join(ROOT, "tools", "collect", f), os.path.join(tree, "tools", "collect", f))
 shutil.copy(os.path.join(ROOT, "tools", "atomic_file.py"), os.path.join(tree, "tools", "atomic_file.py"))
 with open(os.path.join(tree, "tools", "collect", "worker.py"), "w") as fh:
@@ -647,6 +648,23 @@ check(r.returncode == 0 and units_to_run(r.stderr) == 2 * len(ids),
 from tools.collect import reproduce as R  # noqa: E402
 check(R.tail_steps_of([{"tail_steps": 0}, {}]) == 0 and R.tail_steps_of([{"tail_steps": 1}]) == 1 and
       R.tail_steps_of([{"tail_steps": 1}, {"tail_steps": 0}]) is None, "reproduce.py's --tail-steps of the labels")
+# ... and their heap pre-fault: the label's record, else its recorded passes', else none (the committed labels
+# predate it), so that a scratch collection does not pre-fault 8 GiB for labels taken without
+heap_of = getattr(R, "heap_mb_of", lambda *a: -1)
+check(heap_of([{"heap_mb": None}]) == 0 and heap_of([{"heap_mb": 8192}, {"heap_mb": 8192}]) == 8192 and
+      heap_of([{"heap_mb": None}], [[{"heap_mb": 8192}, {"heap_mb": 8192}]]) == 8192 and
+      heap_of([{"heap_mb": None}], [[{"warmup": 3}]]) == 0 and
+      heap_of([{"heap_mb": 8192}, {"heap_mb": None}]) is None, "reproduce.py's --heap-mb of the labels")
+rep_data, rep_work = os.path.join(work, "repro-data"), os.path.join(work, "repro-work")
+write_label(os.path.join(rep_data, "traces", C.config("mlp-0001")["split"], "mlp-0001.etst.gz"), "mlp-0001",
+            C.config("mlp-0001")["split"], 100.0, [100.0])
+r = subprocess.run([sys.executable, os.path.join(tree, "tools", "collect", "reproduce.py"), "--configs", "mlp-0001",
+                    "--data", rep_data, "--work", rep_work, "--passes", "1", "--ets", "/bin/false"],
+                   capture_output=True, text=True)
+rep_st = os.path.join(rep_work, "raw", "mlp-0001", "pass1.status.json")
+rep_settings = json.load(open(rep_st)).get("settings", {}) if os.path.exists(rep_st) else None
+check(rep_settings is not None and "heap_mb" not in rep_settings and "tail_steps" not in rep_settings,
+      f"reproduce.py re-collects labels without a pre-fault without one: {rep_settings} {r.stderr[-300:]}")
 r = subprocess.run(tail_cmd + ["--tail-steps", "-1"], capture_output=True, text=True)
 check(r.returncode == 2 and "--tail-steps" in r.stderr, f"--tail-steps -1 is refused: rc {r.returncode}")
 

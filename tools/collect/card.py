@@ -62,7 +62,10 @@ def read_label(path: str) -> dict:
             "disagrees": x.get("label.disagrees") == "1",
             "sum_discrepancy": float(x.get("label.sum_discrepancy", "nan")),
             "single_pass_deviation": float(x.get("label.single_pass_deviation", "nan")),
-            "tail_steps": int(x.get("tail_steps", "0"))}
+            "tail_steps": int(x.get("tail_steps", "0")),
+            # the worker's heap pre-fault (--heap-mb) where the label records it; None: not recorded (labels from
+            # before it were taken without one)
+            "heap_mb": int(x["heap_mb"]) if "heap_mb" in x else None}
 
 
 def label_head(path: str) -> dict:

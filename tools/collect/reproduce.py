@@ -6,7 +6,8 @@
     /usr/bin/python3 tools/collect/reproduce.py                       # the 3 default configs, 3 passes each
     /usr/bin/python3 tools/collect/reproduce.py --configs mlp-0007,vit-0008 --floor 0.05
 
-Runs tools/collect/collect.py into a scratch folder (fresh processes, same environment settings), then prints, per
+Runs tools/collect/collect.py into a scratch folder (fresh processes, same environment settings, the labels' own
+--tail-steps and --heap-mb), then prints, per
 config, the committed label, the new label and their relative deviation. Exit status 0 when the mean relative
 deviation is ≤ the noise floor: --floor, else the test–retest MRE in DATA/card.json, else 2× its single-pass
 deviation (a stand-in until the retest exists; printed as such).
@@ -59,6 +60,29 @@ def tail_steps_of(labels: list):
     return found.pop() if len(found) == 1 else None
 
 
+def recorded_settings(data: str, cid: str) -> list:
+    """The settings of the passes DATA/raw records for cid (local only: none in a fresh clone)."""
+    from tools.collect.card import pass_statuses
+    return [st["settings"] for _, st in pass_statuses(data, cid)
+            if isinstance(st, dict) and st.get("ok") and isinstance(st.get("settings"), dict)]
+
+
+def heap_mb_of(labels: list, settings: list | None = None):
+    """The --heap-mb the labels were collected with, so that the scratch collection pre-faults (or not) as they did:
+    a label's own record ("heap_mb" in its extra), else its recorded passes' settings (`settings`, one list per
+    label), else 0 (the committed labels predate the pre-fault and record none); None when the labels disagree."""
+    found = set()
+    for k, lab in enumerate(labels):
+        own = settings[k] if settings and k < len(settings) else []
+        if lab.get("heap_mb") is not None:
+            found.add(int(lab["heap_mb"]))
+        elif own:
+            found.update(int(s.get("heap_mb", 0)) for s in own)
+        else:
+            found.add(0)
+    return found.pop() if len(found) == 1 else None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--configs", default=DEFAULT, help=f"comma-separated config ids (default {DEFAULT})")
@@ -95,6 +119,11 @@ def main(argv=None) -> int:
         print("reproduce: the labels named were collected with different --tail-steps; reproduce them apart",
               file=sys.stderr)
         return 2
+    heap = heap_mb_of([read_label(label_path(a.data, c)) for c in ids], [recorded_settings(a.data, c) for c in ids])
+    if heap is None:
+        print("reproduce: the labels named were collected with different --heap-mb; reproduce them apart",
+              file=sys.stderr)
+        return 2
     tmp = None if a.work else tempfile.TemporaryDirectory(prefix="ets-reproduce-")
     work = a.work or tmp.name
     ids_file = os.path.join(work, "ids.txt")
@@ -102,7 +131,7 @@ def main(argv=None) -> int:
     with open(ids_file, "w") as fh:
         fh.write("\n".join(ids) + "\n")
     cmd = [sys.executable, os.path.join(HERE, "collect.py"), "--out", work, "--configs", ids_file,
-           "--passes", str(a.passes), "--block", str(len(ids)), "--tail-steps", str(tail)]
+           "--passes", str(a.passes), "--block", str(len(ids)), "--tail-steps", str(tail), "--heap-mb", str(heap)]
     if a.rt:
         cmd.append("--rt")
     if a.speed_ref:

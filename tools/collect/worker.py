@@ -132,6 +132,8 @@ def run_config(torch, cfg: dict, pass_no: int, raw_dir: str, args, env_rec: dict
         # time between steps (prof.step() and the loop: 80-134 us on a 1.4 ms iteration). The tail steps after it
         # are profiled only so that it ends where the others do; the importer drops them.
         extra["tail_steps"] = args.tail_steps
+    if args.heap_mb:
+        extra["heap_mb"] = args.heap_mb  # the pre-fault the pass ran with, in the raw trace beside its status
     exported = []
 
     def ready(prof):
