@@ -556,6 +556,28 @@ check(open(victim, "rb").read() == b"untouched" and not os.path.islink(dst) and 
       f"{open(dst, 'rb').read() == first}")
 check(stat.S_IMODE(os.stat(dst).st_mode) == 0o600, f"add_ets_metadata keeps the mode: {oct(os.stat(dst).st_mode)}")
 
+# ---- the worker removes the temporaries a killed worker left beside a pass (its export's, the atomic writer's of
+# that export, e.g. pass1.json.gz.tmp<pid>.json.gz.tmp<pid>-0, and the status file's), but not a live worker's
+from tools.collect import worker as W  # noqa: E402  (no torch at module level)
+gone = subprocess.Popen(["true"])
+gone.wait()
+alive = subprocess.Popen(["sleep", "60"])
+tmp_dir = os.path.join(work, "stale-temps")
+os.makedirs(tmp_dir)
+trace_p, status_p = os.path.join(tmp_dir, "pass1.json.gz"), os.path.join(tmp_dir, "pass1.status.json")
+dead, live = gone.pid, alive.pid
+stale = [f"pass1.json.gz.tmp{dead}.json.gz", f"pass1.json.gz.tmp{dead}.json.gz.tmp{dead}-0",
+         f"pass1.json.gz.tmp{dead}.json", f"pass1.status.json.tmp{dead}-3"]
+kept = [f"pass1.json.gz.tmp{live}.json.gz.tmp{live}-0", f"pass1.json.gz.tmp{live}.json.gz", "pass1.json.gz.tmpnotes",
+        f"pass1.status.json.tmp{live}-0"]
+for f in stale + kept:
+    open(os.path.join(tmp_dir, f), "w").close()
+W._remove_stale_temps(trace_p)
+W._remove_stale_temps(status_p)
+alive.kill()
+alive.wait()
+check(sorted(os.listdir(tmp_dir)) == sorted(kept), f"stale temporaries removed, live ones kept: {os.listdir(tmp_dir)}")
+
 # ---- the worker's skip rule: the median warm-up iteration over --max-iter-s, decided as soon as it is certain (a
 # first warm-up paying one-off costs alone no longer drops a configuration); --rt is one of a pass's settings
 from tools.collect import env as E  # noqa: E402  (no torch at module level)

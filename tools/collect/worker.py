@@ -32,26 +32,41 @@ def atomic_write_json(path: str, obj) -> None:
     atomic_write(path, json.dumps(obj, indent=1, sort_keys=True))
 
 
+# The temporaries a killed worker can leave beside PATH: its own PATH.tmp<PID>.json[.gz] (the export's target; a CUDA
+# export's plain PATH.tmp<PID>.json), the atomic writer's temporary of that, PATH.tmp<PID>.json.gz.tmp<PID>-<N>, which
+# holds the export while it is written, and the atomic writer's temporary of PATH itself, PATH.tmp<PID>-<N>.
+_STALE = r"\.tmp(\d+)(?:\.json(?:\.gz)?)?(?:\.tmp(\d+)-\d+)?|\.tmp(\d+)-\d+"
+
+
 def _remove_stale_temps(path: str) -> None:
-    """Removes PATH.tmp<PID>.json[.gz] left by a worker that was killed mid-export (a crash, the collector's time
-    cap): they are never a pass, and a truncated one only wastes space. A temp file of a live process is kept."""
+    """Removes the temporaries beside PATH (_STALE) left by a worker that was killed mid-export or mid-write (a
+    crash, the collector's time cap, SIGKILL): they are never a pass, and a truncated 2 MB export only wastes space.
+    A temporary of this process or of a live one is kept."""
     import glob
     import re
     for stale in glob.glob(glob.escape(path) + ".tmp*"):
-        m = re.fullmatch(r"\.tmp(\d+)\.json(\.gz)?", stale[len(path):])
-        if not m or int(m.group(1)) == os.getpid():
+        m = re.fullmatch(_STALE, stale[len(path):])
+        if not m:
             continue
-        try:
-            os.kill(int(m.group(1)), 0)
-            continue  # that worker still runs
-        except ProcessLookupError:
-            pass
-        except (OSError, OverflowError):
-            continue  # exists but not ours to signal, or not a process id at all: leave the file
+        pids = {int(g) for g in m.groups() if g is not None}
+        if os.getpid() in pids or any(_alive(pid) for pid in pids):
+            continue
         try:
             os.remove(stale)
         except OSError:
             pass
+
+
+def _alive(pid: int) -> bool:
+    """Whether pid may be a live process (one not ours to signal, or no process id at all, counts as live: its
+    file is left)."""
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):
+        return True
 
 
 def _sync(torch, device):
@@ -252,7 +267,9 @@ def main(argv=None) -> int:
                    "traceback": traceback.format_exc(limit=6)}
         d = os.path.join(args.raw, cid)
         os.makedirs(d, exist_ok=True)
-        atomic_write_json(os.path.join(d, f"pass{args.pass_no}.status.json"), rec)
+        status_path = os.path.join(d, f"pass{args.pass_no}.status.json")
+        _remove_stale_temps(status_path)
+        atomic_write_json(status_path, rec)
         print(f"DONE {cid} {int(rec['ok'])} {time.perf_counter() - t:.3f}", flush=True)
         # release the model before the next build so peak memory stays one model
         import gc
