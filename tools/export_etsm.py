@@ -251,6 +251,8 @@ def check_export_args(parser, args):
         folder = os.path.dirname(os.path.abspath(path)) if path else ""
         if path and not os.path.isdir(folder):
             parser.error("%s %s: folder %s does not exist" % (name, path, folder))
+        if path and os.path.isdir(path):  # the atomic writer cannot replace a folder: refused after the export's work
+            parser.error("%s %s is a folder; name the file to write" % (name, path))
 
 
 def window_geometry(args):

@@ -578,6 +578,17 @@ alive.kill()
 alive.wait()
 check(sorted(os.listdir(tmp_dir)) == sorted(kept), f"stale temporaries removed, live ones kept: {os.listdir(tmp_dir)}")
 
+# ---- tools/export_etsm.py refuses an --out or --parity naming a folder (usage, exit 2) before building anything; it
+# used to end in an IsADirectoryError traceback after the export's work
+EXPORT = os.path.join(ROOT, "tools", "export_etsm.py")
+import importlib.util  # noqa: E402
+for flag in ("--out", "--parity") if importlib.util.find_spec("numpy") else ():  # export_etsm imports numpy
+    argv = ["--out", os.path.join(work, "m.etsm")] if flag == "--parity" else []
+    r = subprocess.run([sys.executable, EXPORT, "export", *argv, flag, work], capture_output=True, text=True)
+    check(r.returncode == 2 and "is a folder" in r.stderr and "Traceback" not in r.stderr and
+          not os.path.exists(os.path.join(work, "m.etsm")), f"export_etsm {flag} FOLDER: rc {r.returncode} "
+          f"{r.stderr[-300:]}")
+
 # ---- the worker's skip rule: the median warm-up iteration over --max-iter-s, decided as soon as it is certain (a
 # first warm-up paying one-off costs alone no longer drops a configuration); --rt is one of a pass's settings
 from tools.collect import env as E  # noqa: E402  (no torch at module level)
