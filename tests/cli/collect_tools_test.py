@@ -87,6 +87,13 @@ with open(os.path.join(out, "collect", "run.jsonl")) as fh:
 check([e["config"] for e in evs if e.get("ev") == "invalidate"] == ["mlp-0001"], "one invalidate event, for A")
 r = subprocess.run([sys.executable, COLLECT, "--out", out, "--invalidate", "1205,1195"], capture_output=True, text=True)
 check(r.returncode == 2 and "START before END" in r.stderr, f"reversed window refused: rc {r.returncode} {r.stderr}")
+# a mistyped --out (no raw/ there) is refused before anything is written, and so is a bad window
+typo = os.path.join(work, "dta")
+for window, word in (("1195,1205", "does not exist"), ("1205,1195", "START before END"), ("x,y", "--invalidate")):
+    r = subprocess.run([sys.executable, COLLECT, "--out", typo, "--configs", os.path.join(work, "ids.txt"),
+                        "--invalidate", window], capture_output=True, text=True)
+    check(r.returncode == 2 and word in r.stderr and not os.path.exists(typo),
+          f"--invalidate {window} into a mistyped --out: rc {r.returncode}, created {os.path.exists(typo)} {r.stderr}")
 
 # ---- card.py --retest: labels 100 and 200 re-collected as 110 and 150 -> MRE (0.10 + 0.25) / 2
 data, again = os.path.join(work, "card-data"), os.path.join(work, "card-retest")

@@ -828,6 +828,21 @@ def main(argv=None) -> int:
         print(f"wrote {len(m['configs'])} configs: {m['counts']}")
         return 0
     cfgs = select(args, ap)  # checks the selection before any folder or file is created
+    if args.invalidate and not args.print_ids:
+        # checked, like the selection, before anything is written: a mistyped --out must not become a dataset
+        # skeleton (manifest, raw/, traces/, collect/), nor a bad window be refused after the manifest was written
+        try:
+            windows = [tuple(_when(x) for x in w.split(",")) for w in args.invalidate]
+        except ValueError as e:
+            ap.error(f"--invalidate: {e}")
+        if any(len(w) != 2 or w[0] >= w[1] for w in windows):
+            ap.error("--invalidate takes START,END with START before END")
+        raw = os.path.abspath(args.raw or os.path.join(args.out, "raw"))
+        if not os.path.isdir(raw):
+            ap.error(f"--invalidate: {raw} does not exist: no passes to move aside (is --out {args.out} the "
+                     "collection's folder?)")
+        Collector(args).invalidate(cfgs, windows)
+        return 0
     mpath = os.path.join(args.out, "manifest.json")
     fresh_manifest = not args.print_ids and not os.path.exists(mpath)
     if fresh_manifest:
@@ -835,15 +850,6 @@ def main(argv=None) -> int:
         C.write_manifest(mpath)  # the full manifest, whatever this run selects: splits and card need it
     if args.print_ids:
         print("\n".join(c["id"] for c in cfgs))
-        return 0
-    if args.invalidate:
-        try:
-            windows = [tuple(_when(x) for x in w.split(",")) for w in args.invalidate]
-        except ValueError as e:
-            ap.error(f"--invalidate: {e}")
-        if any(len(w) != 2 or w[0] >= w[1] for w in windows):
-            ap.error("--invalidate takes START,END with START before END")
-        Collector(args).invalidate(cfgs, windows)
         return 0
     stale = "" if fresh_manifest else _manifest_differs(mpath)
     if stale:
