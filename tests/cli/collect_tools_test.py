@@ -741,6 +741,28 @@ check(len(aside(gate_out, 2)) == len(ids) and not aside(gate_out, 1),
 sts = stub_statuses(gate_out) if r.returncode == 0 else {}
 check(sts and all(math.isclose(st["probe"]["before"]["gemm_ms"], 3.0 * (1.0 if p == 1 else 1.03))
                   for (cid, p), st in sts.items()), f"the passes kept ran at the reference speed: {sts}")
+# a pass that finished before an interruption is judged when the run resumes, with the block's other passes: here
+# mlp-0001's pass 2 ran 50% slow and the run stopped before the gate saw it; the resumed run sets it aside
+resume_out = os.path.join(work, "gate-resume")
+r = gated(resume_out, [1.0, 1.0], "--speed-retries", "1")
+check(r.returncode == 0, f"gated stub run: rc {r.returncode} {r.stderr[-300:]}")
+for f in ("pass2.status.json", "pass2.json.gz"):
+    os.remove(os.path.join(resume_out, "raw", "mlp-0002", f))
+st_path = os.path.join(resume_out, "raw", "mlp-0001", "pass2.status.json")
+st = json.load(open(st_path))
+st.pop("speed_judged", None)
+st["probe"] = {"before": {"gemm_ms": 4.5, "small_ops_ms": 3.0}}
+json.dump(st, open(st_path, "w"))
+r = gated(resume_out, [1.0, 1.0], "--speed-retries", "1")
+sts = stub_statuses(resume_out) if r.returncode == 0 else {}
+check(r.returncode == 0 and [e["ok"] for e in speed_events(resume_out)][2:] == [False, True] and
+      [f for f in aside(resume_out, 2) if f.startswith("pass2.slow-")] and
+      all(math.isclose(st["probe"]["before"]["gemm_ms"], 3.0) for st in sts.values()),
+      f"a slow pass from before an interruption is judged on resume: rc {r.returncode} {speed_events(resume_out)} "
+      f"{aside(resume_out, 2)} {r.stderr[-300:]}")
+r = gated(resume_out, [1.0], "--speed-retries", "0")
+check(r.returncode == 0 and len(speed_events(resume_out)) == 4, f"judged passes are not judged again: "
+      f"{speed_events(resume_out)}")
 stop_out = os.path.join(work, "gate-stop")
 r = gated(stop_out, [1.0, 0.8, 0.8], "--speed-retries", "1")  # 20% faster is off the reference too
 check(r.returncode == 3 and "stopped" in r.stderr and len(aside(stop_out, 2)) == 2 * len(ids) and

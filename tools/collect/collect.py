@@ -314,37 +314,58 @@ class Collector:
                 tag = f"{why}-{stamp}-{k}"
             self.move_pass(cid, p, tag)
 
-    def gated_pass(self, ids: list, p: int, progress: Progress) -> str:
-        """Runs a block's pass until its probes match the reference speed: "" then, "speed" when the retries ran
-        out, "environment:<id>" when it ran in an environment other than the labels' (set aside, before its speed
-        is judged or becomes a reference)."""
+    def unjudged(self, block: list, p: int) -> list:
+        """The configs of block whose pass p counts (done, with this collection's settings) and has not been judged
+        by the speed gate yet: those this attempt ran, and those that finished before an interruption."""
+        return [cid for cid in block if not self.needs_pass(cid, p) and not (self.status(cid, p) or {}).get("speed_judged")]
+
+    def mark_judged(self, ids: list, p: int, verdict: dict) -> None:
+        """Records in each pass's status that the speed gate took it, so that a resumed run does not judge it again."""
+        for cid in ids:
+            st = self.status(cid, p)
+            if st is None:
+                continue
+            st["speed_judged"] = verdict
+            atomic_write(os.path.join(self.raw, cid, f"pass{p}.status.json"), json.dumps(st, indent=1, sort_keys=True))
+
+    def gated_pass(self, block: list, p: int, progress: Progress, rng: random.Random) -> str:
+        """Runs pass p of the block's configs that need it, in a fresh shuffled order, until the probes of every pass
+        p of the block not judged yet (this attempt's, and any that finished before an interruption) match the
+        reference speed: "" then, "speed" when the retries ran out, "environment:<id>" when it ran in an environment
+        other than the dataset's (set aside, before its speed is judged or becomes a reference)."""
         for attempt in range(self.a.speed_retries + 1):
-            self.run_pass(ids, p, progress)
-            other_env = self.other_environment(ids, p)
-            self.keep_env_record(p, not other_env)
-            if other_env:
-                self.set_aside(ids, p, "other-env")
-                return "environment:" + other_env
-            speed = self.pass_speed(ids, p) if self.a.speed_gate > 0 else None
+            ids = [cid for cid in block if self.needs_pass(cid, p)]
+            rng.shuffle(ids)  # a fresh order per pass: slow spells hit different configs each time
+            if ids:
+                self.run_pass(ids, p, progress)
+                other_env = self.other_environment(ids, p)
+                self.keep_env_record(p, not other_env)
+                if other_env:
+                    self.set_aside(ids, p, "other-env")
+                    return "environment:" + other_env
+            judge = self.unjudged(block, p)
+            speed = self.pass_speed(judge, p) if self.a.speed_gate > 0 and judge else None
             if speed is None:
                 return ""  # gate off, or no probes to judge by (every pass failed, or an old worker)
             env, got = speed
-            ref = self.speed_reference(env, got, ids, p)
+            ref = self.speed_reference(env, got, judge, p)
             rel = {k: got[k] / ref[k] - 1.0 for k in E.SPEED_PROBES}
             off = {k: v for k, v in rel.items() if abs(v) > self.a.speed_gate}
-            self.log(ev="speed", **{"pass": p}, configs=len(ids), environment=env, attempt=attempt,
+            self.log(ev="speed", **{"pass": p}, configs=len(judge), ran=len(ids), environment=env, attempt=attempt,
                      **{k: round(got[k], 4) for k in E.SPEED_PROBES}, **{k + "_rel": round(v, 4) for k, v in rel.items()},
                      ok=not off)
             if not off:
+                self.mark_judged(judge, p, {"t": round(time.time(), 3), "environment": env, "attempt": attempt,
+                                            **{k + "_rel": round(v, 4) for k, v in rel.items()}})
                 return ""
             desc = ", ".join(f"{k} {100 * v:+.1f}%" for k, v in off.items())
-            sys.stderr.write(f"\ncollect: pass {p} of {len(ids)} configs ran off the reference speed ({desc}; gate "
+            sys.stderr.write(f"\ncollect: pass {p} of {len(judge)} configs ran off the reference speed ({desc}; gate "
                              f"±{100 * self.a.speed_gate:.0f}%): set aside\n")
-            self.set_aside(ids, p, "slow")
+            self.set_aside(judge, p, "slow")
             if attempt < self.a.speed_retries:
                 sys.stderr.write(f"collect: pausing {self.a.speed_pause:g} min, then running it again "
                                  f"({attempt + 1}/{self.a.speed_retries})\n")
-                progress.total += len(ids)
+                progress.total += len(judge)
                 time.sleep(60.0 * self.a.speed_pause)
         return "speed"
 
@@ -475,9 +496,7 @@ class Collector:
         for b0 in range(0, len(pending), self.a.block):
             block = pending[b0:b0 + self.a.block]
             for p in range(1, P + 1):
-                ids = [c["id"] for c in block if self.needs_pass(c["id"], p)]
-                rng.shuffle(ids)  # a fresh order per pass: slow spells hit different configs each time
-                stop = self.gated_pass(ids, p, prog) if ids else ""
+                stop = self.gated_pass([c["id"] for c in block], p, prog, rng)
                 if stop.startswith("environment:"):
                     prog.close()
                     other_env = stop.split(":", 1)[1]
