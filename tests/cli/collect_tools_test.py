@@ -1035,11 +1035,22 @@ with open(col.log_path, "w") as fh:
     fh.write('{"ev": "pass", "config": "resnet-0003", "pa')  # cut mid-write
     fh.write(json.dumps({"ev": "start"}) + "\n")
     fh.write(json.dumps({"ev": "label", "config": "resnet-0002", "ok": False}) + "\n")
-col._forget_unlabelled([{"id": "resnet-0001"}, {"id": "resnet-0002"}])
+# resnet-0003's passes failed labelling at t = 1000; fresh ones (finished after it) await their label: a
+# --redo-unlabelled run interrupted while labelling, run again, must not reject its own fresh passes
+os.makedirs(os.path.join(col.raw, "resnet-0003"), exist_ok=True)
+for p_ in (1, 2, 3):
+    with open(os.path.join(col.raw, "resnet-0003", f"pass{p_}.status.json"), "w") as fh:
+        json.dump({"ok": True, "finished_unix": 1000.0 + 10 * p_}, fh)
+with open(col.log_path, "a") as fh:
+    fh.write(json.dumps({"ev": "label", "config": "resnet-0003", "ok": False, "t": 1000.0}) + "\n")
+col._forget_unlabelled([{"id": "resnet-0001"}, {"id": "resnet-0002"}, {"id": "resnet-0003"}])
 for cid in ("resnet-0001", "resnet-0002"):
     left = sorted(os.listdir(os.path.join(col.raw, cid)))
     check(not [f for f in left if f.startswith("pass") and "rejected" not in f],
           f"--redo-unlabelled set {cid}'s passes aside past the cut line: {left}")
+left = sorted(os.listdir(os.path.join(col.raw, "resnet-0003")))
+check(left == [f"pass{p_}.status.json" for p_ in (1, 2, 3)],
+      f"--redo-unlabelled keeps passes that finished after the failed label: {left}")
 
 # ---- --quick gives its small values only to what was not given: an explicit --warmup / --iters wins
 class _Stop(Exception):

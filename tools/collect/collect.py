@@ -550,18 +550,25 @@ class Collector:
                     except ValueError:
                         continue
                     if isinstance(ev, dict) and ev.get("ev") == "label" and "config" in ev:
-                        failed[ev["config"]] = not ev.get("ok")
+                        # (failed, when): the last label event decides; its time tells the passes it judged
+                        failed[ev["config"]] = (not ev.get("ok"), ev.get("t"))
         except OSError:
             pass
         n = 0
         for c in cfgs:
-            if not failed.get(c["id"]):
+            bad, when = failed.get(c["id"], (False, None))
+            if not bad:
                 continue
-            if not all((self.status(c["id"], p) or {}).get("ok") for p in range(1, self.a.passes + 1)):
+            sts = [self.status(c["id"], p) or {} for p in range(1, self.a.passes + 1)]
+            if not all(st.get("ok") for st in sts):
                 continue
-            for p in range(1, self.a.passes + 1):
+            # only the passes that failed labelling: a pass finished after the failed label event is a fresh one
+            # (a --redo-unlabelled run interrupted before it labelled them), not one to reject again
+            old = [p for p, st in enumerate(sts, 1)
+                   if when is None or "finished_unix" not in st or float(st["finished_unix"]) <= float(when)]
+            for p in old:
                 self.move_pass(c["id"], p, f"rejected-{stamp}")
-            n += 1
+            n += 1 if old else 0
         if n:
             sys.stderr.write(f"collect: {n} unlabelled configs get fresh passes (--redo-unlabelled)\n")
             self.log(ev="redo", configs=n)
