@@ -442,9 +442,14 @@ a, _ = ap.parse_known_args()
 ids = open(a.ids).read().split()
 if a.env_out and os.environ.get("STUB_ENV"):  # the environment record, as the worker writes it before its configs
     json.dump({"environment": os.environ["STUB_ENV"], "pid": os.getpid()}, open(a.env_out, "w"))
+if os.environ.get("STUB_PIDFILE"):
+    open(os.environ["STUB_PIDFILE"], "w").write(str(os.getpid()))
 for cid in ids:
     d = os.path.join(a.raw, cid)
     os.makedirs(d, exist_ok=True)
+    if os.environ.get("STUB_SLEEP"):  # a long config: the marker names it while it runs
+        open(os.path.join(a.raw, ".current-%d" % os.getpid()), "w").write(cid)
+        time.sleep(float(os.environ["STUB_SLEEP"]))
     open(os.path.join(d, "pass%d.json.gz" % a.p), "wb").close()
     rec = {"ok": True, "pass": a.p, "pid": os.getpid(), "process_ids": len(ids), "finished_unix": time.time(),
            "wall_s": 0.01,
@@ -943,6 +948,47 @@ r = subprocess.run([*env_cmd[:3], quick_out, *env_cmd[4:], "--quick"], capture_o
                    env={**os.environ, "STUB_ENV": "cpu-other"})
 check(r.returncode == 0 and os.path.exists(os.path.join(quick_out, "raw", "mlp-0001", "pass2.status.json")),
       f"--quick on another host: rc {r.returncode} {r.stderr[-300:]}")
+
+# ---- SIGINT (Ctrl-C) or SIGTERM (a scheduler) to the collector: it stops its worker (not left running, orphaned),
+# removes its temporaries (ids-pass*, worker stderr, raw/.current-*), logs an 'interrupted' end and exits 128 +
+# the signal without a traceback
+import signal  # noqa: E402
+sig_out = os.path.join(work, "sig-out")
+for sig in (signal.SIGINT, signal.SIGTERM):
+    pidfile = os.path.join(work, "stub-worker.pid")
+    if os.path.exists(pidfile):
+        os.remove(pidfile)
+    proc = subprocess.Popen([sys.executable, TREE_COLLECT, "--out", sig_out, "--configs", os.path.join(work, "ids.txt"),
+                             "--passes", "2", "--no-label", "--heap-mb", "0"], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "STUB_SLEEP": "60", "STUB_PIDFILE": pidfile, "STUB_ENV": "cpu-sig"})
+    deadline = time.time() + 30
+    while not (os.path.exists(pidfile) and os.path.getsize(pidfile)) and time.time() < deadline:
+        time.sleep(0.05)
+    worker_pid = int(open(pidfile).read()) if os.path.exists(pidfile) else 0
+    time.sleep(0.3)  # the worker is asleep in its first config, its marker written
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    time.sleep(0.2)
+    try:
+        os.kill(worker_pid, 0) if worker_pid else None
+        orphan = bool(worker_pid)
+    except ProcessLookupError:
+        orphan = False
+    if orphan:
+        os.kill(worker_pid, signal.SIGKILL)  # leave no stub behind
+    left = sorted(os.listdir(os.path.join(sig_out, "collect")))
+    markers = [f for f in os.listdir(os.path.join(sig_out, "raw")) if f.startswith(".current-")]
+    with open(os.path.join(sig_out, "collect", "run.jsonl")) as fh:
+        last = json.loads(fh.readlines()[-1])
+    check(proc.returncode == 128 + sig and "Traceback" not in err and "interrupted" in err,
+          f"{sig.name} to the collector: rc {proc.returncode} {err[-300:]}")
+    check(worker_pid and not orphan, f"{sig.name}: the worker {worker_pid} is stopped, not orphaned")
+    check(left == ["run.jsonl"] and not markers, f"{sig.name}: temporaries left: {left} {markers}")
+    check(last.get("ev") == "end" and last.get("stopped") == "interrupted", f"{sig.name}: last event {last}")
 
 # ---- env.py: a name without a model number (a VM's masked "AMD EPYC") gets the CPUID family / model
 from tools.collect import env as E  # noqa: E402

@@ -25,6 +25,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -73,6 +74,27 @@ class Progress:
 def _hms(s: float) -> str:
     s = int(s)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM reached the collector: it stops its worker, removes its temporaries and exits 128 + signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _interrupt(signum, frame):
+    raise Interrupted(signum)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _hold_signals() -> None:
+    """While the collector cleans up after an interruption, a second Ctrl-C or SIGTERM must not cut the clean-up."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
 
 
 class Collector:
@@ -170,19 +192,36 @@ class Collector:
             # would otherwise block both forever
             err_path = os.path.join(self.state, f"worker-pass{p}-{os.getpid()}.stderr")
             err_fh = open(err_path, "w+")
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err_fh, text=True, cwd=ROOT)
+            proc = None
             finished = set()
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                parts = line.split()
-                if len(parts) == 4 and parts[0] == "DONE":
-                    cid, ok, secs = parts[1], parts[2] == "1", float(parts[3])
-                    finished.add(cid)
-                    st = self.status(cid, p) or {}
-                    self.log(ev="pass", config=cid, **{"pass": p}, ok=ok, secs=secs,
-                             error=st.get("error", ""))
-                    progress.update(f"{cid} p{p} {secs:.1f}s{'' if ok else ' FAILED'}", ok)
-            rc = proc.wait()
+            try:
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err_fh, text=True, cwd=ROOT)
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    parts = line.split()
+                    if len(parts) == 4 and parts[0] == "DONE":
+                        cid, ok, secs = parts[1], parts[2] == "1", float(parts[3])
+                        finished.add(cid)
+                        st = self.status(cid, p) or {}
+                        self.log(ev="pass", config=cid, **{"pass": p}, ok=ok, secs=secs,
+                                 error=st.get("error", ""))
+                        progress.update(f"{cid} p{p} {secs:.1f}s{'' if ok else ' FAILED'}", ok)
+                rc = proc.wait()
+            except Interrupted:
+                # stop the worker (it would run on, orphaned, and write passes no one logs) and leave nothing of its
+                _hold_signals()
+                if proc is not None:
+                    _stop(proc)
+                err_fh.close()
+                paths = [err_path, ids_file, self.env_tmp(p)]
+                if proc is not None:
+                    paths.append(os.path.join(self.raw, f".current-{proc.pid}"))
+                for path in paths:
+                    try:
+                        os.remove(path)
+                    except OSError:
+                        pass
+                raise
             err_fh.seek(0)
             err = err_fh.read()
             err_fh.close()
@@ -467,6 +506,23 @@ class Collector:
         return ""
 
     def run(self, cfgs: list) -> int:
+        """Collects cfgs (_run); SIGINT or SIGTERM stops the worker, removes the run's temporaries, logs an
+        'interrupted' end event and returns 128 + the signal (130 for Ctrl-C), without a traceback."""
+        previous = {sig: signal.signal(sig, _interrupt) for sig in STOP_SIGNALS}
+        try:
+            return self._run(cfgs)
+        except Interrupted as e:
+            _hold_signals()
+            name = signal.Signals(e.signum).name
+            sys.stderr.write(f"\ncollect: interrupted ({name}); finished passes are kept, the same command "
+                             "resumes\n")
+            self.log(ev="end", stopped="interrupted", signal=name)
+            return 128 + e.signum
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _run(self, cfgs: list) -> int:
         P = self.a.passes
         labels = self.existing_labels()
         # a dry run (--quick) is not a dataset: its labels may come from any host
@@ -644,6 +700,20 @@ class Collector:
                 if st is not None and not st.get("ok"):
                     out[c["id"]] = st.get("error", "?")
         return out
+
+
+def _stop(proc) -> None:
+    """Terminates a worker and waits for it (killed after 10 s)."""
+    try:
+        proc.terminate()
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    except OSError:
+        pass
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 def _keep_raw_sample(cid: str) -> bool:
