@@ -351,8 +351,16 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     const std::int64_t t = f.top[static_cast<std::size_t>(s)];
     return t < 0 ? -1 : top_slot[static_cast<std::size_t>(t)];
   };
-  std::unordered_map<std::int64_t, std::int64_t> corr_to_top;
-  corr_to_top.reserve(in.launches.size());
+  // The launches of each correlation id, by time: (time, top op slot). An id is normally carried by one launch; where
+  // several carry it (ids reused across captures, or a writer's bug), an activity goes to the latest launch not
+  // after its start, on any thread (the earliest where all came after it): a launch queues work that starts later.
+  struct CorrLaunch {
+    std::int64_t correlation;
+    double ts;
+    std::int64_t slot;
+  };
+  std::vector<CorrLaunch> corr_launches;
+  corr_launches.reserve(in.launches.size());
   for (std::size_t li = 0; li < in.launches.size(); ++li) {
     const Launch& l = in.launches[li];
     if (l.correlation < 0) continue;
@@ -363,8 +371,28 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
       auto it = by_id.find(l.host_id);
       if (it != by_id.end()) s = static_cast<std::int64_t>(it->second);
     }
-    corr_to_top[l.correlation] = top_of_span(s);
+    // (a launch at no readable time sorts first: it is picked only where no other came before the activity)
+    const double ts = std::isnan(l.ts_us) ? -std::numeric_limits<double>::infinity() : l.ts_us;
+    corr_launches.push_back({l.correlation, ts, top_of_span(s)});
   }
+  std::stable_sort(corr_launches.begin(), corr_launches.end(), [](const CorrLaunch& a, const CorrLaunch& b) {
+    return a.correlation != b.correlation ? a.correlation < b.correlation : a.ts < b.ts;
+  });
+  // per id: [first, first + count) of corr_launches
+  std::unordered_map<std::int64_t, std::pair<std::size_t, std::size_t>> corr_to_launches;
+  corr_to_launches.reserve(corr_launches.size());
+  std::size_t shared_ids = 0;  // ids carried by more than one launch, reported once
+  for (std::size_t k = 0; k < corr_launches.size();) {
+    std::size_t e = k + 1;
+    while (e < corr_launches.size() && corr_launches[e].correlation == corr_launches[k].correlation) ++e;
+    corr_to_launches.emplace(corr_launches[k].correlation, std::make_pair(k, e - k));
+    shared_ids += e - k > 1;
+    k = e;
+  }
+  if (shared_ids > 0)
+    log(LogLevel::warn, "[ets.import.10] {}: {} correlation ids are carried by more than one launch; each device "
+        "activity of such an id goes to the latest of its launches not after the activity's start", in.meta.source_path,
+        shared_ids);
 
   // Attribute device activities.
   std::vector<std::vector<std::pair<double, double>>> iv(ops.size());
@@ -377,8 +405,14 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     std::int64_t slot = -1;
     bool linked = false;
     if (a.correlation >= 0) {
-      auto it = corr_to_top.find(a.correlation);
-      if (it != corr_to_top.end()) linked = true, slot = it->second;
+      auto it = corr_to_launches.find(a.correlation);
+      if (it != corr_to_launches.end()) {
+        const auto b = corr_launches.begin() + static_cast<std::ptrdiff_t>(it->second.first);
+        const auto e = b + static_cast<std::ptrdiff_t>(it->second.second);
+        // the latest launch not after the activity's start, else the earliest
+        auto pick = std::upper_bound(b, e, a.start_us, [](double t, const CorrLaunch& l) { return t < l.ts; });
+        linked = true, slot = (pick == b ? b : pick - 1)->slot;
+      }
     }
     if (slot < 0 && a.host_id >= 0) {
       auto it = by_id.find(a.host_id);

@@ -170,6 +170,44 @@ TEST_CASE("GPU: kernels without a launch fall to the op window holding them; NCC
   CHECK(sum(its[0]) == Approx(12));  // the communication kernel's 40 µs end does not extend the iteration
 }
 
+TEST_CASE("GPU: a correlation id two launches carry goes, per activity, to the latest launch not after its start") {
+  // a launches at 10 and b at 30, both with id 5 (listed b first: file order used to decide, the later listed
+  // winning for every kernel of the id). The kernel at 20 can only be a's; the one at 40 is b's.
+  AssemblyInput in;
+  in.host = {span("aten::a", 0, 15, 1), span("aten::b", 25, 35, 2)};
+  in.launches = {launch(5, 30, 2), launch(5, 10, 1)};
+  in.device = {kernel(20, 24, 5), kernel(40, 42, 5)};
+  ets_test::CapturedWarnings log;
+  const auto its = assemble_gpu(in);
+  const std::vector<std::string> warnings = log.lines;
+  REQUIRE(its.size() == 1);
+  REQUIRE(its[0].ops.size() == 2);
+  CHECK(its[0].ops[0].raw_name == "aten::a");
+  CHECK(its[0].ops[0].kernels == 1);
+  CHECK(its[0].ops[0].time_us == Approx(4));
+  CHECK(its[0].ops[0].gap_us == Approx(40 - 20 - 4));
+  CHECK(its[0].ops[1].raw_name == "aten::b");
+  CHECK(its[0].ops[1].kernels == 1);
+  CHECK(its[0].ops[1].time_us == Approx(2));
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].rfind("[ets.import.10]", 0) == 0);
+  CHECK(warnings[0].find(" 1 correlation ids") != std::string::npos);
+  // listed the other way round, the same
+  std::swap(in.launches[0], in.launches[1]);
+  const auto again = assemble_gpu(in);
+  REQUIRE(again.size() == 1);
+  REQUIRE(again[0].ops.size() == 2);
+  CHECK(again[0].ops[0].kernels == 1);
+  CHECK(again[0].ops[1].kernels == 1);
+  // a kernel that starts before every launch of its id goes to the earliest
+  in.device = {kernel(5, 8, 5), kernel(40, 42, 5)};
+  const auto early = assemble_gpu(in);
+  REQUIRE(early.size() == 1);
+  REQUIRE(early[0].ops.size() == 2);
+  CHECK(early[0].ops[0].raw_name == "aten::a");
+  CHECK(early[0].ops[0].start_us == 5);
+}
+
 TEST_CASE("GPU: nested spans roll up to the outermost op; phases from enclosing scopes; launch by thread and time") {
   AssemblyInput in;
   in.host = {span("aten::linear", 0, 10), span("aten::addmm", 1, 9),
