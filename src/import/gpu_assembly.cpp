@@ -389,6 +389,9 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     shared_ids += e - k > 1;
     k = e;
   }
+  // Activities whose id is below every launch's were queued before the capture began (CUPTI numbers launches in
+  // order): their launches, and the ops, are not in the trace.
+  const std::int64_t first_correlation = corr_launches.empty() ? -1 : corr_launches.front().correlation;
   if (shared_ids > 0)
     log(LogLevel::warn, "[ets.import.10] {}: {} correlation ids are carried by more than one launch; each device "
         "activity of such an id goes to the latest of its launches not after the activity's start", in.meta.source_path,
@@ -397,8 +400,9 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   // Attribute device activities.
   std::vector<std::vector<std::pair<double, double>>> iv(ops.size());
   std::vector<std::uint32_t> nk(ops.size(), 0);
-  std::vector<const DeviceActivity*> loose;
+  std::vector<std::pair<const DeviceActivity*, bool>> loose;  // (activity, its correlation id has no launch)
   std::size_t unmatched = 0;  // a correlation id no launch carries: attributed by time below, reported once
+  std::size_t before_capture = 0;  // an id below every launch's: dropped, reported once
   std::unordered_set<std::int64_t> devices;  // a set: a vector searched per activity was devices × activities
   for (const DeviceActivity& a : in.device) {
     if (a.kind == DeviceKind::Communication || !(a.end_us >= a.start_us)) continue;
@@ -418,18 +422,24 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
       auto it = by_id.find(a.host_id);
       if (it != by_id.end()) linked = true, slot = top_of_span(static_cast<std::int64_t>(it->second));
     }
+    if (!linked && a.correlation >= 0 && a.correlation < first_correlation) {
+      ++before_capture;
+      continue;
+    }
     if (slot >= 0 && !ops[static_cast<std::size_t>(slot)].bookkeeping) {
       iv[static_cast<std::size_t>(slot)].emplace_back(a.start_us, a.end_us);
       ++nk[static_cast<std::size_t>(slot)];
       devices.insert(a.device);
     } else if (!linked || slot < 0) {
-      loose.push_back(&a);
-      unmatched += !linked && a.correlation >= 0;
+      const bool no_launch = !linked && a.correlation >= 0;
+      loose.emplace_back(&a, no_launch);
+      unmatched += no_launch;
     }
   }
-  if (unmatched > 0)
-    log(LogLevel::warn, "[ets.import.2] {}: {} device activities carry a correlation id that no launch has; each is "
-        "attributed to the operator running when it starts", in.meta.source_path, unmatched);
+  if (before_capture > 0)
+    log(LogLevel::warn, "[ets.import.9] {}: {} device activities carry a correlation id below the first launch's "
+        "(queued before the capture began, by ops the trace does not hold); they are dropped", in.meta.source_path,
+        before_capture);
 
   // Ops with device work, grouped by the step their host start falls in, each group in GPU order.
   const bool whole = in.steps.empty();
@@ -477,21 +487,23 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     for (const Item& it : groups[g])
       for (const auto& p : iv[it.slot]) prev_end = std::max(prev_end, p.second);
   }
-  if (seq.empty()) return {};
+  // Unmatched activities are attributed below; those that fall outside every iteration's span are dropped.
+  const auto warn_unmatched = [&](std::size_t outside) {
+    if (unmatched > 0)
+      log(LogLevel::warn, "[ets.import.2] {}: {} device activities carry a correlation id that no launch has; each is "
+          "attributed to the operator whose device window holds its start, inside its iteration ({} outside every "
+          "iteration's span are dropped)", in.meta.source_path, unmatched, outside);
+  };
+  if (seq.empty()) {
+    warn_unmatched(unmatched);
+    return {};
+  }
   if (early_groups > 0)
     log(LogLevel::warn, "[ets.import.3] {}: the device work of {} iterations began before the previous iteration's "
         "last operator (pipelined streams, up to {:.0f} µs early); they are placed at the end of the previous "
         "iteration's device work, and their work before it counts in the previous iteration", in.meta.source_path, early_groups, earliest_by);
-  // Activities without a launch (or whose launch lies outside every op) fall to the op window holding their start.
-  for (const DeviceActivity* a : loose) {
-    if (!devices.empty() && devices.count(a->device) == 0) continue;
-    auto it = std::upper_bound(seq.begin(), seq.end(), a->start_us, [](double t, const Seq& s) { return t < s.start; });
-    if (it == seq.begin()) continue;
-    --it;
-    iv[it->slot].emplace_back(a->start_us, a->end_us);
-    ++nk[it->slot];
-  }
-  // End of the capture: the last activity end of the last group's ops.
+  // End of the capture: the last activity end of the last group's ops (activities without a launch do not count:
+  // the capture ends with the work its ops launched).
   double last_end = seq.back().start;
   for (const Seq& s : seq)
     if (s.group == seq.back().group)
@@ -503,6 +515,26 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   double last_close = last_end;
   if (!whole && std::isfinite(in.steps[seq.back().group].end_us))
     last_close = std::max(last_end, in.steps[seq.back().group].end_us);
+
+  // Activities without a launch (or whose launch lies outside every op) fall to the op window holding their start:
+  // inside one iteration's span, which for the last one ends at last_close. Past it, or before the first op, they
+  // are dropped (a stray kernel long after the capture's work would stretch the last op's gap to it).
+  std::size_t outside = 0;  // of the unmatched
+  for (const auto& [a, no_launch] : loose) {
+    if (!devices.empty() && devices.count(a->device) == 0) {  // a device none of the ops used
+      outside += no_launch;
+      continue;
+    }
+    auto it = std::upper_bound(seq.begin(), seq.end(), a->start_us, [](double t, const Seq& s) { return t < s.start; });
+    if (it == seq.begin() || (it == seq.end() && !(a->start_us < last_close))) {
+      outside += no_launch;
+      continue;
+    }
+    --it;
+    iv[it->slot].emplace_back(a->start_us, a->end_us);
+    ++nk[it->slot];
+  }
+  warn_unmatched(outside);
 
   // Op time is the device's busy time in the op's window [start, next start), whoever launched the work: a kernel
   // still running when the next op starts (another stream, or a long copy) counts for the later op, so gap is the

@@ -94,8 +94,10 @@ struct AssemblyOptions {
 /// first activity start, made non-decreasing (an iteration's first op no earlier than the end of the previous
 /// iteration's device work); time = the device's busy time in [start, next op start), whichever op launched the
 /// work; gap = the rest of that distance. Activities without a launch fall to the op whose [start, next start)
-/// window holds their start. The last op of the last iteration runs to the later of the last activity end and its
-/// step's end (when finite); without steps, to the last activity end.
+/// window holds their start, inside the iteration's span (else they are dropped); those whose correlation id is
+/// below every launch's (queued before the capture) are dropped. The last op of the last iteration runs to the
+/// later of the last launched activity's end and its step's end (when finite); without steps, to the last launched
+/// activity's end.
 std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions& opt = {});
 
 /// CPU rule: op = outermost op candidate on the training thread; time = its span; gap = to the next op's start;

@@ -208,6 +208,83 @@ TEST_CASE("GPU: a correlation id two launches carry goes, per activity, to the l
   CHECK(early[0].ops[0].start_us == 5);
 }
 
+namespace {
+// The reviewers' trace t1: ProfilerStep#1 [0,1000) and #2 [1000,2000); conv2d launches two overlapping kernels on
+// streams 7 and 8, relu a memcpy and a memset, add and mul a kernel each. Correct: conv2d t150 g50, relu t30 g670 |
+// add t50 g50, mul t10 g790.
+AssemblyInput t1() {
+  AssemblyInput in;
+  in.steps = {{1, 0, 1000, 1000}, {2, 1000, 2000, 1000}};
+  in.host = {span("ProfilerStep#1", 0, 1000, 1, SpanKind::Scope), span("ProfilerStep#2", 1000, 2000, 1, SpanKind::Scope),
+             span("aten::conv2d", 10, 100), span("aten::relu", 100, 150), span("aten::add", 1010, 1050),
+             span("aten::mul", 1060, 1080)};
+  in.launches = {launch(1, 20), launch(2, 30), launch(3, 110), launch(4, 120), launch(5, 1020), launch(6, 1070)};
+  in.device = {kernel(200, 300, 1, 7), kernel(250, 350, 2, 8), kernel(400, 420, 3, 7, DeviceKind::Memcpy),
+               kernel(430, 440, 4, 7, DeviceKind::Memset), kernel(1100, 1150, 5), kernel(1200, 1210, 6)};
+  return in;
+}
+// (time, gap) of every op of every iteration
+std::vector<std::pair<double, double>> times(const std::vector<ExecutionTrace>& its) {
+  std::vector<std::pair<double, double>> v;
+  for (const auto& t : its)
+    for (const auto& op : t.ops) v.emplace_back(op.time_us, op.gap_us);
+  return v;
+}
+using TG = std::vector<std::pair<double, double>>;
+}  // namespace
+
+TEST_CASE("GPU: activities without a launch stay inside their iteration; those queued before the capture are dropped") {
+  CHECK(times(assemble_gpu(t1())) == TG{{150, 50}, {30, 670}, {50, 50}, {10, 790}});
+
+  // A kernel without a launch long after the capture's work (50 ms on) fell into mul's window and stretched the
+  // last iteration to it (mul's gap 48790): it lies past the last iteration's end and is dropped.
+  {
+    AssemblyInput in = t1();
+    in.device.push_back(kernel(50000, 50010, 99));
+    ets_test::CapturedWarnings log;
+    const auto its = assemble_gpu(in);
+    CHECK(times(its) == TG{{150, 50}, {30, 670}, {50, 50}, {10, 790}});
+    REQUIRE(its.size() == 2);
+    CHECK(its[1].ops[1].kernels == 1);
+    REQUIRE(log.lines.size() == 1);
+    CHECK(log.lines[0].rfind("[ets.import.2]", 0) == 0);
+    CHECK(log.lines[0].find("(1 outside every iteration's span are dropped)") != std::string::npos);
+  }
+  // Inside an iteration's span it still counts for the op whose window holds it (here in add's idle [1150,1200)).
+  {
+    AssemblyInput in = t1();
+    in.device.push_back(kernel(1160, 1170, 99));
+    CHECK(times(assemble_gpu(in)) == TG{{150, 50}, {30, 670}, {60, 40}, {10, 790}});
+  }
+  // Without the launches of step 2 its kernels fell into relu's window (relu t90 g720, as if step 1 ran on to
+  // 1210): they lie past step 1's end (1000) and are dropped; step 2, with no op of known device work, goes.
+  {
+    AssemblyInput in = t1();
+    in.launches.resize(4);
+    ets_test::CapturedWarnings log;
+    const auto its = assemble_gpu(in);
+    REQUIRE(its.size() == 1);
+    CHECK(times(its) == TG{{150, 50}, {30, 1000 - 430}});
+    REQUIRE(log.lines.size() == 1);
+    CHECK(log.lines[0].find("2 device activities") != std::string::npos);
+    CHECK(log.lines[0].find("(2 outside") != std::string::npos);
+  }
+  // Ids below the first launch's were queued before the capture began (HTA's negative_queue trace: 867 of them
+  // piled up on one aten::to of the first step). Dropped, with their own warning, wherever they ran.
+  {
+    AssemblyInput in = t1();
+    for (auto& l : in.launches) l.correlation += 100;
+    for (auto& d : in.device) d.correlation += 100;
+    in.device.push_back(kernel(1160, 1170, 3));   // inside add's window
+    in.device.push_back(kernel(450, 950, 100));   // inside relu's
+    ets_test::CapturedWarnings log;
+    CHECK(times(assemble_gpu(in)) == TG{{150, 50}, {30, 670}, {50, 50}, {10, 790}});
+    REQUIRE(log.lines.size() == 1);
+    CHECK(log.lines[0].rfind("[ets.import.9]", 0) == 0);
+    CHECK(log.lines[0].find(" 2 device activities") != std::string::npos);
+  }
+}
+
 TEST_CASE("GPU: nested spans roll up to the outermost op; phases from enclosing scopes; launch by thread and time") {
   AssemblyInput in;
   in.host = {span("aten::linear", 0, 10), span("aten::addmm", 1, 9),
