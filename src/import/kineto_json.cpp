@@ -1069,10 +1069,21 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   if (!gpu && !c.profiler_steps.empty()) aopt.training_tid = outer_only(c.profiler_steps, pid).front().tid;
   const std::vector<StepSpan> steps = in.steps;
   const TraceMeta meta_copy = in.meta;
+  const std::size_t launches = in.launches.size(), activities = in.device.size();
   std::vector<ExecutionTrace> out = gpu ? assemble_gpu(std::move(in), aopt) : assemble_cpu(std::move(in), aopt);
   if (steps.empty() && !out.empty())
     log(LogLevel::warn, "[ets.kineto.4] '{}': no complete iteration markers (ProfilerStep#, Optimizer.zero_grad#/step#); "
         "the whole trace is read as one iteration without a measured time", path);
+  // A GPU trace whose device work no operator launched: without launches (a trace recorded without the runtime
+  // events) no kernel can be attributed, and iterations of zero ops would read as a trace of no GPU work.
+  if (gpu && out.empty()) {
+    if (launches == 0)
+      ETS_THROW(Errc::invalid_trace, "ets.kineto.3", "'{}' holds {} GPU activities but no runtime launch events "
+                "(cuda_runtime / cuda_driver / Runtime) in process {}: no kernel can be attributed to an operator",
+                path, activities, pid);
+    ETS_THROW(Errc::invalid_trace, "ets.kineto.3", "'{}' holds {} GPU activities, none of them attributed to an "
+              "operator of an iteration by its launch (pid {})", path, activities, pid);
+  }
   // Steps whose training thread ran no operator (HTA's cpu_only fixture: only gloo annotations on other threads)
   // still carry a measured iteration time; they come back with zero ops rather than as an error.
   if (out.empty())

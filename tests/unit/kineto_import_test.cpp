@@ -178,6 +178,60 @@ TEST_CASE("Kineto reader errors") {
   CHECK_THROWS_WITH(ets::import::read_kineto_json(long_device, "d.json", {}), Catch::Contains("ets.import.6"));
 }
 
+namespace {
+// The reviewers' GPU trace t1 at epoch time T0 (host events pid 100 tid 1): ProfilerStep#1 [0,1000) and #2
+// [1000,2000); conv2d launches two overlapping kernels (streams 7 and 8), relu a memcpy and a memset, add and mul a
+// kernel each. Correct: conv2d t150 g50, relu t30 g670 | add t50 g50, mul t10 g790. `without`: launches (by
+// correlation id) left out; `extra`: events added (each followed by a comma); `top`: top-level members before
+// "traceEvents" (each followed by a comma).
+constexpr long long kT0 = 1700000000000000;
+std::string t1_json(const std::vector<int>& without = {}, const std::string& extra = "", const std::string& top = "") {
+  const auto x = [](const char* cat, const char* name, double ts, double dur, int pid, int tid, const std::string& args) {
+    return fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}{}}},)",
+                       cat, name, pid, tid, kT0 + static_cast<long long>(ts), dur,
+                       args.empty() ? "" : R"(, "args": {)" + args + "}");
+  };
+  std::string s = "{" + top + R"("traceEvents": [)" + extra;
+  s += x("user_annotation", "ProfilerStep#1", 0, 1000, 100, 1, "") + x("user_annotation", "ProfilerStep#2", 1000, 1000, 100, 1, "");
+  s += x("cpu_op", "aten::conv2d", 10, 90, 100, 1, "") + x("cpu_op", "aten::relu", 100, 50, 100, 1, "") +
+       x("cpu_op", "aten::add", 1010, 40, 100, 1, "") + x("cpu_op", "aten::mul", 1060, 20, 100, 1, "");
+  const struct { int corr; double launch; const char* cat; double ts, dur; int stream; } dev[] = {
+      {1, 20, "kernel", 200, 100, 7}, {2, 30, "kernel", 250, 100, 8}, {3, 110, "gpu_memcpy", 400, 20, 7},
+      {4, 120, "gpu_memset", 430, 10, 7}, {5, 1020, "kernel", 1100, 50, 7}, {6, 1070, "kernel", 1200, 10, 7}};
+  for (const auto& d : dev) {
+    if (std::find(without.begin(), without.end(), d.corr) == without.end())
+      s += x("cuda_runtime", "cudaLaunchKernel", d.launch, 5, 100, 1, fmt::format(R"("correlation": {})", d.corr));
+    s += x(d.cat, "k", d.ts, d.dur, 0, d.stream, fmt::format(R"("device": 0, "stream": {}, "correlation": {})", d.stream, d.corr));
+  }
+  s.pop_back();
+  return s + "]}";
+}
+using TG = std::vector<std::pair<double, double>>;
+TG times(const std::vector<ExecutionTrace>& its) {
+  TG v;
+  for (const auto& t : its)
+    for (const auto& op : t.ops) v.emplace_back(op.time_us, op.gap_us);
+  return v;
+}
+const TG kT1{{150, 50}, {30, 670}, {50, 50}, {10, 790}};
+}  // namespace
+
+TEST_CASE("Kineto GPU trace t1: kernels by launch; a GPU trace without launches is an error, not empty iterations") {
+  const auto its = ets::import::read_kineto_json(t1_json(), "t1.json", {});
+  REQUIRE(its.size() == 2);
+  CHECK(times(its) == kT1);
+  CHECK(its[0].ops[0].kernels == 2);
+  // Without any launch event no kernel can be attributed: it read as two iterations of zero ops (exit 0), while
+  // ets.import.2 said each kernel went to the op running when it started.
+  CHECK_THROWS_WITH(ets::import::read_kineto_json(t1_json({1, 2, 3, 4, 5, 6}), "t1.json", {}),
+                    Catch::Contains("ets.kineto.3") && Catch::Contains("no runtime launch events"));
+  // Launches that exist but lie in no operator's span
+  std::string outside = t1_json();
+  for (const char* op : {"aten::conv2d", "aten::relu", "aten::add", "aten::mul"})
+    outside.replace(outside.find(op), std::string(op).size(), std::string("user_") + (op + 6));
+  CHECK_THROWS_WITH(ets::import::read_kineto_json(outside, "t1.json", {}), Catch::Contains("ets.kineto.3"));
+}
+
 TEST_CASE("Kineto \"ets\".\"tail_steps\": trailing steps recorded only to close the one before") {
   const auto doc = [](const std::string& ets_meta) {
     std::string s = "{" + ets_meta + "\"traceEvents\": [";
