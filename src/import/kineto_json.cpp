@@ -249,7 +249,7 @@ void read_args(od::object obj, Args& a, bool want_raw) {
 struct Marker {
   std::int64_t pid;
   std::int64_t tid;
-  double start, end;
+  double start, end;  // while reading: 0 and the duration (times are placed once the origin is known)
   std::int64_t index;     // ProfilerStep#N's N
   std::string optimizer;  // Optimizer.zero_grad# / step#: the class torch names ("sgd"), "" for a user's scope
 };
@@ -263,6 +263,10 @@ struct Collected {
   std::vector<std::int64_t> host_pid;
   std::vector<Launch> launches;
   std::vector<std::int64_t> launch_pid;
+  // Times are kept as read (integer ns) until the origin is known: the records' starts are 0 and their ends their
+  // durations while reading, and place_times() sets them.
+  std::vector<std::int64_t> host_ts_ns, launch_ts_ns;
+  std::vector<std::int64_t> profiler_step_ts_ns, zero_grad_ts_ns, opt_step_ts_ns;
   std::vector<DeviceActivity> device;
   std::vector<std::int64_t> device_ts_ns;  // for kernels without correlation, matched to ac2g flow ends
   std::vector<std::int64_t> device_tid;
@@ -271,6 +275,8 @@ struct Collected {
   std::unordered_map<std::int64_t, std::size_t> cpu_ops_per_pid;
   std::string optimizer;
   std::size_t bad_durations = 0;  // "dur" negative, non-finite or not a number: clamped to 0, reported once
+  // The earliest start of the complete events read (host ops and annotations, launches, device activities): times
+  // are µs from it, so doubles keep ns resolution. (The first event with a "ts" could be a metadata event at 0.)
   bool origin_set = false;
   std::int64_t origin_ns = 0;
   // Where the text being parsed sits in the source: a pointer p into it is source offset p - text_base +
@@ -357,7 +363,6 @@ void read_event(od::object obj, Collected& c) {
     }
   }
   if (!has_ts || ph.size() != 1) return;
-  if (!c.origin_set) c.origin_set = true, c.origin_ns = ts_ns;
   const Cat kind = classify(cat);
   if (ph[0] == 'f' && kind == Cat::Flow) {
     c.flow_ends.push_back({pid, tid, ts_ns, flow_id});
@@ -365,27 +370,34 @@ void read_event(od::object obj, Collected& c) {
   }
   if (ph[0] != 'X' || pid == kBadPid) return;
   if (!(dur >= 0) || !std::isfinite(dur)) dur = 0, ++c.bad_durations;
-  const double start = c.rel(ts_ns);
+  if (kind == Cat::Host || kind == Cat::Launch || kind == Cat::Kernel || kind == Cat::Memcpy || kind == Cat::Memset) {
+    c.origin_ns = c.origin_set ? std::min(c.origin_ns, ts_ns) : ts_ns;
+    c.origin_set = true;
+  }
+  // Times are placed by place_times(): until then a record's start is 0 and its end its duration.
   switch (kind) {
     case Cat::Host: {
       if (name.rfind("ProfilerStep#", 0) == 0) {
-        c.profiler_steps.push_back({pid, tid, start, start + dur, step_index(name), {}});
+        c.profiler_steps.push_back({pid, tid, 0, dur, step_index(name), {}});
+        c.profiler_step_ts_ns.push_back(ts_ns);
       } else if (name.rfind("Optimizer.zero_grad#", 0) == 0) {
-        c.zero_grads.push_back({pid, tid, start, start + dur, -1, torch_zero_grad_class(name)});
+        c.zero_grads.push_back({pid, tid, 0, dur, -1, torch_zero_grad_class(name)});
+        c.zero_grad_ts_ns.push_back(ts_ns);
       } else if (name.rfind("Optimizer.step#", 0) == 0) {
         // torch names the span of an optimizer's step "Optimizer.step#<class>.step"; a user scope that borrows the
         // prefix to count as update ("Optimizer.step#clip", trace-format.md) names no optimizer and marks no
         // iteration boundary (without ProfilerStep# spans, each optimizer step ends an iteration)
         std::string optimizer = torch_optimizer_class(name);
         if (!optimizer.empty()) {
-          c.opt_steps.push_back({pid, tid, start, start + dur, -1, optimizer});
+          c.opt_steps.push_back({pid, tid, 0, dur, -1, optimizer});
+          c.opt_step_ts_ns.push_back(ts_ns);
           if (c.optimizer.empty()) c.optimizer = std::move(optimizer);
         }
       }
       HostSpan s;
       s.rec.raw_name.assign(name.data(), name.size());
-      s.start_us = start;
-      s.end_us = start + dur;
+      s.start_us = 0;
+      s.end_us = dur;
       s.tid = tid;
       s.id = args.external;
       s.kind = cat == "user_annotation" ? SpanKind::Scope : SpanKind::Auto;
@@ -397,18 +409,20 @@ void read_event(od::object obj, Collected& c) {
       s.args_size = args_size;
       c.host.push_back(std::move(s));
       c.host_pid.push_back(pid);
+      c.host_ts_ns.push_back(ts_ns);
       break;
     }
     case Cat::Launch:
-      c.launches.push_back({args.correlation, args.external, tid, start});
+      c.launches.push_back({args.correlation, args.external, tid, 0});
       c.launch_pid.push_back(pid);
+      c.launch_ts_ns.push_back(ts_ns);
       break;
     case Cat::Kernel:
     case Cat::Memcpy:
     case Cat::Memset: {
       DeviceActivity a;
-      a.start_us = start;
-      a.end_us = start + dur;
+      a.start_us = 0;
+      a.end_us = dur;
       a.device = args.device != kNoId ? args.device : pid;
       a.stream = args.stream != kNoId ? args.stream : tid;
       a.correlation = args.correlation;
@@ -425,6 +439,25 @@ void read_event(od::object obj, Collected& c) {
     default:
       break;
   }
+}
+
+// Sets every record's times from its ts (ns) and the origin: start = µs from the origin, end = start + duration (the
+// end read holds the duration), as read_event would have with the origin known in advance.
+void place_times(Collected& c) {
+  const auto place = [&](double& start, double& end, std::int64_t ts_ns) {
+    const double dur = end;
+    start = c.rel(ts_ns);
+    end = start + dur;
+  };
+  for (std::size_t i = 0; i < c.host.size(); ++i) place(c.host[i].start_us, c.host[i].end_us, c.host_ts_ns[i]);
+  for (std::size_t i = 0; i < c.launches.size(); ++i) c.launches[i].ts_us = c.rel(c.launch_ts_ns[i]);
+  for (std::size_t i = 0; i < c.device.size(); ++i) place(c.device[i].start_us, c.device[i].end_us, c.device_ts_ns[i]);
+  const auto markers = [&](std::vector<Marker>& v, const std::vector<std::int64_t>& ts) {
+    for (std::size_t i = 0; i < v.size(); ++i) place(v[i].start, v[i].end, ts[i]);
+  };
+  markers(c.profiler_steps, c.profiler_step_ts_ns);
+  markers(c.zero_grads, c.zero_grad_ts_ns);
+  markers(c.opt_steps, c.opt_step_ts_ns);
 }
 
 // Keeps outer markers only (some traces nest a second Optimizer.step# inside the first).
@@ -886,11 +919,13 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
             const double scale = 1.1 * static_cast<double>(layout.close - layout.open) / static_cast<double>(end - begin);
             c.host.reserve(static_cast<std::size_t>(static_cast<double>(c.host.size()) * scale));
             c.host_pid.reserve(c.host.capacity());
+            c.host_ts_ns.reserve(c.host.capacity());
             c.device.reserve(static_cast<std::size_t>(static_cast<double>(c.device.size()) * scale));
             c.device_ts_ns.reserve(c.device.capacity());
             c.device_tid.reserve(c.device.capacity());
             c.launches.reserve(static_cast<std::size_t>(static_cast<double>(c.launches.size()) * scale));
             c.launch_pid.reserve(c.launches.capacity());
+            c.launch_ts_ns.reserve(c.launches.capacity());
           }
           begin = end + 1;
         }
@@ -946,6 +981,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   }
   if (!saw_events)
     ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: no \"traceEvents\" array", path);
+  place_times(c);
   if (opt.rank >= 0 && meta.rank >= 0 && meta.rank != opt.rank)
     ETS_THROW(Errc::invalid_argument, "ets.kineto.2", "'{}' holds rank {}, not the requested rank {}", path, meta.rank,
               opt.rank);

@@ -232,6 +232,26 @@ TEST_CASE("Kineto GPU trace t1: kernels by launch; a GPU trace without launches 
   CHECK_THROWS_WITH(ets::import::read_kineto_json(outside, "t1.json", {}), Catch::Contains("ets.kineto.3"));
 }
 
+TEST_CASE("Kineto times are µs from the earliest complete event read, not from the first event with a ts") {
+  // A metadata event at ts 0 first in the file made epoch 0 the origin: times of ~1.7e15 µs kept 0.25 µs steps, so
+  // conv2d's gap read 49.75 and relu's start 399.75.
+  const std::string meta0 = R"({"ph": "M", "name": "process_name", "pid": 100, "tid": 0, "ts": 0, "args": {"name": "python"}},)";
+  const std::string python = fmt::format(R"({{"ph": "X", "cat": "python_function", "name": "f", "pid": 100, "tid": 1, )"
+                                          R"("ts": {}, "dur": 1}},)", kT0 - 5000000);
+  for (const std::string& extra : {meta0, python, std::string()}) {
+    const auto its = ets::import::read_kineto_json(t1_json({}, extra), "t1.json", {});
+    REQUIRE(its.size() == 2);
+    CHECK(times(its) == kT1);
+    CHECK(its[0].ops[1].start_us == 400);
+  }
+  // The earliest event need not come first: the first in the file (a kernel here) is not the origin
+  std::string late_first = t1_json({}, fmt::format(R"({{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 9, )"
+                                                   R"("ts": {}, "dur": 1, "args": {{"correlation": 1}}}},)", kT0 + 260));
+  const auto its = ets::import::read_kineto_json(late_first, "t1.json", {});
+  REQUIRE(its.size() == 2);
+  CHECK(its[0].start_us == 200);  // ProfilerStep#1 at T0 is the earliest: time 0
+}
+
 TEST_CASE("Kineto \"ets\".\"tail_steps\": trailing steps recorded only to close the one before") {
   const auto doc = [](const std::string& ets_meta) {
     std::string s = "{" + ets_meta + "\"traceEvents\": [";
