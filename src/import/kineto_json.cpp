@@ -675,6 +675,32 @@ void read_batch_size(od::value v, Meta& m) {
   m.batch_size = 0;
 }
 
+// distributedInfo.rank: a whole number >= 0, as a JSON number (3, 3.0) or the decimal digits of one in a string
+// ("3"); null leaves it unknown. Anything else (3.7, "three", -1) is refused: read as unknown it skipped the --rank
+// check, and truncated (3.7 -> 3) it passed the check for another rank.
+void read_rank(od::value v, Meta& m, const std::string& path) {
+  std::int64_t n = -1;
+  std::string_view s;
+  double d;
+  if (v.is_null()) return;
+  if (!v.get_int64().get(n)) {
+  } else if (!v.get_double().get(d)) {
+    n = d >= 0 && d <= 9e15 && d == std::floor(d) ? static_cast<std::int64_t>(d) : -1;
+  } else if (!v.get_string().get(s)) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size()) n = -1;
+  }
+  if (n >= 0) {
+    m.rank = n;
+    return;
+  }
+  std::string_view raw = v.raw_json_token();
+  while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t'))
+    raw.remove_suffix(1);
+  ETS_THROW(Errc::invalid_trace, "ets.kineto.10", "'{}': \"distributedInfo\".\"rank\" {} is not a whole number >= 0",
+            path, raw.empty() ? std::string_view("?") : raw.substr(0, 64));
+}
+
 void read_meta_object(od::object obj, Meta& m) {
   for (auto field : obj) {
     std::string_view k;
@@ -955,7 +981,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
           if (!v.get_object().get(o))
             for (auto f2 : o) {
               std::string_view k2 = f2.unescaped_key();
-              if (k2 == "rank") meta.rank = get_int(f2.value(), -1);
+              if (k2 == "rank") read_rank(f2.value(), meta, path);
             }
         } else if (k == "deviceProperties") {
           od::array a;

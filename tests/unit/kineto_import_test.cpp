@@ -252,6 +252,32 @@ TEST_CASE("Kineto times are µs from the earliest complete event read, not from 
   CHECK(its[0].start_us == 200);  // ProfilerStep#1 at T0 is the earliest: time 0
 }
 
+TEST_CASE("Kineto distributedInfo.rank: a whole number, also as a string of digits; anything else is refused") {
+  const auto with_rank = [](const std::string& rank) {
+    return t1_json({}, "", R"("distributedInfo": {"backend": "nccl", "rank": )" + rank + "},");
+  };
+  ets::import::Options want3, want2;
+  want3.rank = 3;
+  want2.rank = 2;
+  for (const char* rank : {"3", "3.0", "\"3\""}) {
+    INFO(rank);
+    const auto its = ets::import::read_kineto_json(with_rank(rank), "r.json", want3);
+    REQUIRE(!its.empty());
+    CHECK(its[0].meta.extra.at("rank") == "3");
+    // a string rank skipped the check (read as unknown)
+    CHECK_THROWS_WITH(ets::import::read_kineto_json(with_rank(rank), "r.json", want2), Catch::Contains("ets.kineto.2"));
+  }
+  // 3.7 was truncated to 3 and passed the check for rank 3; others read as unknown and passed any
+  for (const char* rank : {"3.7", "-1", "\"3.7\"", "\"three\"", "\"\"", "[3]", "1e300"}) {
+    INFO(rank);
+    CHECK_THROWS_WITH(ets::import::read_kineto_json(with_rank(rank), "r.json", want3), Catch::Contains("ets.kineto.10"));
+    CHECK_THROWS_WITH(ets::import::read_kineto_json(with_rank(rank), "r.json", {}), Catch::Contains("ets.kineto.10"));
+  }
+  // null, or no rank at all: unknown, no check
+  CHECK(ets::import::read_kineto_json(with_rank("null"), "r.json", want3).at(0).meta.extra.count("rank") == 0);
+  CHECK(ets::import::read_kineto_json(t1_json(), "r.json", want3).size() == 2);
+}
+
 TEST_CASE("Kineto \"ets\".\"tail_steps\": trailing steps recorded only to close the one before") {
   const auto doc = [](const std::string& ets_meta) {
     std::string s = "{" + ets_meta + "\"traceEvents\": [";
