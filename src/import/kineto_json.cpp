@@ -109,7 +109,13 @@ std::int64_t get_id(od::value v, bool is_pid) {
 
 // Timestamps are µs with optional fraction; parsing the token into integer ns keeps ns resolution that a double
 // of an epoch-µs value (~1.7e15) cannot hold.
-bool parse_ts_ns(od::value v, std::int64_t& ns) {
+enum class Ts : std::uint8_t { Ok, Bad, OutOfRange };
+constexpr std::int64_t kMaxUs = 4'000'000'000'000'000;  // beyond year 2096 in epoch µs: differences stay in range
+// A "dur" longer than this (11.6 days, longer than any capture) is not a duration: read as 0, as a negative one.
+// (1e300 was taken, and an end of 1e300 leaves every busy-time sum after it without precision.)
+constexpr double kMaxDurUs = 1e12;
+
+Ts parse_ts_ns(od::value v, std::int64_t& ns) {
   std::string_view tok = v.raw_json_token();
   while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t' ||
                           tok.back() == ',' || tok.back() == '}'))
@@ -123,12 +129,11 @@ bool parse_ts_ns(od::value v, std::int64_t& ns) {
   if (i < tok.size() && tok[i] == '-') neg = true, ++i;
   std::int64_t whole = 0;
   std::size_t start = i;
-  constexpr std::int64_t kMaxUs = 4'000'000'000'000'000;  // beyond year 2096 in epoch µs: differences stay in range
   for (; i < tok.size() && std::isdigit(static_cast<unsigned char>(tok[i])); ++i) {
     whole = whole * 10 + (tok[i] - '0');
-    if (whole > kMaxUs) return false;
+    if (whole > kMaxUs) return Ts::OutOfRange;
   }
-  if (i == start) return false;
+  if (i == start) return Ts::Bad;
   std::int64_t frac = 0;
   int fd = 0;
   if (i < tok.size() && tok[i] == '.') {
@@ -139,13 +144,14 @@ bool parse_ts_ns(od::value v, std::int64_t& ns) {
   }
   if (i < tok.size() && (tok[i] == 'e' || tok[i] == 'E')) {
     double d;
-    if (v.get_double().get(d) || !(std::fabs(d) <= static_cast<double>(kMaxUs))) return false;
+    if (v.get_double().get(d) || std::isnan(d)) return Ts::Bad;
+    if (!(std::fabs(d) <= static_cast<double>(kMaxUs))) return Ts::OutOfRange;
     ns = static_cast<std::int64_t>(std::llround(d * 1000.0));
-    return true;
+    return Ts::Ok;
   }
   ns = whole * 1000 + frac;
   if (neg) ns = -ns;
-  return true;
+  return Ts::Ok;
 }
 
 double get_number(od::value v, double fallback) {
@@ -274,7 +280,10 @@ struct Collected {
   std::vector<Marker> profiler_steps, zero_grads, opt_steps;
   std::unordered_map<std::int64_t, std::size_t> cpu_ops_per_pid;
   std::string optimizer;
-  std::size_t bad_durations = 0;  // "dur" negative, non-finite or not a number: clamped to 0, reported once
+  std::size_t bad_durations = 0;  // "dur" negative, non-finite, not a number or absurd: clamped to 0, reported once
+  // complete events of the kinds read (host, launch, device) without a readable "ts": dropped, reported once;
+  // out_of_range_ts of them beyond ±kMaxUs (nanoseconds written where µs belong, for one)
+  std::size_t bad_ts = 0, out_of_range_ts = 0;
   // The earliest start of the complete events read (host ops and annotations, launches, device activities): times
   // are µs from it, so doubles keep ns resolution. (The first event with a "ts" could be a metadata event at 0.)
   bool origin_set = false;
@@ -312,6 +321,7 @@ std::int64_t step_index(std::string_view name) {
 void read_event(od::object obj, Collected& c) {
   std::string_view ph, cat, name;
   std::int64_t pid = kBadPid, tid = 0, ts_ns = 0, flow_id = kNoId;
+  Ts ts_state = Ts::Bad;
   bool has_ts = false;
   double dur = 0;
   Args args;
@@ -333,7 +343,8 @@ void read_event(od::object obj, Collected& c) {
     } else if (k == "tid") {
       tid = get_id(v, false);
     } else if (k == "ts") {
-      has_ts = parse_ts_ns(v, ts_ns);
+      ts_state = parse_ts_ns(v, ts_ns);
+      has_ts = ts_state == Ts::Ok;
     } else if (k == "dur") {
       dur = get_number(v, kUnknown);
     } else if (k == "id") {
@@ -362,14 +373,18 @@ void read_event(od::object obj, Collected& c) {
       }
     }
   }
-  if (!has_ts || ph.size() != 1) return;
+  if (ph.size() != 1) return;
   const Cat kind = classify(cat);
+  if (!has_ts) {
+    if (ph[0] == 'X' && kind != Cat::Other && kind != Cat::Flow) ++c.bad_ts, c.out_of_range_ts += ts_state == Ts::OutOfRange;
+    return;
+  }
   if (ph[0] == 'f' && kind == Cat::Flow) {
     c.flow_ends.push_back({pid, tid, ts_ns, flow_id});
     return;
   }
   if (ph[0] != 'X' || pid == kBadPid) return;
-  if (!(dur >= 0) || !std::isfinite(dur)) dur = 0, ++c.bad_durations;
+  if (!(dur >= 0 && dur <= kMaxDurUs)) dur = 0, ++c.bad_durations;
   if (kind == Cat::Host || kind == Cat::Launch || kind == Cat::Kernel || kind == Cat::Memcpy || kind == Cat::Memset) {
     c.origin_ns = c.origin_set ? std::min(c.origin_ns, ts_ns) : ts_ns;
     c.origin_set = true;
@@ -1024,7 +1039,15 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
     for (const auto& [p, n] : c.cpu_ops_per_pid)
       if (n > best || (n == best && p < pid)) best = n, pid = p;
   }
+  if (pid == kBadPid && c.out_of_range_ts > 0)
+    ETS_THROW(Errc::invalid_trace, "ets.kineto.3", "'{}' holds no CPU operator events with a readable \"ts\": {} "
+              "complete events have a \"ts\" beyond {} µs (year 2096 in epoch µs). Kineto writes µs: are they ns?",
+              path, c.out_of_range_ts, kMaxUs);
   if (pid == kBadPid) ETS_THROW(Errc::invalid_trace, "ets.kineto.3", "'{}' holds no CPU operator events", path);
+  if (c.bad_ts > 0)
+    log(LogLevel::warn, "[ets.kineto.11] '{}': {} complete events (operators, annotations, launches, device "
+        "activities) have a missing, non-numeric or out-of-range \"ts\" ({} beyond {} µs); they are dropped", path,
+        c.bad_ts, c.out_of_range_ts, kMaxUs);
 
   AssemblyInput in;
   in.meta.source_format = "kineto";
@@ -1075,8 +1098,8 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   // kept with every iteration (and so in a label): a dataset tells how its periods were closed
   if (tail_steps > 0) in.meta.extra["tail_steps"] = std::to_string(tail_steps);
   if (c.bad_durations > 0)
-    log(LogLevel::warn, "[ets.kineto.5] '{}': {} complete events have a negative, non-finite or non-numeric \"dur\"; "
-        "read as 0", path, c.bad_durations);
+    log(LogLevel::warn, "[ets.kineto.5] '{}': {} complete events have a negative, non-finite, non-numeric or "
+        "absurd (over {:.0e} µs) \"dur\"; read as 0", path, c.bad_durations, kMaxDurUs);
   {
     std::vector<std::int64_t> idx;
     for (const StepSpan& s : in.steps)

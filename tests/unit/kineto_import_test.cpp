@@ -183,12 +183,14 @@ namespace {
 // [1000,2000); conv2d launches two overlapping kernels (streams 7 and 8), relu a memcpy and a memset, add and mul a
 // kernel each. Correct: conv2d t150 g50, relu t30 g670 | add t50 g50, mul t10 g790. `without`: launches (by
 // correlation id) left out; `extra`: events added (each followed by a comma); `top`: top-level members before
-// "traceEvents" (each followed by a comma).
+// "traceEvents" (each followed by a comma); `scale`: every ts and dur multiplied by it (1000: written in ns).
 constexpr long long kT0 = 1700000000000000;
-std::string t1_json(const std::vector<int>& without = {}, const std::string& extra = "", const std::string& top = "") {
-  const auto x = [](const char* cat, const char* name, double ts, double dur, int pid, int tid, const std::string& args) {
+std::string t1_json(const std::vector<int>& without = {}, const std::string& extra = "", const std::string& top = "",
+                    long long scale = 1) {
+  const auto x = [scale](const char* cat, const char* name, double ts, double dur, int pid, int tid,
+                         const std::string& args) {
     return fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}{}}},)",
-                       cat, name, pid, tid, kT0 + static_cast<long long>(ts), dur,
+                       cat, name, pid, tid, (kT0 + static_cast<long long>(ts)) * scale, dur * static_cast<double>(scale),
                        args.empty() ? "" : R"(, "args": {)" + args + "}");
   };
   std::string s = "{" + top + R"("traceEvents": [)" + extra;
@@ -276,6 +278,58 @@ TEST_CASE("Kineto distributedInfo.rank: a whole number, also as a string of digi
   // null, or no rank at all: unknown, no check
   CHECK(ets::import::read_kineto_json(with_rank("null"), "r.json", want3).at(0).meta.extra.count("rank") == 0);
   CHECK(ets::import::read_kineto_json(t1_json(), "r.json", want3).size() == 2);
+}
+
+TEST_CASE("Kineto events without a readable ts, or with an absurd dur, are counted and reported") {
+  const auto replaced = [](std::string doc, const std::string& what, const std::string& by) {
+    const auto at = doc.find(what);
+    REQUIRE(at != std::string::npos);
+    return doc.replace(at, what.size(), by);
+  };
+  const std::string t1 = t1_json();
+  const std::string step2_ts = fmt::format(R"("ProfilerStep#2", "pid": 100, "tid": 1, "ts": {})", kT0 + 1000);
+  const std::string k5_ts = fmt::format(R"("ts": {}, "dur": 50)", kT0 + 1100);
+  // A step or a kernel whose ts is unreadable or out of range was dropped in silence (and its iteration with it).
+  for (const char* bad : {R"("x")", "1e300", "99999999999999999999", "null"}) {
+    INFO(bad);
+    {
+      const ets_test::CapturedWarnings log;
+      const auto its = ets::import::read_kineto_json(
+          replaced(t1, step2_ts, R"("ProfilerStep#2", "pid": 100, "tid": 1, "ts": )" + std::string(bad)), "t.json", {});
+      CHECK(its.size() == 1);
+      REQUIRE(log.lines.size() == 1);
+      CHECK(log.lines[0].rfind("[ets.kineto.11]", 0) == 0);
+      CHECK(log.lines[0].find(" 1 complete events") != std::string::npos);
+    }
+    const ets_test::CapturedWarnings log;
+    const auto its = ets::import::read_kineto_json(
+        replaced(t1, k5_ts, R"("ts": )" + std::string(bad) + R"(, "dur": 50)"), "t.json", {});
+    REQUIRE(its.size() == 2);
+    CHECK(its[1].ops.size() == 1);  // add lost its kernel
+    REQUIRE(!log.lines.empty());
+    CHECK(log.lines[0].rfind("[ets.kineto.11]", 0) == 0);
+  }
+  // A kernel or a step of dur 1e300 was taken (the step then held every later op, the kernel every later µs)
+  {
+    const ets_test::CapturedWarnings log;
+    const auto its = ets::import::read_kineto_json(replaced(t1, k5_ts, fmt::format(R"("ts": {}, "dur": 1e300)", kT0 + 1100)),
+                                                   "t.json", {});
+    REQUIRE(its.size() == 2);
+    CHECK(times(its) == TG{{150, 50}, {30, 670}, {0, 100}, {10, 790}});
+    REQUIRE(log.lines.size() == 1);
+    CHECK(log.lines[0].rfind("[ets.kineto.5]", 0) == 0);
+  }
+  {
+    const ets_test::CapturedWarnings log;
+    const auto its = ets::import::read_kineto_json(replaced(t1, step2_ts + R"(, "dur": 1000)", step2_ts + R"(, "dur": 1e300)"),
+                                                   "t.json", {});
+    CHECK(its.size() == 1);  // step 2 of no length holds no op
+    REQUIRE(log.lines.size() == 1);
+    CHECK(log.lines[0].rfind("[ets.kineto.5]", 0) == 0);
+  }
+  // A trace written in ns (epoch ns beyond any µs time) said only that it held no CPU operator events
+  CHECK_THROWS_WITH(ets::import::read_kineto_json(t1_json({}, "", "", 1000), "ns.json", {}),
+                    Catch::Contains("ets.kineto.3") && Catch::Contains("are they ns?"));
 }
 
 TEST_CASE("Kineto \"ets\".\"tail_steps\": trailing steps recorded only to close the one before") {
