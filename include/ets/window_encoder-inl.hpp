@@ -3,6 +3,8 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
+#include <vector>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -100,10 +102,12 @@ ETS_INLINE void WindowEncoder::encode_span(const ExecutionTrace* const* traces, 
   // encoded. Each op is encoded exactly once and the tensor is written once, front to back. Labels likewise.
   const std::size_t overlap = w - static_cast<std::size_t>(stride_);
   std::size_t n = 0;  // next window
+  std::vector<std::size_t> all_unknown;  // traces none of whose ops has a type the spec was fitted on
   for (std::size_t t = 0; t < count; ++t) {
     const ExecutionTrace& tr = *traces[t];
     const std::size_t len = tr.ops.size();
     if (len == 0) continue;
+    const std::int64_t unknown_before = local.unknown_ops;
     const FeatureSpec::MetaCode mc = spec_.encode_meta(tr.meta);
     const std::int64_t nw = window_count(static_cast<std::int64_t>(len));
     for (std::int64_t k = 0; k < nw; ++k, ++n) {
@@ -135,15 +139,24 @@ ETS_INLINE void WindowEncoder::encode_span(const ExecutionTrace* const* traces, 
       b.trace_index[n] = static_cast<std::int32_t>(t);
       local.padded_positions += static_cast<std::int64_t>(w - real);
     }
+    // each op is encoded exactly once (overlapping rows are copied), so the count grew by this trace's unknown ops
+    if (local.unknown_ops - unknown_before == static_cast<std::int64_t>(len)) all_unknown.push_back(t);
   }
   local.traces = static_cast<std::int64_t>(count);
   local.windows = windows;
-  // Still encodable (the shared "other" column), but the model has learnt nothing about any of these ops.
-  std::int64_t real_ops = 0;
-  for (std::size_t t = 0; t < count; ++t) real_ops += static_cast<std::int64_t>(traces[t]->ops.size());
-  if (real_ops > 0 && local.unknown_ops == real_ops)
-    log(LogLevel::warn, "[ets.encoder.12] none of the {} ops encoded has a type the FeatureSpec was fitted on "
-        "(e.g. '{}'): their predictions are unreliable", real_ops, local.unknown_types.begin()->first);
+  // Still encodable (the shared "other" column), but the model has learnt nothing about any of these ops. Told per
+  // trace: a batch that also holds a known job (a scheduler's predict_batch, eval's chunks) must not hide one.
+  constexpr std::size_t kNamed = 3;  // a batch of many such traces names a few and counts the rest
+  for (std::size_t i = 0; i < std::min(all_unknown.size(), kNamed); ++i) {
+    const ExecutionTrace& tr = *traces[all_unknown[i]];
+    const std::string& label = !tr.meta.source_path.empty() ? tr.meta.source_path : tr.meta.model;
+    log(LogLevel::warn, "[ets.encoder.12] none of the {} ops of trace {}{}{}{} has a type the FeatureSpec was fitted "
+        "on (e.g. '{}'): its prediction is unreliable", tr.ops.size(), all_unknown[i], label.empty() ? "" : " ('",
+        label, label.empty() ? "" : "')", tr.ops.front().name);
+  }
+  if (all_unknown.size() > kNamed)
+    log(LogLevel::warn, "[ets.encoder.12] and {} more traces of this batch whose op types are all unseen",
+        all_unknown.size() - kNamed);
   if (stats) stats->merge(local);
 }
 

@@ -12,6 +12,7 @@
 
 #include "encoder_fixtures.hpp"
 #include "ets/error.hpp"
+#include "ets/log.hpp"
 #include "ets/window_encoder.hpp"
 
 // encode_into's reuse promise is about allocations: alloc_hooks.hpp counts them.
@@ -212,4 +213,38 @@ TEST_CASE("invalid window shapes and unfitted specs are rejected") {
   CHECK(error_id([] { ets::WindowEncoder(spec(), ets::WindowEncoder::kMaxWidth, 4); }) == "no error");
   CHECK(error_id([] { ets::WindowEncoder(spec()).encode(std::vector<const ets::ExecutionTrace*>{nullptr}); }) ==
         "ets.encoder.10");
+}
+
+TEST_CASE("a trace made only of unseen op types is warned about, also in a batch with known traces") {
+  std::vector<std::string> seen;
+  ets::set_log_sink([&](ets::LogLevel, std::string_view m) { seen.emplace_back(m); }, ets::LogLevel::warn);
+  const auto unseen = [](const char* path) {
+    ets::ExecutionTrace t;
+    t.meta.source_path = path;
+    for (int i = 0; i < 5; ++i) t.ops.push_back(ets_test::make_op("never_seen_op_" + std::to_string(i % 2)));
+    return t;
+  };
+  const ets::WindowEncoder enc(spec(), 4, 2);
+  const auto known = ets_test::synthetic_trace(20, 7);
+  const auto odd = unseen("odd.etst");
+  auto count = [&](const std::string& what) {
+    return std::count_if(seen.begin(), seen.end(), [&](const std::string& m) {
+      return m.find("ets.encoder.12") != std::string::npos && m.find(what) != std::string::npos;
+    });
+  };
+  // a batch of a known trace and an unseen one used to say nothing: the check was over the whole batch
+  (void)enc.encode(std::vector<ets::ExecutionTrace>{known, odd});
+  CHECK(seen.size() == 1);
+  CHECK(count("trace 1 ('odd.etst')") == 1);
+  seen.clear();
+  (void)enc.encode(std::vector<ets::ExecutionTrace>{known});
+  CHECK(seen.empty());
+  // many such traces: the first three named, the rest counted
+  (void)enc.encode(std::vector<ets::ExecutionTrace>{odd, known, odd, odd, odd, odd});
+  CHECK(seen.size() == 4);
+  CHECK(count("trace 0 ") == 1);
+  CHECK(count("trace 2 ") == 1);
+  CHECK(count("trace 3 ") == 1);
+  CHECK(count("and 2 more traces") == 1);
+  ets::set_log_sink(nullptr);
 }
