@@ -648,6 +648,10 @@ void remove_temporaries_on_signals() {
     act.sa_flags = SA_RESETHAND;
     sigaction(sig, &act, nullptr);
   }
+  // A file-size limit (ulimit -f) ends the process by SIGXFSZ at the write that passes it, leaving the temporary
+  // and losing what was computed. Ignored, that write fails with EFBIG, which every writer reports as an error
+  // (the temporary removed, the old file kept).
+  std::signal(SIGXFSZ, SIG_IGN);
 }
 
 }  // namespace ets::cli

@@ -1,6 +1,7 @@
 // Tracer::load / Tracer::detect: the importer front door. Sniffs the content and hands it to the format's reader.
 // SQLite is recognised before reading the whole file, since its reader opens the file itself.
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -20,7 +21,7 @@ bool is_sqlite(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::FILE* f = detail::fopen_cloexec(path.c_str(), "rb");
-  if (!f) ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}'", path);
+  if (!f) ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}': {}", path, std::strerror(errno));
   char head[16] = {};
   const std::size_t n = std::fread(head, 1, sizeof head, f);
   std::fclose(f);

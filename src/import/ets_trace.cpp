@@ -203,8 +203,14 @@ class TempSink {
     if (gz_) {
       while (!data.empty()) {
         const unsigned chunk = static_cast<unsigned>(std::min<std::size_t>(data.size(), 1u << 30));
-        if (gzwrite(gz_file_, data.data(), chunk) != static_cast<int>(chunk))
-          ETS_THROW(Errc::io, "ets.etst.1", "gzip write to '{}' failed", path_);
+        errno = 0;
+        if (gzwrite(gz_file_, data.data(), chunk) != static_cast<int>(chunk)) {
+          const int saved = errno;
+          int code = Z_OK;
+          const char* text = gzerror(gz_file_, &code);
+          ETS_THROW(Errc::io, "ets.etst.1", "gzip write to '{}' failed: {}", path_,
+                    code == Z_ERRNO ? std::string(saved ? std::strerror(saved) : "I/O error") : std::string(text));
+        }
         data.remove_prefix(chunk);
       }
     } else {
@@ -216,9 +222,14 @@ class TempSink {
 
   void commit() {
     if (gz_) {
+      errno = 0;
       const int rc = gzclose(gz_file_);
+      const int saved = errno;
       gz_file_ = nullptr;
-      if (rc != Z_OK) ETS_THROW(Errc::io, "ets.etst.1", "gzip close of '{}' failed ({})", path_, rc);
+      // Z_ERRNO: the flush of the last compressed block failed (a full disk): say why, as the plain writer does
+      if (rc != Z_OK)
+        ETS_THROW(Errc::io, "ets.etst.1", "gzip close of '{}' failed: {}", path_,
+                  rc == Z_ERRNO && saved ? std::string(std::strerror(saved)) : fmt::format("zlib error {}", rc));
     } else {
       errno = 0;
       const int rc = std::fclose(out_);

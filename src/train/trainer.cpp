@@ -348,10 +348,13 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   if (opt.resume && !ck.empty() && std::filesystem::exists(ck)) {
     std::string bytes;
     {
-      // close-on-exec; one that cannot be opened reads as empty (and is then no checkpoint), as before
+      // close-on-exec. One that cannot be opened (another user's, mode 600) is an io error with its reason: read as
+      // empty it was "not an ETS checkpoint", which invites deleting a good one.
       const detail::UniqueFile file(detail::fopen_cloexec(ck.c_str(), "rb"));
-      ETS_CHECK(!file || detail::read_rest(file.get(), bytes), Errc::parse, "ets.train.9", "cannot read checkpoint {}",
-                ck);
+      const int open_error = errno;
+      ETS_CHECK(file, Errc::io, "ets.train.11", "cannot open checkpoint {} to resume from it: {}", ck,
+                std::strerror(open_error));
+      ETS_CHECK(detail::read_rest(file.get(), bytes), Errc::parse, "ets.train.9", "cannot read checkpoint {}", ck);
     }
     const bool v1 = bytes.compare(0, 8, kCkptMagicV1, 8) == 0;
     const bool v2 = bytes.compare(0, 8, kCkptMagicV2, 8) == 0;
@@ -476,41 +479,49 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
   auto save_checkpoint = [&](int next_epoch, std::int64_t epoch_step, const std::string& rstate, const Choice& c,
                              const Cut& cut) {
     if (ck.empty()) return;
-    detail::FileReplacement file(ck, "ets.train.11", "checkpoint", ".tmp", false);
-    {
-      std::ostringstream o;  // in memory first: the checksum covers every byte
-      o.write(kCkptMagic, 8);
-      for (std::int32_t v : {cfg.input_size, cfg.hidden, cfg.layers, cfg.outputs, shape_flags(cfg)}) write_pod(o, v);
-      write_pod<std::int32_t>(o, next_epoch);
-      write_pod<std::int64_t>(o, step);
-      write_pod<std::int64_t>(o, adam.steps());
-      write_pod<std::int32_t>(o, c.best_epoch);
-      write_pod<std::int32_t>(o, c.bad_evals);
-      write_pod<double>(o, c.best_metric);
-      write_pod<std::uint64_t>(o, rstate.size());
-      o.write(rstate.data(), static_cast<std::streamsize>(rstate.size()));
-      write_floats(o, im.params);
-      write_floats(o, adam.m());
-      write_floats(o, adam.v());
-      write_floats(o, c.best);
-      write_pod<std::uint64_t>(o, res.history.size());
-      for (const auto& r : res.history) {
-        write_pod<std::int32_t>(o, r.epoch);
-        write_pod<double>(o, r.train_loss);
-        write_pod<double>(o, r.val_metric);
-        write_pod<double>(o, r.lr);
-        write_pod<double>(o, r.seconds);
+    // Writable when the run started (checked above): a failure now (a full disk, a quota) loses this checkpoint,
+    // not the run. Thrown, it ended the run without its model; the previous checkpoint is kept, and the next
+    // one is tried at the next validation.
+    try {
+      detail::FileReplacement file(ck, "ets.train.11", "checkpoint", ".tmp", false);
+      {
+        std::ostringstream o;  // in memory first: the checksum covers every byte
+        o.write(kCkptMagic, 8);
+        for (std::int32_t v : {cfg.input_size, cfg.hidden, cfg.layers, cfg.outputs, shape_flags(cfg)}) write_pod(o, v);
+        write_pod<std::int32_t>(o, next_epoch);
+        write_pod<std::int64_t>(o, step);
+        write_pod<std::int64_t>(o, adam.steps());
+        write_pod<std::int32_t>(o, c.best_epoch);
+        write_pod<std::int32_t>(o, c.bad_evals);
+        write_pod<double>(o, c.best_metric);
+        write_pod<std::uint64_t>(o, rstate.size());
+        o.write(rstate.data(), static_cast<std::streamsize>(rstate.size()));
+        write_floats(o, im.params);
+        write_floats(o, adam.m());
+        write_floats(o, adam.v());
+        write_floats(o, c.best);
+        write_pod<std::uint64_t>(o, res.history.size());
+        for (const auto& r : res.history) {
+          write_pod<std::int32_t>(o, r.epoch);
+          write_pod<double>(o, r.train_loss);
+          write_pod<double>(o, r.val_metric);
+          write_pod<double>(o, r.lr);
+          write_pod<double>(o, r.seconds);
+        }
+        write_floats(o, ema);
+        write_pod<std::int64_t>(o, epoch_step);
+        write_pod<std::uint64_t>(o, fingerprint);
+        write_pod<double>(o, cut.loss);
+        write_pod<double>(o, cut.weight);
+        write_pod<double>(o, cut.seconds);
+        std::string bytes = std::move(o).str();
+        const std::uint32_t crc = detail::crc32c(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+        bytes.append(reinterpret_cast<const char*>(&crc), 4);
+        file.write_all(bytes.data(), bytes.size());  // synced, given the old checkpoint's mode, renamed over it
       }
-      write_floats(o, ema);
-      write_pod<std::int64_t>(o, epoch_step);
-      write_pod<std::uint64_t>(o, fingerprint);
-      write_pod<double>(o, cut.loss);
-      write_pod<double>(o, cut.weight);
-      write_pod<double>(o, cut.seconds);
-      std::string bytes = std::move(o).str();
-      const std::uint32_t crc = detail::crc32c(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
-      bytes.append(reinterpret_cast<const char*>(&crc), 4);
-      file.write_all(bytes.data(), bytes.size());  // synced, given the old checkpoint's mode, renamed over it
+    } catch (const Error& e) {
+      if (e.code() != Errc::io) throw;
+      log(LogLevel::warn, "{}; training goes on (the previous checkpoint, if any, is kept)", e.what());
     }
   };
 

@@ -465,4 +465,18 @@ for bad in ("1.5G", "-1", "1X", "1Kib", "", "9223372036854775808", "8388608T"):
     p = run("inspect", trace, "--max-bytes", bad)
     check(p.returncode == 2 and b"--max-bytes" in p.stderr, f"--max-bytes {bad!r}: rc {p.returncode} {p.stderr!r}")
 
+# ---- a file-size limit (ulimit -f) makes the write that passes it fail: an error with the reason, the old file kept,
+# no temporary left (SIGXFSZ ended the process at that write, leaving "<out>.part-<pid>-<n>" and nothing said)
+os.makedirs("fsize", exist_ok=True)
+with open(os.path.join("fsize", "o.etst"), "w") as fh:
+    fh.write("old")
+limit = max(1024, len(want) // 2)
+p = subprocess.run([ets, "convert", trace, "-o", os.path.join("fsize", "o.etst"), "--quiet"], capture_output=True,
+                   timeout=120, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+with open(os.path.join("fsize", "o.etst")) as fh:
+    kept = fh.read()
+check(p.returncode == 1 and b"ets.etst.1" in p.stderr and b"File too large" in p.stderr and kept == "old"
+      and os.listdir("fsize") == ["o.etst"],
+      f"convert past a file-size limit: rc {p.returncode} {p.stderr!r}, old file {kept[:10]!r}, {os.listdir('fsize')}")
+
 finish("outputs: all checks passed")

@@ -331,6 +331,22 @@ TEST_CASE("unwritable_reason tells what a replacement would refuse, and touches 
   CHECK(sync_log.files == 0);
 }
 
+TEST_CASE("unwritable_reason's probe takes the next name when one is taken") {
+  // A probe left by a process killed between creating and removing it, or one of another process with this pid
+  // (another container), made every later check of that pid "File exists" for good.
+  namespace d = ets::detail;
+  TempDir dir("ets_replace_probe_taken");
+  const fs::path out = dir.path / "o.etst";
+  // the names the next probes will take: this process's counter, read by asking for one name
+  const std::string asked = d::temporary_path(out.string(), ".probe");
+  const std::size_t dash = asked.rfind('-');
+  const unsigned next = static_cast<unsigned>(std::stoul(asked.substr(dash + 1))) + 1;
+  for (unsigned k = next; k < next + 5; ++k) put(fs::path(asked.substr(0, dash + 1) + std::to_string(k)), "");
+  CHECK(d::unwritable_reason(out.string(), true).empty());
+  CHECK(entries(dir.path) == 5);  // the planted names stay; the probe that succeeded is gone
+  CHECK_FALSE(fs::exists(out));
+}
+
 // The temporary's name is predictable ("<path>.tmp-<pid>-<n>"): whoever may write into the destination's folder can
 // put a symlink there first. It must never be written through: the victim keeps its content, the next free name is
 // used, and when every name tried is taken the replacement fails with the writer's error.

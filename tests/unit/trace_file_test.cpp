@@ -4,6 +4,7 @@
 
 #include <zlib.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -275,6 +276,24 @@ TEST_CASE("a failed write leaves no file") {
     CHECK(what.find("No such file or directory") != std::string::npos);
   }
   CHECK(fs::is_empty(dir.path));
+}
+
+TEST_CASE("a full device is reported with its reason, gzip or plain") {
+  // A link to /dev/full is written in place. The gzip writer said only "gzip close ... failed (-1)" where the plain
+  // one names the system's reason.
+  TempDir dir;
+  for (const char* name : {"full.etst.gz", "full.etst"}) {
+    const fs::path link = dir.path / name;
+    fs::create_symlink("/dev/full", link);
+    try {
+      ets::write_trace_file(link.string(), {small_trace()});
+      FAIL("expected an error");
+    } catch (const ets::Error& e) {
+      CAPTURE(name, e.what());
+      CHECK(e.id() == "ets.etst.1");
+      CHECK(std::string(e.what()).find(std::strerror(ENOSPC)) != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("the writer rejects what the format cannot hold") {

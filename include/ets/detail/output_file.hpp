@@ -215,15 +215,31 @@ inline std::string unwritable_reason(const std::string& path, bool streams_ok) {
   return "";  // no probe there: the writer's own open reports it
 #else
   if (in_place) return ::access(target.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
-  const std::string probe = temporary_path(target, ".probe");
-  const int slot = list_temporary(probe);
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  const int err = errno;
-  if (fd >= 0) {
-    ::close(fd);
-    ::unlink(probe.c_str());
+  // A folder with the sticky bit (/tmp, a shared scratch folder) takes new files from anyone, but lets only the
+  // owner of a file, of the folder, or root replace it: the rename at the end would fail after all the work.
+  struct stat file_st {}, dir_st {};
+  const std::string folder = std::filesystem::path(target).parent_path().empty()
+                                 ? std::string(".")
+                                 : std::filesystem::path(target).parent_path().string();
+  if (::lstat(target.c_str(), &file_st) == 0 && ::stat(folder.c_str(), &dir_st) == 0 && (dir_st.st_mode & S_ISVTX) &&
+      ::geteuid() != 0 && file_st.st_uid != ::geteuid() && dir_st.st_uid != ::geteuid())
+    return "it belongs to another user, in a folder with the sticky bit (only its owner may replace it)";
+  // The probe: a temporary of its own name, created empty and removed. A name taken (a probe left by a process
+  // killed between the two, or one of another process with this pid in another container) is not a reason to
+  // refuse: the next name is tried, as the writer does.
+  int fd = -1, err = 0;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::string probe = temporary_path(target, ".probe");
+    const int slot = list_temporary(probe);
+    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    err = errno;
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(probe.c_str());
+    }
+    unlist_temporary(slot);
+    if (fd >= 0 || err != EEXIST) break;
   }
-  unlist_temporary(slot);
   return fd < 0 ? std::strerror(err) : "";
 #endif
 }
