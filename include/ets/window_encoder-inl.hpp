@@ -3,11 +3,13 @@
 #pragma once
 
 #include <algorithm>
-#include <string>
-#include <vector>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <utility>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "ets/error.hpp"
 #include "ets/log.hpp"
@@ -145,17 +147,20 @@ ETS_INLINE void WindowEncoder::encode_span(const ExecutionTrace* const* traces, 
   local.traces = static_cast<std::int64_t>(count);
   local.windows = windows;
   // Still encodable (the shared "other" column), but the model has learnt nothing about any of these ops. Told per
-  // trace: a batch that also holds a known job (a scheduler's predict_batch, eval's chunks) must not hide one.
-  constexpr std::size_t kNamed = 3;  // a batch of many such traces names a few and counts the rest
+  // trace: a batch that also holds a known job (a scheduler's predict_batch, eval's chunks) must not hide one. Named
+  // by its source path or model: an index would be the position in this call's batch, which callers that encode in
+  // chunks (Evaluator, Predictor) do not show.
+  constexpr std::size_t kNamed = 3;  // a call with many such traces names a few and counts the rest
   for (std::size_t i = 0; i < std::min(all_unknown.size(), kNamed); ++i) {
     const ExecutionTrace& tr = *traces[all_unknown[i]];
     const std::string& label = !tr.meta.source_path.empty() ? tr.meta.source_path : tr.meta.model;
-    log(LogLevel::warn, "[ets.encoder.12] none of the {} ops of trace {}{}{}{} has a type the FeatureSpec was fitted "
-        "on (e.g. '{}'): its prediction is unreliable", tr.ops.size(), all_unknown[i], label.empty() ? "" : " ('",
-        label, label.empty() ? "" : "')", tr.ops.front().name);
+    log(LogLevel::warn, "[ets.encoder.12] none of the {} ops of {} has a type the FeatureSpec was fitted on (e.g. "
+        "'{}'): its prediction is unreliable", tr.ops.size(),
+        label.empty() ? fmt::format("trace {} of the encoded batch", all_unknown[i]) : fmt::format("trace '{}'", label),
+        tr.ops.front().name);
   }
   if (all_unknown.size() > kNamed)
-    log(LogLevel::warn, "[ets.encoder.12] and {} more traces of this batch whose op types are all unseen",
+    log(LogLevel::warn, "[ets.encoder.12] and {} more traces of the encoded batch whose op types are all unseen",
         all_unknown.size() - kNamed);
   if (stats) stats->merge(local);
 }

@@ -402,7 +402,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   std::vector<std::uint32_t> nk(ops.size(), 0);
   std::vector<std::pair<const DeviceActivity*, bool>> loose;  // (activity, its correlation id has no launch)
   std::size_t unmatched = 0;  // a correlation id no launch carries: attributed by time below, reported once
-  std::size_t before_capture = 0;  // an id below every launch's: dropped, reported once
+  std::size_t before_capture = 0;  // an id below every launch's: attributed by time below, reported once
   std::unordered_set<std::int64_t> devices;  // a set: a vector searched per activity was devices × activities
   for (const DeviceActivity& a : in.device) {
     if (a.kind == DeviceKind::Communication || !(a.end_us >= a.start_us)) continue;
@@ -422,8 +422,12 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
       auto it = by_id.find(a.host_id);
       if (it != by_id.end()) linked = true, slot = top_of_span(static_cast<std::int64_t>(it->second));
     }
+    // Queued before the capture began: no op of the trace launched it, but the device is busy with it where it
+    // runs, and an op's time is the device's busy time in its window, whoever launched the work (else that busy
+    // time would read as idle gap). Attributed by time below, as work without a launch, under its own warning.
     if (!linked && a.correlation >= 0 && a.correlation < first_correlation) {
       ++before_capture;
+      loose.emplace_back(&a, false);
       continue;
     }
     if (slot >= 0 && !ops[static_cast<std::size_t>(slot)].bookkeeping) {
@@ -438,7 +442,8 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   }
   if (before_capture > 0)
     log(LogLevel::warn, "[ets.import.9] {}: {} device activities carry a correlation id below the first launch's "
-        "(queued before the capture began, by ops the trace does not hold); they are dropped", in.meta.source_path,
+        "(queued before the capture began, by ops the trace does not hold); they count as device busy time in the "
+        "window of the operator running when they start, inside the iterations' spans", in.meta.source_path,
         before_capture);
 
   // Ops with device work, grouped by the step their host start falls in, each group in GPU order.

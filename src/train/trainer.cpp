@@ -555,6 +555,11 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
     // a resumed cut epoch's record covers its steps before the checkpoint too, as an unbroken run's does
     double epoch_loss = resumed_cut ? resumed_loss : 0, epoch_weight = resumed_cut ? resumed_weight : 0;
     double lr = 0;
+    // A checkpoint after an epoch's last step (a stop signal before its validation) resumes with no step of it left
+    // to train: its record and progress show the rate of that last step, as an unbroken run's do. (With
+    // anneal_within_budget the rate followed the cut run's clock; this is the step count's.)
+    if (epoch == start_epoch && resume_step == steps_per_epoch && step > 0)
+      lr = im.lr_at(step - 1, total_steps, epoch, 0.0);
     const std::int64_t first_k = epoch == start_epoch ? resume_step : 0;  // a resumed cut epoch goes on where it stopped
     std::int64_t k_next = first_k;  // the first step not yet trained
     for (std::int64_t k = first_k; k < steps_per_epoch && !stop; ++k) {

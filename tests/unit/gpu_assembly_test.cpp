@@ -233,7 +233,7 @@ std::vector<std::pair<double, double>> times(const std::vector<ExecutionTrace>& 
 using TG = std::vector<std::pair<double, double>>;
 }  // namespace
 
-TEST_CASE("GPU: activities without a launch stay inside their iteration; those queued before the capture are dropped") {
+TEST_CASE("GPU: activities without a launch stay inside their iteration, those queued before the capture too") {
   CHECK(times(assemble_gpu(t1())) == TG{{150, 50}, {30, 670}, {50, 50}, {10, 790}});
 
   // A kernel without a launch long after the capture's work (50 ms on) fell into mul's window and stretched the
@@ -269,19 +269,21 @@ TEST_CASE("GPU: activities without a launch stay inside their iteration; those q
     CHECK(log.lines[0].find("2 device activities") != std::string::npos);
     CHECK(log.lines[0].find("(2 outside") != std::string::npos);
   }
-  // Ids below the first launch's were queued before the capture began (HTA's negative_queue trace: 867 of them
-  // piled up on one aten::to of the first step). Dropped, with their own warning, wherever they ran.
+  // Ids below the first launch's were queued before the capture began (HTA's negative_queue trace: 867 of them,
+  // in the first step). The device is busy with them where they run: device busy time of the op whose window holds
+  // their start, as any work without a launch, under their own warning (not ets.import.2's).
   {
     AssemblyInput in = t1();
     for (auto& l : in.launches) l.correlation += 100;
     for (auto& d : in.device) d.correlation += 100;
     in.device.push_back(kernel(1160, 1170, 3));   // inside add's window
     in.device.push_back(kernel(450, 950, 100));   // inside relu's
+    in.device.push_back(kernel(50000, 50010, 1));  // past the last iteration's end: dropped
     ets_test::CapturedWarnings log;
-    CHECK(times(assemble_gpu(in)) == TG{{150, 50}, {30, 670}, {50, 50}, {10, 790}});
+    CHECK(times(assemble_gpu(in)) == TG{{150, 50}, {530, 170}, {60, 40}, {10, 790}});
     REQUIRE(log.lines.size() == 1);
     CHECK(log.lines[0].rfind("[ets.import.9]", 0) == 0);
-    CHECK(log.lines[0].find(" 2 device activities") != std::string::npos);
+    CHECK(log.lines[0].find(" 3 device activities") != std::string::npos);
   }
 }
 

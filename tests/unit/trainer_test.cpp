@@ -640,6 +640,7 @@ TEST_CASE("a stop signal leaves without validating; the resumed run validates wh
     for (std::size_t e = 0; e < 3; ++e) {
       CHECK(resumed.history[e].val_metric == full.history[e].val_metric);
       CHECK(resumed.history[e].train_loss == full.history[e].train_loss);
+      CHECK(resumed.history[e].lr == full.history[e].lr);  // also of an epoch resumed with no step left (was 0)
     }
     CHECK(resumed.best_epoch == full.best_epoch);
     CHECK(resumed.weights.head_w == full.weights.head_w);
