@@ -9,6 +9,10 @@ on the same number of threads, timed in interleaved rounds so every method sees 
 ETS trains on the dataset's train split (no validation) with `--max-minutes seconds/60` and reports windows/s over
 its training time (loading excluded). PyTorch trains on random windows of the same shape for the same seconds (the
 values do not change the work). Printed: each method's median windows/s over the rounds and its ratio to PyTorch's.
+
+torch's thread pools are pinned before it is imported: OMP_NUM_THREADS = --threads, OPENBLAS_NUM_THREADS = 1 and
+OMP_WAIT_POLICY = PASSIVE (OpenBLAS's own pool and torch's spinning OpenMP threads otherwise compete for the cores).
+The JSON's torch_settings records them and OPENBLAS_CORETYPE; ETS's runs get the caller's environment unchanged.
 """
 import argparse
 import json
@@ -20,8 +24,31 @@ import tempfile
 import time
 
 
+# the environment as the caller gave it: ETS's runs get it unchanged (the settings below are for torch's OpenMP and
+# OpenBLAS, which must be in place before torch is imported)
+CALLER_ENV = dict(os.environ)
+
+
+def torch_environment(threads):
+    """Pins torch's thread pools before torch is imported. torch runs its intra-op work on an OpenMP pool of
+    `threads`; OpenBLAS, which torch 1.13 on Debian calls for every GEMM, keeps a pool of its own (one thread per core
+    by default). On 2 cores the two pools' spinning threads competed: torch trained 20-60x slower at 2 threads than at
+    1. OpenBLAS is therefore kept to the calling thread and idle OpenMP threads sleep instead of spinning."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    os.environ["MKL_NUM_THREADS"] = "1"
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+
+
+def torch_settings(torch):
+    """What the JSON records of torch's threads and BLAS, so that a figure can be read against them."""
+    env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                          "OMP_WAIT_POLICY", "OPENBLAS_CORETYPE")}
+    return {"env": env, "torch_threads": torch.get_num_threads()}
+
+
 def ets_round(ets, data, isa, seconds, threads):
-    env = dict(os.environ, ETS_TRAIN_ISA=isa)
+    env = dict(CALLER_ENV, ETS_TRAIN_ISA=isa)
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(tmp, "m.etsm"), "--val-split", "",
                               "--max-minutes", "%.4f" % (seconds / 60.0), "--threads", str(threads), "--quiet",
@@ -80,7 +107,7 @@ def main():
     a = ap.parse_args()
     if a.rounds < 1 or a.seconds <= 0 or a.threads < 1:
         ap.error("--rounds, --seconds and --threads must be positive")
-    os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
+    torch_environment(a.threads)
     import torch  # noqa: E402  (after the thread variables)
 
     features, hidden, layers = features_of(a.ets, a.data)
@@ -100,7 +127,7 @@ def main():
                   file=sys.stderr, flush=True)
     med = {k: statistics.median(v) for k, v in runs.items()}
     result = {"features": features, "hidden": hidden, "layers": layers, "threads": a.threads, "rounds": a.rounds,
-              "seconds": a.seconds, "torch": torch.__version__, "kernels": kernels,
+              "seconds": a.seconds, "torch": torch.__version__, "torch_settings": torch_settings(torch), "kernels": kernels,
               "windows_per_s": {k: [round(x, 1) for x in v] for k, v in runs.items()},
               "median_windows_per_s": {k: round(v, 1) for k, v in med.items()},
               "ratio_to_torch": {k: round(v / med["torch"], 3) for k, v in med.items() if k != "torch"}}
@@ -109,6 +136,7 @@ def main():
         return
     print("network: %d features, hidden %d, %d layers, bidirectional; batch 256 x width 12; %d threads; torch %s"
           % (features, hidden, layers, a.threads, torch.__version__))
+    print("torch: %s" % " ".join("%s=%s" % kv for kv in result["torch_settings"]["env"].items()))
     print("%-14s %-10s %12s %10s" % ("method", "kernels", "windows/s", "vs torch"))
     for k, v in med.items():
         ratio = "" if k == "torch" else "%.2fx" % (v / med["torch"])
