@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # tools/bench_train.py end to end on the pilot dataset's smallest traces, one short round: every method is timed,
 # the kernels each ETS run reports are those ETS_TRAIN_ISA asked for (or fewer, on a CPU without them), the network
-# shape is read from an ETS model, and every ratio is its method's median over PyTorch's. Figures are checked
+# shape is read from an ETS model, and every ratio is its method's median over PyTorch's. A run of fewer steps than
+# --min-steps is flagged (warning, exit 1; one step used to be reported as the method's speed), torch's thread
+# settings are recorded, and ETS trains for about --seconds (its budget covers loading too). Figures are checked
 # against each other, never against a speed.
 # Usage: bench_train_test.py ETS DATA_DIR   (exit 77 = skipped: no torch for /usr/bin/python3)
 import json
@@ -24,7 +26,7 @@ if not os.path.exists(py) or subprocess.run([py, "-c", "import torch"], capture_
 tmp = tempfile.TemporaryDirectory(prefix="ets-bench-train-")
 data = smallest_traces(data, os.path.join(tmp.name, "data"), {"train": 16})
 p = subprocess.run([py, os.path.join(ROOT, "tools", "bench_train.py"), "--ets", ets, "--data", data, "--rounds", "1",
-                    "--seconds", "2", "--threads", "1", "--isa", "avx2,generic", "--json"],
+                    "--seconds", "2", "--threads", "1", "--isa", "avx2,generic", "--min-steps", "1", "--json"],
                    capture_output=True, text=True, timeout=600)
 if p.returncode != 0:
     failures.append(f"rc {p.returncode}: {p.stderr[-2000:]}")
@@ -42,4 +44,26 @@ else:
             failures.append(f"{k}: ratio {v} is not {med[k]} / {med['torch']}")
     if r["features"] < 1 or r["hidden"] != r["features"] or r["layers"] != 4:
         failures.append(f"network shape {r['features']} / {r['hidden']} / {r['layers']}")
+    env = r.get("torch_settings", {}).get("env", {})
+    if env.get("OPENBLAS_NUM_THREADS") != "1" or env.get("OMP_WAIT_POLICY") != "PASSIVE" or "OPENBLAS_CORETYPE" not in env:
+        failures.append(f"torch's thread settings {r.get('torch_settings')}")
+    for k, runs in r.get("runs", {}).items():
+        if len(runs) != 1 or not runs[0].get("steps", 0) >= 1:
+            failures.append(f"{k}: runs {runs}")
+        # the budget covers loading and saving: ETS's training itself must get most of --seconds (it trained for
+        # 0.2 s of an 8 s budget on the full dataset before)
+        elif k.startswith("ets-") and not runs[0]["train_seconds"] >= 1.0:
+            failures.append(f"{k} trained {runs[0]['train_seconds']} s of --seconds 2")
+    if r.get("warnings"):
+        failures.append(f"warnings at --min-steps 1: {r['warnings']}")
+# fewer steps than --min-steps: flagged, not reported as a speed in silence
+p = subprocess.run([py, os.path.join(ROOT, "tools", "bench_train.py"), "--ets", ets, "--data", data, "--rounds", "1",
+                    "--seconds", "0.5", "--threads", "1", "--isa", "generic", "--min-steps", "100000", "--json"],
+                   capture_output=True, text=True, timeout=600)
+try:
+    r = json.loads(p.stdout)
+except ValueError:
+    r = {}
+if p.returncode != 1 or "fewer than --min-steps 100000" not in p.stderr or len(r.get("warnings", [])) != 2:
+    failures.append(f"--min-steps 100000: rc {p.returncode}, warnings {r.get('warnings')}, {p.stderr[-1000:]}")
 finish()
