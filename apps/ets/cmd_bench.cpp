@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -145,13 +146,20 @@ class Peer {
   /// Whether the peer was stopped for not answering within the timeout.
   bool silent() const { return silent_; }
 
-  /// Sends a command, returns the two numbers of the answer (NaN for "null", or when the peer is gone).
-  std::pair<double, double> ask(const std::string& cmd) {
-    if (silent_ || !write_all(cmd + "\n")) return {NAN, NAN};
+  /// Sends a command, returns the two numbers of the answer: none for "null" (that peer is not installed) or when
+  /// the peer is gone; NaN for "nan" or anything else that is not a number, so that a peer's broken answer is never
+  /// mistaken for a missing peer (nor, as atof made it, for 0).
+  std::pair<std::optional<double>, std::optional<double>> ask(const std::string& cmd) {
+    if (silent_ || !write_all(cmd + "\n")) return {};
     std::istringstream ss(read_line());
     std::string a, b;
     ss >> a >> b;
-    auto num = [](const std::string& s) { return (s.empty() || s == "null") ? NAN : std::atof(s.c_str()); };
+    auto num = [](const std::string& s) -> std::optional<double> {
+      if (s.empty() || s == "null") return std::nullopt;
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      return end == s.c_str() + s.size() ? v : NAN;
+    };
     return {num(a), num(b)};
   }
 
@@ -241,13 +249,27 @@ double gemm_gflops(int m, int k, int n, double budget_ms) {
 
 std::string json_num(double v, int prec = 4) { return std::isnan(v) ? "null" : fmt::format("{:.{}f}", v, prec); }
 
+// A peer's outputs must agree with ETS's within this much of the output scale (max |y| of ETS's outputs, at least
+// 1) for its timing to be reported: float32 runs of the same network agree within ~1e-7 (docs/benchmarks.md), so
+// 1e-4 flags only a peer computing something else (other weights, layout or cell) or a NaN.
+constexpr double kOutputTolerance = 1e-4;
+
 struct Case {
   int hidden, windows;
   std::vector<float> x, y;
   int k = 1;  // calls per timed sample
   std::vector<double> ets, torch, ort;
-  double diff_torch = NAN, diff_ort = NAN;
+  std::optional<double> diff_torch, diff_ort;  // none: the peer is missing; NaN: its outputs were not numbers
+  double tolerance = kOutputTolerance;         // in output units: kOutputTolerance × the output scale
 };
+
+// Whether a peer's timing may be reported: its outputs were checked and agree with ETS's.
+bool agrees(const std::optional<double>& diff, double tolerance) { return diff && *diff <= tolerance; }
+
+std::string json_diff(const std::optional<double>& d) {
+  if (!d) return "null";
+  return std::isnan(*d) ? "\"nan\"" : fmt::format("{:.3g}", *d);
+}
 
 int run_bench_body(const Args& args);
 
@@ -346,7 +368,7 @@ int run_bench_body(const Args& args) {
     models.emplace_back(mf.weights, Backend::Cpu);
     for (int n : windows) {
       if (StopSignals::received()) return 1;  // a large case takes seconds to fill and write
-      Case cs{h, n, {}, {}, 1, {}, {}, {}};
+      Case cs{h, n, {}, {}, 1, {}, {}, {}, {}, {}, kOutputTolerance};
       std::mt19937 rng(static_cast<unsigned>(h * 7919 + n));
       std::normal_distribution<float> g(0.f, 1.f);
       cs.x.resize(static_cast<std::size_t>(n) * width * h);
@@ -369,6 +391,9 @@ int run_bench_body(const Args& args) {
     m.predict(cs.x.data(), cs.windows, width, cs.y.data());
     cs.k = std::clamp(static_cast<int>(sample_ms / std::max(ms_since(t0), 1e-3)), 1, 2000);
     write_floats((dir / fmt::format("ets_{}_{}.bin", cs.hidden, cs.windows)).string(), cs.y);
+    double scale = 1;
+    for (float v : cs.y) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+    cs.tolerance = kOutputTolerance * scale;
   }
 
   std::string python = args.value("--python", "");
@@ -410,8 +435,8 @@ int run_bench_body(const Args& args) {
       cs.ets.push_back(ms_since(t0) / cs.k);
       if (peer) {
         const auto [t, o] = peer->ask(fmt::format("run {} {} {}", cs.hidden, cs.windows, cs.k));
-        if (!std::isnan(t)) cs.torch.push_back(t);
-        if (!std::isnan(o)) cs.ort.push_back(o);
+        if (t && !std::isnan(*t)) cs.torch.push_back(*t);
+        if (o && !std::isnan(*o)) cs.ort.push_back(*o);
       }
     }
   }
@@ -420,6 +445,32 @@ int run_bench_body(const Args& args) {
                  "timings after that are missing\n", script.c_str(), peer_timeout_s);
   const std::string peer_info = peer ? peer->info() : "null";
   peer.reset();
+
+  // A peer whose outputs differ from ETS's (or are not numbers, or were never checked) computed something else: its
+  // time is no speedup. Said per case, the speedup left out, and the command fails (exit 1) after its report.
+  bool disagreement = false;
+  for (const Case& cs : cases) {
+    struct PeerResult {
+      const char* name;
+      const std::optional<double>& diff;
+      const std::vector<double>& times;
+    };
+    for (const PeerResult& p : {PeerResult{"PyTorch", cs.diff_torch, cs.torch},
+                                PeerResult{"ONNX Runtime", cs.diff_ort, cs.ort}}) {
+      if (agrees(p.diff, cs.tolerance) || (!p.diff && p.times.empty())) continue;  // agrees, or the peer is missing
+      disagreement = true;
+      const std::string by = !p.diff ? std::string("were not checked")
+                             : std::isnan(*p.diff) ? std::string("are not numbers (NaN)")
+                                                   : fmt::format("differ from ETS's by {:.3g}", *p.diff);
+      std::fprintf(stderr, "ets bench: warning: %s's outputs %s at H = %d, N = %d (tolerance %.3g: %g x the output "
+                   "scale, at least 1): its speedup is not reported\n", p.name, by.c_str(), cs.hidden, cs.windows, cs.tolerance,
+                   kOutputTolerance);
+    }
+  }
+  const auto speedup = [](double peer_ms, double ets_ms, const std::optional<double>& diff, double tolerance) {
+    return agrees(diff, tolerance) ? peer_ms / ets_ms : NAN;
+  };
+  const int rc = disagreement ? 1 : 0;
 
   const double ceil_gflops = median(ceiling);
   sigpipe.restore();  // the peer has quit above, while a dead peer's pipe could not end this process
@@ -435,29 +486,34 @@ int run_bench_body(const Args& args) {
       out += fmt::format(
           "{}{{\"layers\":{},\"hidden\":{},\"windows\":{},\"ets_ms\":{},\"torch_ms\":{},\"ort_ms\":{},"
           "\"ets_gflops\":{},\"ets_fraction_of_gemm_ceiling\":{},\"speedup_vs_torch\":{},\"speedup_vs_ort\":{},"
-          "\"max_abs_diff_torch\":{},\"max_abs_diff_ort\":{},\"calls_per_sample\":{}}}",
+          "\"max_abs_diff_torch\":{},\"max_abs_diff_ort\":{},\"output_tolerance\":{:.3g},\"calls_per_sample\":{}}}",
           i ? "," : "", layers, cs.hidden, cs.windows, json_num(e), json_num(t), json_num(o), json_num(gf, 2),
-          json_num(gf / ceil_gflops, 3), json_num(t / e, 3), json_num(o / e, 3),
-          std::isnan(cs.diff_torch) ? "null" : fmt::format("{:.3g}", cs.diff_torch),
-          std::isnan(cs.diff_ort) ? "null" : fmt::format("{:.3g}", cs.diff_ort), cs.k);
+          json_num(gf / ceil_gflops, 3), json_num(speedup(t, e, cs.diff_torch, cs.tolerance), 3),
+          json_num(speedup(o, e, cs.diff_ort, cs.tolerance), 3), json_diff(cs.diff_torch), json_diff(cs.diff_ort),
+          cs.tolerance, cs.k);
     }
     out += "]}";
     std::puts(out.c_str());
-    return 0;
+    return rc;
   }
   std::printf("ets bench: %d-layer BiLSTM, width %d, F = H, one thread, median of %d interleaved rounds\n", layers,
               width, rounds);
   std::printf("GEMM ceiling (Eigen sgemm %dx%dx%d, same run): %.1f GFLOP/s\n", gm, gk, gn, ceil_gflops);
   std::printf("peers: %s\n\n", peer_info.c_str());
-  std::printf("%5s %6s %10s %9s %7s %10s %8s %10s %8s\n", "H", "N", "ETS ms", "GFLOP/s", "%ceil", "torch ms",
-              "x torch", "ORT ms", "x ORT");
+  std::printf("%5s %6s %10s %9s %7s %10s %8s %10s %10s %8s %10s\n", "H", "N", "ETS ms", "GFLOP/s", "%ceil",
+              "torch ms", "x torch", "diff torch", "ORT ms", "x ORT", "diff ORT");
+  // a missing peer's difference is "-"; a speedup left out for a disagreeing peer is "nan", as a missing timing
+  const auto diff_text = [](const std::optional<double>& d) {
+    return !d ? std::string("-") : std::isnan(*d) ? std::string("nan") : fmt::format("{:.1e}", *d);
+  };
   for (const Case& cs : cases) {
     const double e = median(cs.ets), t = median(cs.torch), o = median(cs.ort);
     const double gf = forward_flops(model_of(cs).config(), cs.windows, width) / (e * 1e6);
-    std::printf("%5d %6d %10.3f %9.1f %6.0f%% %10.3f %8.2f %10.3f %8.2f\n", cs.hidden, cs.windows, e, gf,
-                100.0 * gf / ceil_gflops, t, t / e, o, o / e);
+    std::printf("%5d %6d %10.3f %9.1f %6.0f%% %10.3f %8.2f %10s %10.3f %8.2f %10s\n", cs.hidden, cs.windows, e, gf,
+                100.0 * gf / ceil_gflops, t, speedup(t, e, cs.diff_torch, cs.tolerance), diff_text(cs.diff_torch).c_str(),
+                o, speedup(o, e, cs.diff_ort, cs.tolerance), diff_text(cs.diff_ort).c_str());
   }
-  return 0;
+  return rc;
 }
 
 const Register bench_cmd{Command{

@@ -256,13 +256,48 @@ for peer_args in ([], ["--no-peers"]):
           f"bench {peer_args} ended by a second SIGTERM: rc {rc}, left {left} {os.listdir(tmp)}")
     for d in os.listdir(tmp):
         shutil.rmtree(os.path.join(tmp, d), ignore_errors=True)
+# a peer's outputs are compared with ETS's: a peer whose outputs differ (1.0 here) or are NaN gets no speedup, a
+# warning says so and the command fails after its report; "null" (ONNX Runtime not installed) stays a missing peer
+# and fails nothing. Both used to be reported as speedups with exit 0, a NaN printed as null like a missing peer.
+for name, check_answer, run_answer, want_diff, want_rc in (("agreeing_peer.py", "0 null", "1 null", 0.0, 0),
+                                                           ("wrong_peer.py", "1.0 null", "1 null", 1.0, 1),
+                                                           ("nan_peer.py", "nan nan", "1 2", "nan", 1)):
+    with open(name, "w") as fh:
+        fh.write("import sys\n"
+                 "print('ready {}', flush=True)\n"
+                 "for line in sys.stdin:\n"
+                 f"    if line.startswith('check'): print('{check_answer}', flush=True)\n"
+                 f"    elif line.startswith('run'): print('{run_answer}', flush=True)\n"
+                 "    else: break\n")
+    p = run("bench", "--rounds", "1", "--hidden", "8", "--windows", "1", "--sample-ms", "2", "--json",
+            "--python", sys.executable, "--peer-script", os.path.abspath(name), env=dict(os.environ, TMPDIR=tmp))
+    try:
+        c = json.loads(p.stdout)["cases"][0]
+    except (ValueError, KeyError, IndexError):
+        c = {}
+    warned = b"PyTorch's outputs" in p.stderr and b"speedup is not reported" in p.stderr
+    if want_rc == 0:
+        ok = (isinstance(c.get("speedup_vs_torch"), float) and c.get("max_abs_diff_ort") is None
+              and c.get("speedup_vs_ort") is None and not warned)
+    else:
+        ok = c.get("speedup_vs_torch") is None and c.get("torch_ms") is not None and warned
+    check(p.returncode == want_rc and c.get("max_abs_diff_torch") == want_diff and ok
+          and 0 < c.get("output_tolerance", 0) < 1e-3 and not os.listdir(tmp),
+          f"bench with {name}: rc {p.returncode} case {c} {p.stderr[-500:]!r}")
+    if want_diff == "nan":
+        check(c.get("max_abs_diff_ort") == "nan" and c.get("speedup_vs_ort") is None and b"ONNX Runtime's outputs are "
+              b"not numbers" in p.stderr, f"bench with {name}: ORT {c} {p.stderr[-500:]!r}")
+    table = run("bench", "--rounds", "1", "--hidden", "8", "--windows", "1", "--sample-ms", "2",
+                "--python", sys.executable, "--peer-script", os.path.abspath(name), env=dict(os.environ, TMPDIR=tmp))
+    check(table.returncode == want_rc and b"diff torch" in table.stdout, f"bench table with {name}: rc "
+          f"{table.returncode} {table.stdout[-600:]!r}")
 # a peer that answers but never reads its stdin: once the pipe is full (~64 KiB of commands) a write would block
 # forever; it waits under --peer-timeout instead, and the peer is stopped as a silent one
 with open("deaf_peer.py", "w") as fh:
     fh.write("import sys\n"
              "print('ready {}', flush=True)\n"
              "while True:\n"
-             "    sys.stdout.write('1 null\\n' * 1000)\n"
+             "    sys.stdout.write('0 null\\n' * 1000)\n"  # agreeing outputs: a disagreement would fail the run
              "    sys.stdout.flush()\n")
 # (8 cases of width 1: ~80 bytes of commands a round fill the pipe in ~820 rounds; each round's GEMM ceiling and
 # forwards stay small. 8,000 rounds of one width-12 case took 145 s under ASan on a slower 2-core host.)
