@@ -32,6 +32,7 @@
 
 #include "cli.hpp"
 #include "ets/bilstm_predictor.hpp"
+#include "ets/detail/cpu_lstm.hpp"  // ETS_DETAIL_CPU_ISA: the instruction set the CPU forward pass is compiled for
 #include "ets/error.hpp"
 #include "ets/model_file.hpp"
 #include "ets/trainer.hpp"
@@ -246,6 +247,24 @@ double gemm_gflops(int m, int k, int n, double budget_ms) {
   if (c(0, 0) == 12345.f) std::puts("");  // keep the product alive
   return 2.0 * m * k * n / (ms * 1e6);
 }
+
+// The instruction set of ETS's CPU forward pass: that of this build's flags (detail/cpu_lstm.hpp names an inline
+// namespace per set: isa_avx512, isa_avx2_fma, ..., isa_sse2). libets and the CLI are compiled with the same flags
+// (ets_apply_project_options), so this translation unit's set is the library's. Results flip with it: a portable
+// build runs SSE2 on x86-64, a native one (ETS_NATIVE=ON) the widest set of the build machine.
+#define ETS_BENCH_STR2(x) #x
+#define ETS_BENCH_STR(x) ETS_BENCH_STR2(x)
+std::string forward_isa() {
+  const std::string name = ETS_BENCH_STR(ETS_DETAIL_CPU_ISA);
+  return name.rfind("isa_", 0) == 0 ? name.substr(4) : name;
+}
+#undef ETS_BENCH_STR
+#undef ETS_BENCH_STR2
+#ifdef ETS_CLI_NATIVE
+constexpr const char* kBuild = "native";
+#else
+constexpr const char* kBuild = "portable";
+#endif
 
 std::string json_num(double v, int prec = 4) { return std::isnan(v) ? "null" : fmt::format("{:.{}f}", v, prec); }
 
@@ -477,8 +496,9 @@ int run_bench_body(const Args& args) {
   if (json) {
     std::string out = fmt::format(
         "{{\"gemm_ceiling_gflops\":{},\"gemm_ceiling_shape\":[{},{},{}],\"threads\":1,\"rounds\":{},\"width\":{},"
-        "\"ets_backend\":\"{}\",\"peers\":{},\"cases\":[",
-        json_num(ceil_gflops, 2), gm, gk, gn, rounds, width, models.front().backend_name(), peer_info);
+        "\"ets_backend\":\"{}\",\"ets_isa\":\"{}\",\"ets_build\":\"{}\",\"peers\":{},\"cases\":[",
+        json_num(ceil_gflops, 2), gm, gk, gn, rounds, width, models.front().backend_name(), forward_isa(), kBuild,
+        peer_info);
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const Case& cs = cases[i];
       const double e = median(cs.ets), t = median(cs.torch), o = median(cs.ort);
@@ -498,6 +518,8 @@ int run_bench_body(const Args& args) {
   }
   std::printf("ets bench: %d-layer BiLSTM, width %d, F = H, one thread, median of %d interleaved rounds\n", layers,
               width, rounds);
+  std::printf("ETS forward compiled for %s (%s build%s)\n", forward_isa().c_str(), kBuild,
+              std::string(kBuild) == "native" ? ": ETS_NATIVE=ON" : ", no ETS_NATIVE");
   std::printf("GEMM ceiling (Eigen sgemm %dx%dx%d, same run): %.1f GFLOP/s\n", gm, gk, gn, ceil_gflops);
   std::printf("peers: %s\n\n", peer_info.c_str());
   std::printf("%5s %6s %10s %9s %7s %10s %8s %10s %10s %8s %10s\n", "H", "N", "ETS ms", "GFLOP/s", "%ceil",

@@ -291,6 +291,18 @@ for name, check_answer, run_answer, want_diff, want_rc in (("agreeing_peer.py", 
                 "--python", sys.executable, "--peer-script", os.path.abspath(name), env=dict(os.environ, TMPDIR=tmp))
     check(table.returncode == want_rc and b"diff torch" in table.stdout, f"bench table with {name}: rc "
           f"{table.returncode} {table.stdout[-600:]!r}")
+# the report names the instruction set ETS's forward pass is compiled for and whether the build is native: results
+# flip with them (a portable build runs SSE2 on x86-64)
+p = run("bench", "--no-peers", "--rounds", "1", "--hidden", "8", "--windows", "1", "--sample-ms", "2", "--json",
+        env=dict(os.environ, TMPDIR=tmp))
+got = json.loads(p.stdout) if p.returncode == 0 else {}
+check(got.get("ets_build") in ("portable", "native") and isinstance(got.get("ets_isa"), str) and got["ets_isa"]
+      and not got["ets_isa"].startswith("isa_") and "ETS_DETAIL" not in got["ets_isa"],
+      f"bench --json names the build: {str(got)[:300]} {p.stderr!r}")
+p = run("bench", "--no-peers", "--rounds", "1", "--hidden", "8", "--windows", "1", "--sample-ms", "2",
+        env=dict(os.environ, TMPDIR=tmp))
+check(p.returncode == 0 and f"ETS forward compiled for {got.get('ets_isa')} ({got.get('ets_build')} build".encode()
+      in p.stdout, f"bench's table names the build: {p.stdout[:300]!r}")
 # a peer that answers but never reads its stdin: once the pipe is full (~64 KiB of commands) a write would block
 # forever; it waits under --peer-timeout instead, and the peer is stopped as a silent one
 with open("deaf_peer.py", "w") as fh:
