@@ -71,6 +71,19 @@ double forward_flops(const LstmConfig& c, int windows, int width) {
   return per_position * windows * width;
 }
 
+// Bytes of the CPU forward pass's per-thread workspace for one call (include/ets/detail/cpu_lstm-inl.hpp,
+// CpuLstm::forward): the gates (rows × dirs·G·H), two layer outputs (rows × dirs·H each), the time-major input copy
+// (rows × F) and the cell state (N × H; GRU: N × G·H), each rounded to 16 floats. A call of more than 2^16 rows
+// runs in slices of whole windows of at most that many rows; a thread keeps its largest workspace. Mirror the
+// kernel's kMaxRows here if it changes.
+double forward_workspace_bytes(const LstmConfig& c, long long windows, int width) {
+  constexpr long long kMaxRows = 1LL << 16;
+  const double n = static_cast<double>(std::min(windows, std::max(1LL, kMaxRows / width)));
+  const double rows = n * width, dirs = c.directions(), gate_cols = dirs * c.gates() * c.hidden;
+  const double cell = n * (c.cell == RnnCell::gru ? static_cast<double>(c.gates()) * c.hidden : c.hidden);
+  return (rows * (gate_cols + 2 * dirs * c.hidden + c.input_size) + cell + 5 * 16) * sizeof(float);
+}
+
 void write_floats(const std::string& path, const std::vector<float>& v) {
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
@@ -341,18 +354,38 @@ int run_bench_body(const Args& args) {
   // made twice more while it is built). Checked before allocating: where the kernel overcommits or a control group
   // caps memory, an allocation past it succeeds and the process is killed while it fills it (its temporary folder
   // left behind).
-  double need = 0, largest_model = 0;
+  double need = 0, largest_model = 0, workspace = 0, peer_inputs = 0, peer_forward = 0;
   for (int h : hiddens) {
-    const double w = weight_bytes(LstmConfig{h, h, layers, 2, true});
+    const LstmConfig c{h, h, layers, 2, true};
+    const double w = weight_bytes(c);
     need += w;
     largest_model = std::max(largest_model, w);
-    for (int n : windows) need += static_cast<double>(n) * width * (h + 2) * sizeof(float);
+    for (int n : windows) {
+      const double positions = static_cast<double>(n) * width;
+      need += positions * (h + 2) * sizeof(float);
+      // The forward pass's workspace, kept at the largest case's size: at F = H = 64 about 12.7x a case's input
+      // and output, and left out of this check before.
+      workspace = std::max(workspace, forward_workspace_bytes(c, n, width));
+      // The peer process (same machine, same memory limit): it keeps every case's input (N·W·F), reads ETS's output
+      // of a case to compare, and holds a forward pass's activations, torch's (a layer's input and output and its
+      // two directions' outputs before they are joined: about 3 × N·W·2H) and ONNX Runtime's arena, which keeps
+      // its largest (as many again). An estimate, not a bound.
+      peer_inputs += positions * h * sizeof(float);
+      peer_forward = std::max(peer_forward, positions * (2 + 2 * 3 * 2.0 * h) * sizeof(float));
+    }
   }
   // and the GEMM ceiling's three matrices (below: 256·W × 2H times 2H × 8H for the first H), made each round
   const double rows = 256.0 * width, inner = 2.0 * hiddens.front(), cols = 8.0 * hiddens.front();
-  need += (rows * inner + inner * cols + rows * cols) * sizeof(float);
+  need += (rows * inner + inner * cols + rows * cols) * sizeof(float) + workspace;
+  // Whether the peers will run is known later (their Python and script must exist); --no-peers leaves them out.
+  const bool with_peers = !args.flag("--no-peers");
+  if (with_peers) need += peer_inputs + peer_forward;
   check_fits_in_memory(need + 2 * largest_model,
-                       "--hidden, --layers, --width and --windows (inputs, outputs, models and the GEMM ceiling)");
+                       with_peers ? "--hidden, --layers, --width and --windows (inputs, outputs, models, the forward "
+                                    "pass's workspace, the peers' copies and the GEMM ceiling; --no-peers leaves the "
+                                    "peers out)"
+                                  : "--hidden, --layers, --width and --windows (inputs, outputs, models, the forward "
+                                    "pass's workspace and the GEMM ceiling)");
 
   std::filesystem::path dir;
   try {  // TMPDIR unset to a folder that is not there, or not writable: an error with an id, not "unexpected"

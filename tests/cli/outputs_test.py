@@ -375,7 +375,7 @@ check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"model
 p = run("train", "--data", "no-such-data", "--out", "never.etsm", "--hidden", "65536", "--layers", "64")
 check(p.returncode == 2 and b"more than the 536870912" in p.stderr and b"model file" in p.stderr
       and not os.path.exists("never.etsm"), f"train of 64 layers of H = 65536: rc {p.returncode} {p.stderr!r}")
-# an address-space limit (ulimit -v) below the 3 GiB asked for is seen before anything is allocated, and named
+# an address-space limit (ulimit -v) below the 3.2 GiB asked for is seen before anything is allocated, and named
 with open(ets, "rb") as fh:
     asan = b"__asan_init" in fh.read()
 if not asan:  # ASan reserves terabytes of address space: it cannot run under such a limit
@@ -383,7 +383,7 @@ if not asan:  # ASan reserves terabytes of address space: it cannot run under su
     p = subprocess.run([ets, "bench", "--no-peers", "--rounds", "1", "--hidden", "64", "--windows", "1000000"],
                        capture_output=True, timeout=120, env=dict(os.environ, TMPDIR=tmp),
                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
-    check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"need 3.0 GiB" in p.stderr
+    check(p.returncode == 1 and b"[ets.cli.3] out of memory" in p.stderr and b"need 3.2 GiB" in p.stderr
           and b"address-space limit" in p.stderr and not os.listdir(tmp),
           f"bench under a 1 GiB address-space limit: rc {p.returncode} {p.stderr!r} left {os.listdir(tmp)}")
     # the GEMM ceiling's matrices count too: at width 4096 they are 5 GiB of the need (the check left them out, so
@@ -393,6 +393,23 @@ if not asan:  # ASan reserves terabytes of address space: it cannot run under su
                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
     check(p.returncode == 1 and b"GEMM ceiling) need 5.0 GiB" in p.stderr and not os.listdir(tmp),
           f"bench --width 4096 under a 1 GiB address-space limit: rc {p.returncode} {p.stderr!r}")
+    # the forward pass's workspace counts too (rows × (8H + 2·2H + F) floats, kept at the largest case): 0.65 GiB
+    # here against 0.1 GiB of inputs and models, so the check passed and the forward pass's allocation failed; and
+    # with peers, their copy of the inputs and their activations (1.3 GiB in all)
+    half = 1 << 29
+    needs = {}
+    for peers in (["--no-peers"], ["--python", sys.executable, "--peer-script", os.path.abspath("agreeing_peer.py")]):
+        p = subprocess.run([ets, "bench", *peers, "--rounds", "1", "--hidden", "256", "--layers", "1", "--windows",
+                            "4096", "--sample-ms", "1"], capture_output=True, timeout=120,
+                           env=dict(os.environ, TMPDIR=tmp),
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (half, half)))
+        err = p.stderr.decode(errors="replace")
+        check(p.returncode == 1 and "forward pass's workspace" in err and "address-space limit" in err
+              and not os.listdir(tmp), f"bench {peers[0]} of a 0.65 GiB workspace under a 0.5 GiB address-space "
+              f"limit: rc {p.returncode} {err!r} left {os.listdir(tmp)}")
+        needs[peers[0]] = err.split(" need ")[1].split(" GiB")[0] if " need " in err else None
+    check(needs["--no-peers"] == "0.7" and needs["--python"] == "1.3" and "the peers' copies" in err,
+          f"bench's needs without and with peers: {needs} {err!r}")
     # an allocation that fails all the same (here under a data-segment limit, ulimit -d, which the check does not
     # read) is reported with the same id, not "unexpected error: std::bad_alloc" (under ASan a failed allocation
     # aborts by design)
