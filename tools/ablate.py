@@ -7,8 +7,11 @@
 # Usage: /usr/bin/python3 tools/ablate.py [--ets build/ets] [--data data] [--minutes 5] [--out ablations.json]
 #        [--cells 12x4,6x2,...] [--cell lstm|gru] [--split val] [--threads 2]
 # Cells of the GRU (--cell gru) are kept as w12_s4_gru, so both cells' results can share one --out file.
-# Prints a markdown table for docs/results.md; each cell's JSON is kept in --out so a rerun skips finished cells.
+# Prints a markdown table for docs/results.md; each cell's JSON is kept in --out so a rerun skips finished cells, but
+# only under the same settings (data, budget, split, --threads, the ets binary's SHA-256, ETS_TRAIN_ISA and the CPU's
+# kernel instruction sets): a rerun under others is refused.
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -93,14 +96,21 @@ def main() -> int:
         if not isinstance(done, dict):
             ap.error(f"--out {a.out} is not a resume file of ablate.py (not a JSON object)")
     # A finished cell is reused only under the settings it was scored with: a rerun with another --split, budget or
-    # dataset would otherwise print the old figures under the new heading.
-    settings = {"data": os.path.abspath(a.data), "minutes": a.minutes, "split": a.split}
+    # dataset would otherwise print the old figures under the new heading. Every cell trains for a time budget, so
+    # what sets how far it gets counts too: the threads, the ets binary and the kernels it picks (from the CPU's
+    # instruction sets, capped by ETS_TRAIN_ISA).
+    settings = run_settings(a)
     recorded = done.get(SETTINGS)
-    if recorded is None and any(k != SETTINGS for k in done):
+    finished = [k for k, v in done.items() if k != SETTINGS and isinstance(v, dict)
+                and "failed" not in v and "skipped" not in v]
+    if recorded is None and finished:
         print(f"ablate: {a.out} records no settings (an older ablate.py); its cells are taken as scored with "
               f"{settings}", file=sys.stderr)
-    elif recorded is not None and recorded != settings:
-        ap.error(f"--out {a.out} holds cells scored with {recorded}, not {settings}: pass another --out")
+    elif recorded is not None and recorded != settings and finished:
+        differ = sorted(k for k in set(recorded) | set(settings) if recorded.get(k) != settings.get(k))
+        ap.error(f"--out {a.out} holds cells scored with {recorded}, not {settings} (they differ in "
+                 f"{', '.join(differ)}): pass another --out")
+    # (failed cells are retried and skipped ones need no settings: a file of only those takes the new settings)
     done[SETTINGS] = settings
     # the trained models are only scored here, never kept: the folder goes when the run ends, however it ends
     with tempfile.TemporaryDirectory(prefix="ets-ablate-") as models:
@@ -111,7 +121,38 @@ def main() -> int:
     return 1 if unfinished else 0
 
 
-SETTINGS = "_settings"  # the resume file's record of the data, budget and split its cells were scored with
+SETTINGS = "_settings"  # the resume file's record of the data, budget, split, threads, binary and kernels of its cells
+# CPU features that decide which training kernels ets picks (docs/benchmarks.md, "Trainer")
+KERNEL_FLAGS = ("avx512f", "avx512dq", "avx512vl", "avx512bw", "avx2", "fma")
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def cpu_kernel_flags():
+    """The instruction sets among KERNEL_FLAGS this CPU has (from /proc/cpuinfo; None where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[1].split())
+                    return [f for f in KERNEL_FLAGS if f in have]
+    except OSError:
+        pass
+    return None
+
+
+def run_settings(a):
+    """What a cell's figures depend on besides its width and stride."""
+    return {"data": os.path.abspath(a.data), "minutes": a.minutes, "split": a.split, "threads": a.threads,
+            "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+            "ets_sha256": file_sha256(shutil.which(a.ets)), "ets_train_isa": os.environ.get("ETS_TRAIN_ISA"),
+            "cpu_kernel_flags": cpu_kernel_flags()}
 
 
 def cell_key(a, w, s):

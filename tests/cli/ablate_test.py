@@ -2,7 +2,7 @@
 # tools/ablate.py end to end on the pilot dataset with a budget of seconds: a trained cell's figures reach the resume
 # file and the table, a stride wider than the window is skipped, a finished cell is not trained again, a cell whose
 # training fails or gives no validation MRE is recorded (not a crash, but rc 1) and retried on the next run, a rerun
-# with another split is refused, and a bad --cells is refused. Figures are checked against each other, never hard-coded.
+# with another split, threads, ets binary or kernel cap is refused, and a bad --cells is refused. Figures are checked against each other, never hard-coded.
 # Usage: ablate_test.py ETS DATA_DIR WORK_DIR (DATA_DIR: the pilot set; the test trains on its smallest traces)
 import json
 import math
@@ -22,10 +22,10 @@ os.makedirs(work, exist_ok=True)
 data = smallest_traces(pilot, os.path.join(work, "data"), {"train": 8, "val": 3})
 
 
-def ablate(out, *extra, ets_path=ets):
+def ablate(out, *extra, ets_path=ets, env=None):  # a --threads in extra comes last: argparse keeps it
     return subprocess.run([sys.executable, os.path.join(ROOT, "tools", "ablate.py"), "--ets", ets_path, "--data", data,
                            "--minutes", "0.05", "--threads", "1", "--out", out, *extra],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=env)
 
 
 def load(path):
@@ -70,6 +70,16 @@ if p.returncode == 0:
     again = ablate(out, "--cells", "6x4")
     check(again.returncode == 0 and "training" not in again.stderr, f"rerun: rc {again.returncode}; {again.stderr}")
     check(table_row(again.stdout, 6, 4) == table_row(p.stdout, 6, 4), "rerun's row is the first run's")
+
+    # ---- ... but not under other threads, another ets binary or another kernel cap: each sets how far a cell gets
+    # in its time budget (the resume key held only the data, budget and split before)
+    wrapper = fake_ets("ets_wrapper", f'exec "{os.path.abspath(ets)}" "$@"')
+    for what, extra, kw, env in (("--threads 2", ["--threads", "2"], {}, None),
+                                 ("another ets binary", [], {"ets_path": wrapper}, None),
+                                 ("ETS_TRAIN_ISA=generic", [], {}, dict(os.environ, ETS_TRAIN_ISA="generic"))):
+        other = ablate(out, "--cells", "6x4", *extra, env=env, **kw)
+        check(other.returncode == 2 and "scored with" in other.stderr and "training" not in other.stderr,
+              f"rerun with {what}: rc {other.returncode}; {other.stderr[-500:]}")
 
 # ---- training that fails, or that validates nothing: recorded per cell, the run goes on, the next run retries
 bad = os.path.join(work, "bad.json")
