@@ -389,8 +389,14 @@ int run_bench_body(const Args& args) {
 
   std::filesystem::path dir;
   try {  // TMPDIR unset to a folder that is not there, or not writable: an error with an id, not "unexpected"
-    dir = std::filesystem::temp_directory_path() / fmt::format("ets-bench-{}", ::getpid());
-    std::filesystem::create_directories(dir);
+    // A new folder of its own (mkdtemp: mode 0700, never one that exists). "ets-bench-<pid>" reused a folder that
+    // was there, wrote through a symlink of that name, and removed the folder with what it held at the end; pids
+    // repeat across containers sharing a TMPDIR.
+    std::string name = (std::filesystem::temp_directory_path() / "ets-bench-XXXXXX").string();
+    if (::mkdtemp(name.data()) == nullptr)
+      ETS_THROW(Errc::io, "ets.cli.1", "cannot create the benchmark's temporary folder in TMPDIR ('{}'): {}", name,
+                std::strerror(errno));
+    dir = name;
   } catch (const std::filesystem::filesystem_error& e) {
     ETS_THROW(Errc::io, "ets.cli.1", "cannot create the benchmark's temporary folder (TMPDIR): {}", e.what());
   }
