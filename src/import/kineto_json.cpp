@@ -667,7 +667,9 @@ struct Meta {
 // A whole number >= 0, as a JSON number (8, 8.0) or the decimal digits of one in a string ("8": a value passed on
 // from argparse or the environment). Anything else leaves the batch size unknown and is kept for a warning: the
 // batch size is a feature, so a prediction without it moves.
-void read_batch_size(od::value v, Meta& m) {
+// A whole number >= 0 as a JSON number (3, 3.0) or the decimal digits of one in a string ("3"); -1 for anything
+// else (3.7, "three", -1, an object).
+std::int64_t whole_number(od::value v) {
   std::int64_t n = -1;
   std::string_view s;
   double d;
@@ -678,42 +680,38 @@ void read_batch_size(od::value v, Meta& m) {
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
     if (s.empty() || ec != std::errc() || end != s.data() + s.size()) n = -1;
   }
+  return n < 0 ? -1 : n;
+}
+
+// A value as the file writes it, for a message: at most 64 bytes, "?" for none (an object or array shows as its
+// first character).
+std::string shown_token(od::value v) {
+  std::string_view raw = v.raw_json_token();
+  while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t'))
+    raw.remove_suffix(1);
+  return raw.empty() ? std::string("?") : std::string(raw.substr(0, 64));
+}
+
+void read_batch_size(od::value v, Meta& m) {
+  const std::int64_t n = whole_number(v);
   if (n >= 0) {
     m.batch_size = n;
     m.bad_batch_size.clear();
     return;
   }
-  std::string_view raw = v.raw_json_token();  // an object or array shows as its first character
-  while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t'))
-    raw.remove_suffix(1);
-  m.bad_batch_size = raw.empty() ? std::string("?") : std::string(raw.substr(0, 64));
+  m.bad_batch_size = shown_token(v);
   m.batch_size = 0;
 }
 
-// distributedInfo.rank: a whole number >= 0, as a JSON number (3, 3.0) or the decimal digits of one in a string
-// ("3"); null leaves it unknown. Anything else (3.7, "three", -1) is refused: read as unknown it skipped the --rank
-// check, and truncated (3.7 -> 3) it passed the check for another rank.
+// distributedInfo.rank: a whole number >= 0 (whole_number); null leaves it unknown. Anything else (3.7, "three", -1)
+// is refused: read as unknown it skipped the --rank check, and truncated (3.7 -> 3) it passed the check for another
+// rank.
 void read_rank(od::value v, Meta& m, const std::string& path) {
-  std::int64_t n = -1;
-  std::string_view s;
-  double d;
   if (v.is_null()) return;
-  if (!v.get_int64().get(n)) {
-  } else if (!v.get_double().get(d)) {
-    n = d >= 0 && d <= 9e15 && d == std::floor(d) ? static_cast<std::int64_t>(d) : -1;
-  } else if (!v.get_string().get(s)) {
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-    if (s.empty() || ec != std::errc() || end != s.data() + s.size()) n = -1;
-  }
-  if (n >= 0) {
-    m.rank = n;
-    return;
-  }
-  std::string_view raw = v.raw_json_token();
-  while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t'))
-    raw.remove_suffix(1);
-  ETS_THROW(Errc::invalid_trace, "ets.kineto.10", "'{}': \"distributedInfo\".\"rank\" {} is not a whole number >= 0",
-            path, raw.empty() ? std::string_view("?") : raw.substr(0, 64));
+  const std::int64_t n = whole_number(v);
+  ETS_CHECK(n >= 0, Errc::invalid_trace, "ets.kineto.10", "'{}': \"distributedInfo\".\"rank\" {} is not a whole number >= 0",
+            path, shown_token(v));
+  m.rank = n;
 }
 
 void read_meta_object(od::object obj, Meta& m) {

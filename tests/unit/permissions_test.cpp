@@ -74,6 +74,18 @@ std::string error_text(const std::function<void()>& f) {
   return "";
 }
 
+// A one-layer network of 4 units on 3 features, one thread, checkpointed at `checkpoint`.
+struct TinyRun {
+  ets::LstmConfig config{3, 4, 1, 2, true};
+  ets::Trainer::Options options;
+  explicit TinyRun(const fs::path& checkpoint, int epochs) {
+    options.epochs = epochs;
+    options.batch = 8;
+    options.threads = 1;
+    options.checkpoint_path = checkpoint.string();
+  }
+};
+
 ets::WindowBatch small_batch() {
   ets::WindowBatch b;
   b.windows = 16;
@@ -121,18 +133,11 @@ TEST_CASE("files of another user: refused before the work, or reported with thei
     REQUIRE(::chmod((d / "run.ckpt").c_str(), 0600) == 0);
     REQUIRE(::chmod((d / "t.etst").c_str(), 0600) == 0);
     CHECK(as_nobody([&] {
-      ets::LstmConfig c;
-      c.input_size = 3;
-      c.hidden = 4;
-      c.layers = 1;
-      ets::Trainer::Options o;
-      o.epochs = 1;
-      o.batch = 8;
-      o.threads = 1;
-      o.checkpoint_path = (d / "run.ckpt").string();
-      o.resume = true;
+      TinyRun run(d / "run.ckpt", 1);
+      run.options.resume = true;
       const auto batch = small_batch();
-      const std::string ck = error_text([&] { ets::Trainer(ets::Trainer::init(c, 1), o).fit(batch); });
+      const std::string ck =
+          error_text([&] { ets::Trainer(ets::Trainer::init(run.config, 1), run.options).fit(batch); });
       const std::string tr = error_text([&] { ets::Tracer::load((d / "t.etst").string()); });
       return ck.find("[ets.train.11]") != std::string::npos && ck.find("Permission denied") != std::string::npos &&
              tr.find("[ets.io.1]") != std::string::npos && tr.find("Permission denied") != std::string::npos;
@@ -146,22 +151,14 @@ TEST_CASE("files of another user: refused before the work, or reported with thei
     CHECK(as_nobody([&] {
       std::vector<std::string> warned;
       ets::set_log_sink([&](ets::LogLevel, std::string_view m) { warned.emplace_back(m); }, ets::LogLevel::warn);
-      ets::LstmConfig c;
-      c.input_size = 3;
-      c.hidden = 4;
-      c.layers = 1;
-      ets::Trainer::Options o;
-      o.epochs = 3;
-      o.batch = 8;
-      o.threads = 1;
-      o.checkpoint_path = (d / "run.ckpt").string();
+      TinyRun run(d / "run.ckpt", 3);
       // after the first epoch's checkpoint the folder turns read-only (a full disk, a quota reached)
-      o.progress = [&](const ets::Trainer::Progress& p) {
+      run.options.progress = [&](const ets::Trainer::Progress& p) {
         if (p.evaluated && p.epoch == 0) ::chmod(d.c_str(), 0555);
         return true;
       };
       const auto batch = small_batch();
-      const auto r = ets::Trainer(ets::Trainer::init(c, 1), o).fit(batch);
+      const auto r = ets::Trainer(ets::Trainer::init(run.config, 1), run.options).fit(batch);
       ets::set_log_sink(nullptr);
       std::size_t skipped = 0;
       for (const auto& m : warned) skipped += m.find("[ets.train.11]") != std::string::npos;

@@ -90,6 +90,18 @@ void fix_checkpoint_crc(std::string& bytes) {
   std::memcpy(&bytes[bytes.size() - 4], &crc, 4);
 }
 
+// The time budget (100 s on the fake clock `fake_s`) runs out after step `last`: the progress report of the step
+// before moves the clock past it.
+void budget_ends_after(ets::Trainer::Options& opt, double& fake_s, std::int64_t last) {
+  opt.max_seconds = 100;
+  opt.progress_every = 1;
+  opt.clock = [&fake_s] { return fake_s; };
+  opt.progress = [&fake_s, last](const ets::Trainer::Progress& p) {
+    if (!p.evaluated && p.step == last - 1) fake_s = 101;
+    return true;
+  };
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -526,19 +538,13 @@ TEST_CASE("a cut epoch's validation of half-trained weights does not count in th
   opt.threads = 1;
   opt.patience = 1;
   opt.checkpoint_path = path;
-  opt.progress_every = 1;
-  opt.max_seconds = 100;
   // A fake clock: the time budget runs out after step 5, in epoch 1. Epoch 0 scores 0.5; the half-trained epoch 1
   // scores worse (0.9), which with patience 1 would stop a run.
   double fake_s = 0;
-  opt.clock = [&] { return fake_s; };
+  budget_ends_after(opt, fake_s, 5);
   std::vector<double> scores = {0.5, 0.9};
   std::size_t calls = 0;
   opt.validate = [&](const ets::LstmWeights&) { return scores.at(calls++); };
-  opt.progress = [&](const ets::Trainer::Progress& p) {
-    if (!p.evaluated && p.step == 4) fake_s = 101;
-    return true;
-  };
   const auto init = ets::Trainer::init(small_config(), 5);
   const auto part = ets::Trainer(init, opt).fit(train);
   REQUIRE(part.out_of_time);
@@ -568,17 +574,11 @@ TEST_CASE("a validation off the eval_every_epochs cadence, made as a budget ends
   opt.patience = 1;
   opt.eval_every_epochs = 2;  // an unbroken run validates after epochs 1 and 3
   opt.checkpoint_path = path;
-  opt.progress_every = 1;
-  opt.max_seconds = 100;
   double fake_s = 0;
-  opt.clock = [&] { return fake_s; };
+  budget_ends_after(opt, fake_s, 3);  // the end of epoch 0
   std::vector<double> scores = {0.5};  // epoch 0, whole, validated only because the budget ends with it
   std::size_t calls = 0;
   opt.validate = [&](const ets::LstmWeights&) { return scores.at(calls++); };
-  opt.progress = [&](const ets::Trainer::Progress& p) {
-    if (!p.evaluated && p.step == 2) fake_s = 101;
-    return true;
-  };
   const auto init = ets::Trainer::init(small_config(), 5);
   const auto part = ets::Trainer(init, opt).fit(train);
   REQUIRE(part.out_of_time);
