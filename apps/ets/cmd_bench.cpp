@@ -32,7 +32,7 @@
 
 #include "cli.hpp"
 #include "ets/bilstm_predictor.hpp"
-#include "ets/detail/cpu_lstm.hpp"  // ETS_DETAIL_CPU_ISA: the instruction set the CPU forward pass is compiled for
+#include "ets/detail/cpu_lstm.hpp"  // ETS_DETAIL_CPU_ISA, the forward pass's workspace and FLOPs
 #include "ets/error.hpp"
 #include "ets/model_file.hpp"
 #include "ets/trainer.hpp"
@@ -69,19 +69,6 @@ double forward_flops(const LstmConfig& c, int windows, int width) {
   for (int l = 0; l < c.layers; ++l) per_position += 2.0 * c.directions() * 4.0 * c.hidden * (c.layer_input(l) + c.hidden);
   per_position += 2.0 * c.outputs * c.hidden * c.directions();
   return per_position * windows * width;
-}
-
-// Bytes of the CPU forward pass's per-thread workspace for one call (include/ets/detail/cpu_lstm-inl.hpp,
-// CpuLstm::forward): the gates (rows × dirs·G·H), two layer outputs (rows × dirs·H each), the time-major input copy
-// (rows × F) and the cell state (N × H; GRU: N × G·H), each rounded to 16 floats. A call of more than 2^16 rows
-// runs in slices of whole windows of at most that many rows; a thread keeps its largest workspace. Mirror the
-// kernel's kMaxRows here if it changes.
-double forward_workspace_bytes(const LstmConfig& c, long long windows, int width) {
-  constexpr long long kMaxRows = 1LL << 16;
-  const double n = static_cast<double>(std::min(windows, std::max(1LL, kMaxRows / width)));
-  const double rows = n * width, dirs = c.directions(), gate_cols = dirs * c.gates() * c.hidden;
-  const double cell = n * (c.cell == RnnCell::gru ? static_cast<double>(c.gates()) * c.hidden : c.hidden);
-  return (rows * (gate_cols + 2 * dirs * c.hidden + c.input_size) + cell + 5 * 16) * sizeof(float);
 }
 
 void write_floats(const std::string& path, const std::vector<float>& v) {
@@ -365,7 +352,7 @@ int run_bench_body(const Args& args) {
       need += positions * (h + 2) * sizeof(float);
       // The forward pass's workspace, kept at the largest case's size: at F = H = 64 about 12.7x a case's input
       // and output, and left out of this check before.
-      workspace = std::max(workspace, forward_workspace_bytes(c, n, width));
+      workspace = std::max(workspace, static_cast<double>(detail::forward_workspace_floats(c, n, width)) * sizeof(float));
       // The peer process (same machine, same memory limit): it keeps every case's input (N·W·F), reads ETS's output
       // of a case to compare, and holds a forward pass's activations, torch's (a layer's input and output and its
       // two directions' outputs before they are joined: about 3 × N·W·2H) and ONNX Runtime's arena, which keeps

@@ -324,6 +324,25 @@ ETS_INLINE void validate_weights(const LstmWeights& w) {
             "head bias has {} values, the config needs {}", w.head_b.size(), c.outputs);
 }
 
+ETS_INLINE ForwardWorkspace forward_workspace(const LstmConfig& c, std::size_t windows, std::size_t width) noexcept {
+  constexpr std::size_t pad = 16;  // keeps each buffer 64-byte aligned
+  const auto round = [](std::size_t v) { return (v + pad - 1) / pad * pad; };
+  const std::size_t rows = windows * width, dirs = static_cast<std::size_t>(c.directions());
+  const std::size_t cell_gates = static_cast<std::size_t>(c.gates()) * static_cast<std::size_t>(c.hidden);
+  ForwardWorkspace ws;
+  ws.gates = round(rows * dirs * cell_gates);
+  ws.out = round(rows * dirs * static_cast<std::size_t>(c.hidden));
+  ws.cell = round(windows * (c.cell == RnnCell::gru ? cell_gates : static_cast<std::size_t>(c.hidden)));
+  ws.input = round(rows * static_cast<std::size_t>(c.input_size));
+  return ws;
+}
+
+ETS_INLINE std::size_t forward_workspace_floats(const LstmConfig& c, std::int64_t windows, int width) noexcept {
+  if (windows <= 0 || width <= 0) return 0;
+  const std::int64_t slice = std::min(windows, std::max<std::int64_t>(1, kForwardMaxRows / width));
+  return forward_workspace(c, static_cast<std::size_t>(slice), static_cast<std::size_t>(width)).total();
+}
+
 ETS_INLINE double lstm_forward_flops(const LstmConfig& c, int windows, int width) noexcept {
   const double positions = static_cast<double>(windows) * width;
   double per_position = 0;
@@ -369,8 +388,7 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
             "null input or output buffer for {} windows", windows);
   // Scratch grows with rows = windows × width (~5 KB per row at F = H = 102, and a thread keeps its largest), so
   // big batches run in slices: windows are independent, and 64 Ki rows keep the GEMMs long enough to stay efficient.
-  constexpr std::int64_t kMaxRows = std::int64_t{1} << 16;
-  const int max_windows = static_cast<int>(std::max<std::int64_t>(1, kMaxRows / width));
+  const int max_windows = static_cast<int>(std::max<std::int64_t>(1, kForwardMaxRows / width));
   if (windows > max_windows) {
     for (int b = 0; b < windows; b += max_windows) {
       const std::size_t first_row = static_cast<std::size_t>(b) * static_cast<std::size_t>(width);
@@ -391,18 +409,12 @@ ETS_INLINE void CpuLstmBackend::forward(const float* x, int windows, int width, 
   // block, so the per-step GEMM and gate pass touch a few dense pages instead of N rows W·row-width apart
   // (which thrashed the TLB at N = 256). The input is transposed once; the head writes back window-major.
   const std::size_t features = static_cast<std::size_t>(config_.input_size);
-  const std::size_t gates_size = rows * static_cast<std::size_t>(gate_cols);
-  const std::size_t out_size = rows * static_cast<std::size_t>(out_cols);
-  const std::size_t pad = 16;  // keeps each buffer 64-byte aligned
-  const auto round = [&](std::size_t v) { return (v + pad - 1) / pad * pad; };
-  // LSTM: the cell state c (N × H). GRU: the recurrent projection W_hh h + b_hh of one step (N × 3H).
-  const std::size_t cell_size = static_cast<std::size_t>(n) * static_cast<std::size_t>(gru ? cell_gates : hidden);
-  const cpu_kernel::Workspace workspace = cpu_kernel::thread_workspace(round(gates_size) + 2 * round(out_size) +
-                                                                        round(cell_size) + round(rows * features));
+  const ForwardWorkspace ws = forward_workspace(config_, un, uw);
+  const cpu_kernel::Workspace workspace = cpu_kernel::thread_workspace(ws.total());
   float* gates = workspace.data;
-  float* outs[2] = {gates + round(gates_size), gates + round(gates_size) + round(out_size)};
-  float* cell = outs[1] + round(out_size);
-  float* xt = cell + round(cell_size);
+  float* outs[2] = {gates + ws.gates, gates + ws.gates + ws.out};
+  float* cell = outs[1] + ws.out;
+  float* xt = cell + ws.cell;
   for (int t = 0; t < w; ++t)
     for (int b = 0; b < n; ++b)
       std::copy_n(x + (static_cast<std::size_t>(b) * uw + static_cast<std::size_t>(t)) * features, features,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <string>
 #include <vector>
@@ -93,6 +94,24 @@ ETS_INLINE void validate_weights(const LstmWeights& w);
 
 /// FLOPs of one forward pass (2 per multiply-add), for callers that report GFLOP/s.
 ETS_INLINE double lstm_forward_flops(const LstmConfig& c, int windows, int width) noexcept;
+
+/// Rows (windows × width) one forward pass computes at once: a larger batch runs in slices of whole windows of
+/// at most this many rows (at least one window).
+inline constexpr std::int64_t kForwardMaxRows = std::int64_t{1} << 16;
+
+/// The per-thread workspace of one forward slice of `windows` windows of `width`: the buffers, in floats, each
+/// rounded up to 16 (64 bytes), in the order forward() lays them out.
+struct ForwardWorkspace {
+  std::size_t gates = 0;  ///< rows × directions · gates · H
+  std::size_t out = 0;    ///< rows × directions · H, twice (a layer's input and output)
+  std::size_t cell = 0;   ///< LSTM: the cell state (N × H); GRU: the recurrent projection of one step (N × 3H)
+  std::size_t input = 0;  ///< rows × F, the time-major copy of the input
+  std::size_t total() const noexcept { return gates + 2 * out + cell + input; }
+};
+ETS_INLINE ForwardWorkspace forward_workspace(const LstmConfig& c, std::size_t windows, std::size_t width) noexcept;
+
+/// Floats of workspace a forward() call of `windows` windows keeps on its thread: that of its largest slice.
+ETS_INLINE std::size_t forward_workspace_floats(const LstmConfig& c, std::int64_t windows, int width) noexcept;
 
 /// The CPU backend. Immutable after construction; forward() keeps a per-thread workspace that grows to the
 /// largest batch seen on that thread (batches over 64 Ki rows run in slices of whole windows of that size, so it
