@@ -63,14 +63,6 @@ std::vector<int> int_list(const std::string& s, int hi) {
   return out;
 }
 
-// FLOPs of one forward pass: per position and direction 2·4H·(in + H) for the gates, plus the head.
-double forward_flops(const LstmConfig& c, int windows, int width) {
-  double per_position = 0;
-  for (int l = 0; l < c.layers; ++l) per_position += 2.0 * c.directions() * 4.0 * c.hidden * (c.layer_input(l) + c.hidden);
-  per_position += 2.0 * c.outputs * c.hidden * c.directions();
-  return per_position * windows * width;
-}
-
 void write_floats(const std::string& path, const std::vector<float>& v) {
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
@@ -528,7 +520,7 @@ int run_bench_body(const Args& args) {
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const Case& cs = cases[i];
       const double e = median(cs.ets), t = median(cs.torch), o = median(cs.ort);
-      const double gf = forward_flops(model_of(cs).config(), cs.windows, width) / (e * 1e6);
+      const double gf = detail::lstm_forward_flops(model_of(cs).config(), cs.windows, width) / (e * 1e6);
       out += fmt::format(
           "{}{{\"layers\":{},\"hidden\":{},\"windows\":{},\"ets_ms\":{},\"torch_ms\":{},\"ort_ms\":{},"
           "\"ets_gflops\":{},\"ets_fraction_of_gemm_ceiling\":{},\"speedup_vs_torch\":{},\"speedup_vs_ort\":{},"
@@ -556,7 +548,7 @@ int run_bench_body(const Args& args) {
   };
   for (const Case& cs : cases) {
     const double e = median(cs.ets), t = median(cs.torch), o = median(cs.ort);
-    const double gf = forward_flops(model_of(cs).config(), cs.windows, width) / (e * 1e6);
+    const double gf = detail::lstm_forward_flops(model_of(cs).config(), cs.windows, width) / (e * 1e6);
     std::printf("%5d %6d %10.3f %9.1f %6.0f%% %10.3f %8.2f %10s %10.3f %8.2f %10s\n", cs.hidden, cs.windows, e, gf,
                 100.0 * gf / ceil_gflops, t, speedup(t, e, cs.diff_torch, cs.tolerance), diff_text(cs.diff_torch).c_str(),
                 o, speedup(o, e, cs.diff_ort, cs.tolerance), diff_text(cs.diff_ort).c_str());
