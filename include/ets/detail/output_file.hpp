@@ -201,6 +201,10 @@ inline std::string resolve_destination(const std::string& path, bool streams_ok,
   return "";
 }
 
+/// Names tried for a temporary beside a destination (its probe, or a FileReplacement's file) before giving up: a
+/// name is taken by a file a killed process left, or one of another process with the same pid (another container).
+inline constexpr int kTemporaryNameAttempts = 100;
+
 /// Whether a FileReplacement of `path` would succeed as far as can be told without writing it: "" when it would,
 /// else the reason. Beyond resolve_destination: a pipe or device must be writable; otherwise the target's folder
 /// must take a new file, tested with a temporary of its own name (created empty, removed), so no file of the user's
@@ -218,17 +222,15 @@ inline std::string unwritable_reason(const std::string& path, bool streams_ok) {
   // A folder with the sticky bit (/tmp, a shared scratch folder) takes new files from anyone, but lets only the
   // owner of a file, of the folder, or root replace it: the rename at the end would fail after all the work.
   struct stat file_st {}, dir_st {};
-  const std::string folder = std::filesystem::path(target).parent_path().empty()
-                                 ? std::string(".")
-                                 : std::filesystem::path(target).parent_path().string();
+  const std::filesystem::path parent = std::filesystem::path(target).parent_path();
+  const std::string folder = parent.empty() ? std::string(".") : parent.string();
   if (::lstat(target.c_str(), &file_st) == 0 && ::stat(folder.c_str(), &dir_st) == 0 && (dir_st.st_mode & S_ISVTX) &&
       ::geteuid() != 0 && file_st.st_uid != ::geteuid() && dir_st.st_uid != ::geteuid())
     return "it belongs to another user, in a folder with the sticky bit (only its owner may replace it)";
-  // The probe: a temporary of its own name, created empty and removed. A name taken (a probe left by a process
-  // killed between the two, or one of another process with this pid in another container) is not a reason to
-  // refuse: the next name is tried, as the writer does.
+  // The probe: a temporary of its own name, created empty and removed. A name taken is not a reason to refuse:
+  // the next name is tried, as the writer does.
   int fd = -1, err = 0;
-  for (int attempt = 0; attempt < 100; ++attempt) {
+  for (int attempt = 0; attempt < kTemporaryNameAttempts; ++attempt) {
     const std::string probe = temporary_path(target, ".probe");
     const int slot = list_temporary(probe);
     fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -261,7 +263,7 @@ inline std::string unwritable_reason(const std::string& path, bool streams_ok) {
 class FileReplacement {
  public:
   /// Names tried for the temporary before giving up (each taken one is skipped).
-  static constexpr int kNameAttempts = 100;
+  static constexpr int kNameAttempts = kTemporaryNameAttempts;
 
   /// `what` names the file in messages ("model file"); `tag` marks the temporary ("<path><tag>-<pid>-<n>").
   FileReplacement(std::string path, const char* error_id, std::string what, const char* tag = ".tmp",
