@@ -199,13 +199,15 @@ struct Trainer::Impl {
                   opt.warmup_steps >= 0 && opt.clip_norm >= 0 && opt.patience >= 0 && opt.min_lr_ratio >= 0 &&
                   opt.min_lr_ratio <= 1 && opt.step_every_epochs > 0 && opt.step_gamma > 0 &&
                   std::isfinite(opt.step_gamma) && opt.min_delta >= 0 && opt.weight_decay >= 0 &&
-                  opt.threads >= 0 && opt.max_windows_per_epoch >= 0 && opt.max_seconds >= 0 && opt.ema_decay >= 0 && opt.ema_decay < 1,
+                  opt.threads >= 0 && opt.max_windows_per_epoch >= 0 && opt.max_seconds >= 0 && opt.ema_decay >= 0 &&
+                  opt.ema_decay < 1,
               Errc::invalid_argument, "ets.train.8",
               "training options out of range (batch {}, epochs {}, lr {}, eval_every_epochs {}, warmup_steps {}, "
               "clip_norm {}, patience {}, min_lr_ratio {}, step_every_epochs {}, step_gamma {}, min_delta {}, "
               "weight_decay {}, threads {}, max_windows_per_epoch {}, max_seconds {}, ema_decay {})",
               opt.batch, opt.epochs, opt.lr, opt.eval_every_epochs, opt.warmup_steps, opt.clip_norm, opt.patience,
-              opt.min_lr_ratio, opt.step_every_epochs, opt.step_gamma, opt.min_delta, opt.weight_decay, opt.threads, opt.max_windows_per_epoch, opt.max_seconds, opt.ema_decay);
+              opt.min_lr_ratio, opt.step_every_epochs, opt.step_gamma, opt.min_delta, opt.weight_decay, opt.threads,
+              opt.max_windows_per_epoch, opt.max_seconds, opt.ema_decay);
     // Annealing to a budget needs the budget and the cosine it stretches; otherwise it would be silently ignored.
     ETS_CHECK(!opt.anneal_within_budget || (opt.max_seconds > 0 && opt.schedule == Schedule::Cosine),
               Errc::invalid_argument, "ets.train.8",
@@ -695,13 +697,12 @@ Trainer::Result Trainer::fit(const WindowBatch& train_set, const WindowBatch* va
         res.out_of_time = true;
       }
       // an epoch cut short resumes inside itself, from the same shuffle; a whole one at the next epoch
+      const Choice choice = keep_choice ? Choice{best_before, metric_before, epoch_before, bad_before}
+                                        : Choice{best, best_metric, res.best_epoch, bad_evals};
       if (cut)
-        save_checkpoint(epoch, k_next, rng_before_shuffle, {best_before, metric_before, epoch_before, bad_before},
-                        {epoch_loss, epoch_weight, rec.seconds});
-      else if (keep_choice)
-        save_checkpoint(epoch + 1, 0, rng.save(), {best_before, metric_before, epoch_before, bad_before}, {});
+        save_checkpoint(epoch, k_next, rng_before_shuffle, choice, {epoch_loss, epoch_weight, rec.seconds});
       else
-        save_checkpoint(epoch + 1, 0, rng.save(), {best, best_metric, res.best_epoch, bad_evals}, {});
+        save_checkpoint(epoch + 1, 0, rng.save(), choice, {});
       if (opt.progress) {
         pr.epoch = epoch;
         pr.step = step;
