@@ -71,6 +71,7 @@ int run_eval(const Args& a) {
   const std::string model_path = a.value("--model"), data = a.value("--data"), split = a.value("--split", "test");
   if (model_path.empty() || data.empty()) throw std::invalid_argument("needs --model M and --data DIR");
   const int threads = static_cast<int>(integer_option(a, "--threads", 0, 0, kMaxThreads));
+  const std::uint64_t max_bytes = size_option(a, "--max-bytes", default_max_trace_bytes());  // per dataset file
   const bool json = a.flag("--json");
   const std::string train_split = a.value("--train-split", "train"), val_split = a.value("--val-split", "val");
   // "" would read DIR/traces itself (no trace files): "holds no trace" would hide the typo
@@ -112,7 +113,7 @@ int run_eval(const Args& a) {
   ETS_CHECK(!model.encoder_state.empty(), Errc::shape, "ets.predict.6",
             "model '{}' carries no encoder state (a bare network, e.g. exported without --encoder-from): it cannot "
             "encode traces", model_path);
-  const auto test = DatasetSplit::load(data, split, threads);
+  const auto test = DatasetSplit::load(data, split, threads, max_bytes);
   std::size_t labelled = 0;
   for (const auto& t : test.traces) labelled += Evaluator::scorable(t);
   ETS_CHECK(labelled > 0, Errc::invalid_argument, "ets.eval.4",
@@ -139,7 +140,7 @@ int run_eval(const Args& a) {
   const std::vector<Prediction> ets_pred = Evaluator::predict(model, test.traces, threads, aggregation);
   methods.push_back(Evaluator::method("ets", test.traces, ets_pred));
   DatasetSplit val;
-  if (a.flag("--baselines") || val_scaled) val = DatasetSplit::load(data, val_split, threads);
+  if (a.flag("--baselines") || val_scaled) val = DatasetSplit::load(data, val_split, threads, max_bytes);
   // Per method, the median val label / prediction ratio (--val-scaled).
   std::vector<double> scales;
   auto val_scale = [&](const std::vector<double>& val_pred) {
@@ -158,7 +159,7 @@ int run_eval(const Args& a) {
     scales.push_back(val_scale(vp));
   }
   if (a.flag("--baselines")) {
-    const auto train = DatasetSplit::load(data, train_split, threads);
+    const auto train = DatasetSplit::load(data, train_split, threads, max_bytes);
     const FeatureSpec spec = FeatureSpec::deserialize(model.encoder_state);
     for (auto kind : Baseline::all_kinds()) {
       if (!json) std::fprintf(stderr, "ets eval: training baseline %s ...\n", Baseline::kind_name(kind));
@@ -302,10 +303,11 @@ int run_eval(const Args& a) {
 const Register eval_cmd{Command{
     "eval", "evaluate a model and baselines on a dataset split",
     Spec{"eval --model M --data DIR [--split test] [--baselines] [--val-scaled] [--json] [--train-split S] "
-         "[--val-split S] [--threads T] [--aggregate mean|nearest] [--predictions OUT.csv] [--op-types OUT.csv]",
+         "[--val-split S] [--threads T] [--aggregate mean|nearest] [--predictions OUT.csv] [--op-types OUT.csv] "
+         "[--max-bytes SIZE]",
          {"--baselines", "--val-scaled", "--json"},
          {"--model", "--data", "--split", "--train-split", "--val-split", "--threads", "--aggregate", "--predictions",
-          "--op-types"},
+          "--op-types", "--max-bytes"},
          0,
          {{"--model M", "model (.etsm) to evaluate (required)"},
           {"--data DIR", "dataset directory (required)"},
@@ -320,7 +322,8 @@ const Register eval_cmd{Command{
            "per op: average the overlapping windows, or take the nearest-centre one (default mean)"},
           {"--predictions OUT.csv", "also write one row per trace: measured and each method's predicted time"},
           {"--op-types OUT.csv",
-           "also write one row per family, op type and phase: measured and ETS-predicted time and gap, summed"}},
+           "also write one row per family, op type and phase: measured and ETS-predicted time and gap, summed"},
+          max_bytes_help()},
          {},
          0},  // no positional argument: a stray word is a usage error, not dropped
     run_eval}};

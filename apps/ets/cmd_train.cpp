@@ -62,6 +62,7 @@ int run_train(const Args& a) {
   // (a narrow window without --stride gets stride = width, not a default stride wider than it)
   o.stride = static_cast<int>(integer_option(a, "--stride", std::min(o.stride, o.width), 1, o.width));
   o.threads = static_cast<int>(integer_option(a, "--threads", 0, 0, kMaxThreads));
+  const std::uint64_t max_bytes = size_option(a, "--max-bytes", default_max_trace_bytes());  // per dataset file
   auto& t = o.train;
   // at least one: 0 epochs would write the untrained starting weights as a model
   t.epochs = static_cast<int>(integer_option(a, "--epochs", t.epochs, 1, std::numeric_limits<int>::max()));
@@ -132,9 +133,9 @@ int run_train(const Args& a) {
 
   const bool quiet = a.flag("--quiet"), tty = isatty(fileno(stderr)) != 0;
   if (!quiet) std::fprintf(stderr, "ets train: loading %s ...\n", data.c_str());
-  const auto train = DatasetSplit::load(data, train_split, o.threads);
+  const auto train = DatasetSplit::load(data, train_split, o.threads, max_bytes);
   // --val-split "": no validation (no early stopping; the last weights are kept)
-  const auto val = val_split.empty() ? DatasetSplit{} : DatasetSplit::load(data, val_split, o.threads);
+  const auto val = val_split.empty() ? DatasetSplit{} : DatasetSplit::load(data, val_split, o.threads, max_bytes);
   // What training will use: traces with per-op labels, validation traces with a measured time (as ModelTrainer)
   const auto usable_train = std::count_if(train.traces.begin(), train.traces.end(),
                                           [](const ExecutionTrace& x) { return FeatureSpec::has_labels(x); });
@@ -247,11 +248,11 @@ const Register train_cmd{Command{
          "[--stride S] [--seed N] [--threads T] [--patience P] [--max-minutes M] [--max-windows N] [--weight-decay X] "
          "[--clip X] [--ema D] [--loss-weight P] [--anneal-to-budget] [--checkpoint PATH [--resume]] [--train-split S] "
          "[--val-split S] "
-         "[--environment E] [--commit C] [--quiet] [--json]",
+         "[--environment E] [--commit C] [--max-bytes SIZE] [--quiet] [--json]",
          {"--resume", "--quiet", "--json", "--anneal-to-budget"},
          {"--data", "--out", "--epochs", "--batch", "--lr", "--hidden", "--layers", "--cell", "--width", "--stride", "--seed",
           "--threads", "--patience", "--max-minutes", "--max-windows", "--weight-decay", "--clip", "--ema",
-          "--loss-weight", "--checkpoint", "--train-split", "--val-split", "--environment", "--commit"},
+          "--loss-weight", "--checkpoint", "--train-split", "--val-split", "--environment", "--commit", "--max-bytes"},
          0,
          {{"--data DIR", "dataset directory: trains on its --train-split, early-stops on its --val-split (required)"},
           {"--out M.etsm", "model file to write (required)"},
@@ -281,6 +282,7 @@ const Register train_cmd{Command{
           {"--val-split S", "split of DIR to validate on, not the train split (default val; \"\": none)"},
           {"--environment E", "hardware environment of the model (default: the training traces' most common)"},
           {"--commit C", "git commit recorded in the model's provenance"},
+          max_bytes_help(),
           {"--quiet", "no progress on stderr"},
           {"--json", "print the result (with the per-epoch history) as one JSON object"}},
          {},

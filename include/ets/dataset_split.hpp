@@ -2,6 +2,7 @@
 // tools/collect (DIR/traces/<split>/<config>.etst.gz, manifest in DIR/manifest.json; see docs/dataset.md).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct DatasetSplit {
   /// extra "config_id" the manifest assigns to another split is refused (ets.eval.7; an unreadable manifest:
   /// ets.eval.6); splits the manifest does not name are not checked.
   static DatasetSplit load(const std::string& dir, const std::string& split, int threads = 0);
+  /// As above, and refuses a trace file (and the manifest) holding more than max_bytes once decompressed
+  /// (ets.io.6, naming the file; 0 = no limit, as Tracer::LoadOptions::max_bytes). Training and evaluation read
+  /// every file of a split, so a service scoring datasets it did not make sets it (the `ets` tool: --max-bytes).
+  static DatasetSplit load(const std::string& dir, const std::string& split, int threads, std::uint64_t max_bytes);
 };
 
 }  // namespace ets

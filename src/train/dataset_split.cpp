@@ -15,6 +15,7 @@
 
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
+#include "import/importers.hpp"
 #include "import/json_cpu_check.hpp"
 #include "train/parallel.hpp"
 
@@ -29,7 +30,7 @@ namespace {
 // the manifest does not name (a user's own folders) and traces without a config id are not checked. file_of: each
 // config id of the split and the file holding it.
 void check_manifest(const std::string& dir, const std::string& split, const std::vector<std::string>& files,
-                    const std::map<std::string, std::size_t>& file_of) {
+                    const std::map<std::string, std::size_t>& file_of, std::uint64_t max_bytes) {
   const fs::path manifest = fs::path(dir) / "manifest.json";
   std::error_code ec;
   if (!fs::is_regular_file(manifest, ec)) return;
@@ -39,7 +40,15 @@ void check_manifest(const std::string& dir, const std::string& split, const std:
   import::require_runnable_json_parser();
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (const auto err = parser.load(manifest.string()).get(doc)) bad(simdjson::error_message(err));
+  // read as the traces are (max_bytes, ets.io.6 naming the file); a file that cannot be read is not a manifest
+  std::string bytes;
+  try {
+    bytes = import::read_file_bytes(manifest.string(), max_bytes);
+  } catch (const Error& e) {
+    if (e.id() == "ets.io.6") throw;
+    bad(e.what());
+  }
+  if (const auto err = parser.parse(bytes).get(doc)) bad(simdjson::error_message(err));
   simdjson::dom::array configs;
   if (doc["configs"].get_array().get(configs)) bad("no \"configs\" array");
   std::unordered_map<std::string, std::string> split_of;
@@ -105,6 +114,13 @@ std::vector<std::string> DatasetSplit::list(const std::string& dir, const std::s
 }
 
 DatasetSplit DatasetSplit::load(const std::string& dir, const std::string& split, int threads) {
+  return load(dir, split, threads, 0);
+}
+
+DatasetSplit DatasetSplit::load(const std::string& dir, const std::string& split, int threads,
+                                std::uint64_t max_bytes) {
+  Tracer::LoadOptions options;
+  options.max_bytes = max_bytes;
   DatasetSplit out;
   out.name = split;
   out.files = list(dir, split);
@@ -115,7 +131,7 @@ DatasetSplit DatasetSplit::load(const std::string& dir, const std::string& split
   train::run_on_threads(t, [&](int) {
     for (std::size_t i; (i = next.fetch_add(1)) < out.files.size();) {
       try {
-        per_file[i] = Tracer::load(out.files[i]);
+        per_file[i] = Tracer::load(out.files[i], options);
         for (auto& tr : per_file[i])
           if (tr.meta.source_path.empty()) tr.meta.source_path = out.files[i];
       } catch (...) {
@@ -136,7 +152,7 @@ DatasetSplit DatasetSplit::load(const std::string& dir, const std::string& split
                 "dataset split {} holds configuration {} twice, in {} and {}; keep one of them", split, id->second,
                 out.files[at->second], out.files[i]);
     }
-  check_manifest(dir, split, out.files, file_of);
+  check_manifest(dir, split, out.files, file_of, max_bytes);
   for (auto& v : per_file)
     for (auto& tr : v) out.traces.push_back(std::move(tr));
   return out;

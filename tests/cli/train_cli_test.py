@@ -144,6 +144,15 @@ check(not os.path.exists(os.path.join(data, "manifest.json")), "no manifest writ
 with open(victim, "rb") as fh:
     check(fh.read() == before, "the trace named by --out is unchanged")
 
+# ---- --max-bytes bounds each file of the splits read (as `ets predict` bounds a trace): ets.io.6 names the file
+p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), *TINY, "--max-bytes", "1K"],
+                   capture_output=True, text=True)
+check(p.returncode == 1 and "[ets.io.6]" in p.stderr and ".etst" in p.stderr and "--max-bytes" in p.stderr
+      and not os.path.exists(os.path.join(work, "never.etsm")), f"train --max-bytes 1K: rc {p.returncode}; {p.stderr}")
+p = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(work, "never.etsm"), "--max-bytes", "1X"],
+                   capture_output=True, text=True)
+check(p.returncode == 2 and "--max-bytes" in p.stderr, f"train --max-bytes 1X: rc {p.returncode}; {p.stderr}")
+
 # ---- an --out that cannot be written fails before training, not after it
 # (a data folder that does not exist: had the data been read first, the error would be its ets.eval.1)
 p = subprocess.run([ets, "train", "--data", os.path.join(work, "no-such-data"), "--out",

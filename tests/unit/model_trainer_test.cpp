@@ -253,6 +253,31 @@ TEST_CASE("a dataset's manifest keeps each configuration in its split", "[train]
   }
 }
 
+TEST_CASE("a split's files and manifest are read within max_bytes", "[train][eval]") {
+  const ets_test::TempDir scratch("ets_split_max_bytes_test");
+  const fs::path& dir = scratch.path;
+  fs::create_directories(dir / "traces" / "train");
+  auto t = ets_test::learnable_set(5, 1).front();
+  t.meta.extra["config_id"] = "vgg-0001";
+  const fs::path trace = dir / "traces" / "train" / "vgg-0001.etst";  // plain: its file size is what is read
+  ets::write_trace_file(trace.string(), {t});
+  const auto size = fs::file_size(trace);
+  CHECK(ets::DatasetSplit::load(dir.string(), "train", 1, size).traces.size() == 1);  // exactly the limit: read
+  CHECK_THROWS_WITH(ets::DatasetSplit::load(dir.string(), "train", 1, size - 1),
+                    Catch::Contains("ets.io.6") && Catch::Contains("vgg-0001.etst"));
+  const std::string text = R"({"configs": [{"id": "vgg-0001", "split": "train"}]})";
+  std::ofstream(dir / "manifest.json") << text;
+  const auto limit = std::max<std::uint64_t>(size, text.size());
+  CHECK(ets::DatasetSplit::load(dir.string(), "train", 1, limit).traces.size() == 1);
+  std::ofstream(dir / "manifest.json") << std::string(limit, ' ') << text;  // valid JSON, one byte per space more
+  CHECK_THROWS_WITH(ets::DatasetSplit::load(dir.string(), "train", 1, limit),
+                    Catch::Contains("ets.io.6") && Catch::Contains("manifest.json"));
+  CHECK(ets::DatasetSplit::load(dir.string(), "train", 1).traces.size() == 1);  // the 3-argument load: no limit
+  fs::remove(dir / "manifest.json");
+  fs::create_directory(dir / "manifest.json");  // not a regular file: no manifest, as before
+  CHECK(ets::DatasetSplit::load(dir.string(), "train", 1, limit).traces.size() == 1);
+}
+
 TEST_CASE("the test-retest figures compare re-collected labels with the traces' labels by config id", "[train][eval]") {
   auto traces = ets_test::learnable_set(4, 3, "famR");
   traces[0].meta.extra["config_id"] = "famR-0000";
