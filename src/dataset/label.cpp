@@ -82,15 +82,22 @@ void check_one_job(const std::vector<std::vector<ExecutionTrace>>& passes) {
 void check_aligned(const ExecutionTrace& ref, const ExecutionTrace& it, std::size_t pass, std::size_t iter) {
   // A pass without a tail step ends its last iteration at its ProfilerStep# span, short of the time between steps
   // (docs/dataset.md, Labels): one label never mixes the two.
-  const auto tail = [](const ExecutionTrace& t) {
-    const auto f = t.meta.extra.find("tail_steps");
+  const auto extra = [](const ExecutionTrace& t, const char* key) {
+    const auto f = t.meta.extra.find(key);
     return f == t.meta.extra.end() ? std::string("0") : f->second;
   };
-  if (tail(ref) != tail(it))
+  if (extra(ref, "tail_steps") != extra(it, "tail_steps"))
     ETS_THROW(Errc::invalid_trace, "ets.label.2",
               "pass {} iteration {} was profiled with {} tail step(s), pass 1 iteration 1 with {}: its passes' last "
               "iterations end differently",
-              pass + 1, iter + 1, tail(it), tail(ref));
+              pass + 1, iter + 1, extra(it, "tail_steps"), extra(ref, "tail_steps"));
+  // A pre-faulted heap takes the first touches' page faults out of the timed steps: one label never mixes the two
+  // (the label keeps pass 1's heap_mb, so that a re-collection pre-faults as its passes did).
+  if (extra(ref, "heap_mb") != extra(it, "heap_mb"))
+    ETS_THROW(Errc::invalid_trace, "ets.label.2",
+              "pass {} iteration {} ran with a pre-faulted heap of {} MiB, pass 1 iteration 1 with {} MiB: its passes "
+              "were timed differently",
+              pass + 1, iter + 1, extra(it, "heap_mb"), extra(ref, "heap_mb"));
   const std::size_t n = std::min(ref.ops.size(), it.ops.size());
   for (std::size_t j = 0; j < n; ++j) {
     const OpRecord& a = ref.ops[j];

@@ -662,6 +662,9 @@ struct Meta {
   std::string bad_batch_size;  // the value given, when it is not a whole number >= 0 (the size is then unknown)
   // Trailing ProfilerStep#s recorded only to close the step before them (tools/trace_export.py); -2 = unreadable.
   std::int64_t tail_steps = 0;
+  // The heap the collector's worker pre-faulted, in MiB (-1: none declared, -2: unreadable): a fact of the run that
+  // a label keeps, so that a re-collection (tools/collect/reproduce.py) runs as its passes did.
+  std::int64_t heap_mb = -1;
 };
 
 // A whole number >= 0, as a JSON number (8, 8.0) or the decimal digits of one in a string ("8": a value passed on
@@ -730,6 +733,9 @@ void read_meta_object(od::object obj, Meta& m) {
     else if (k == "tail_steps") {
       std::int64_t n;
       m.tail_steps = !v.get_int64().get(n) && n >= 0 ? n : -2;
+    } else if (k == "heap_mb" && !v.is_null()) {
+      const std::int64_t n = whole_number(v);
+      m.heap_mb = n >= 0 ? n : -2;
     }
   }
 }
@@ -1065,6 +1071,9 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
         "unknown", path, meta.bad_batch_size);
   if (meta.tail_steps < 0)
     ETS_THROW(Errc::invalid_trace, "ets.kineto.7", "'{}': \"ets\".\"tail_steps\" is not a non-negative integer", path);
+  ETS_CHECK(meta.heap_mb != -2, Errc::invalid_trace, "ets.kineto.12",
+            "'{}': \"ets\".\"heap_mb\" is not a whole number >= 0", path);
+  if (meta.heap_mb > 0) in.meta.extra["heap_mb"] = std::to_string(meta.heap_mb);  // 0: the default, not recorded
   // Deferred shape arguments are read from the source text, which outlives the assembly.
   in.load_args = [bytes, path, parser = std::make_shared<od::parser>(), buf = std::make_shared<std::string>()](
                      const HostSpan& span, OpRecord& rec) {

@@ -393,6 +393,24 @@ TEST_CASE("Kineto \"ets\".\"tail_steps\": trailing steps recorded only to close 
         Catch::Contains("ets.kineto.7"));
 }
 
+TEST_CASE("Kineto \"ets\".\"heap_mb\": the worker's pre-faulted heap is kept in extra for the label") {
+  const auto doc = [](const std::string& value) {
+    return fmt::format(R"({{"ets": {{"heap_mb": {}}}, "traceEvents": [)"
+                       R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 90}},)"
+                       R"({{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 20}}]}})",
+                       value);
+  };
+  for (const char* v : {"8192", "8192.0", "\"8192\""}) {
+    const auto t = ets::import::read_kineto_json(doc(v), "h.json", {});
+    REQUIRE(t.size() == 1);
+    CHECK(t[0].meta.extra.at("heap_mb") == "8192");
+  }
+  for (const char* none : {"0", "null"})  // 0 is the worker's default: recorded as none, as a trace without the key
+    CHECK(ets::import::read_kineto_json(doc(none), "h.json", {})[0].meta.extra.count("heap_mb") == 0);
+  for (const char* bad : {"-1", "1.5", "\"lots\"", "[]"})
+    CHECK_THROWS_WITH(ets::import::read_kineto_json(doc(bad), "h.json", {}), Catch::Contains("ets.kineto.12"));
+}
+
 TEST_CASE("Kineto \"ets\".\"batch_size\": a whole number, also as a string of digits; anything else warns") {
   const auto doc = [](const std::string& value) {
     return fmt::format(R"({{"ets": {{"batch_size": {}}}, "traceEvents": [)"

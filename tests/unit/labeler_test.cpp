@@ -343,6 +343,15 @@ TEST_CASE("Labeler: misaligned, empty and invalid input raise documented ids") {
   CHECK(error_id([&] { Labeler().label({{a}, {tailed}}); }) == "ets.label.2");
   CHECK_NOTHROW(Labeler().label({{tailed}, {tailed}}));
   CHECK_NOTHROW(Labeler().label({{untailed}, {a}}));
+  // nor passes timed with and without a pre-faulted heap; the label keeps the passes' heap_mb (tools/collect's
+  // reproduce.py pre-faults as they did)
+  auto heap = a, other_heap = a;
+  heap.meta.extra["heap_mb"] = "8192";
+  other_heap.meta.extra["heap_mb"] = "4096";
+  CHECK(error_id([&] { Labeler().label({{heap}, {a}}); }) == "ets.label.2");
+  CHECK(error_id([&] { Labeler().label({{a}, {heap}}); }) == "ets.label.2");
+  CHECK(error_id([&] { Labeler().label({{heap}, {other_heap}}); }) == "ets.label.2");
+  CHECK(Labeler().label({{heap}, {heap}}).trace.meta.extra.at("heap_mb") == "8192");
   // passes of different lengths: with [9], [9] and twelve iterations of 4 µs every iteration of the third lies
   // below the 9 µs label, and the bracket's per-op labels summed to 7.7 µs, 15% off it
   CHECK(error_id([&] { Labeler().label({{a}, {a, a}}); }) == "ets.label.6");
