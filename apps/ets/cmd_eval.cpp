@@ -135,7 +135,7 @@ int run_eval(const Args& a) {
                  elsewhere, test.traces.size(), model.hardware_env.c_str(), example.c_str());
 
   // Read (and checked: ets.eval.3 / .8) before minutes of prediction and baseline fitting.
-  const Evaluator::Retest retest = Evaluator::retest(data + "/retest.json", test.traces);
+  const Evaluator::Retest retest = Evaluator::retest(data + "/retest.json", test.traces, max_bytes);
   std::vector<Evaluator::Method> methods;
   const std::vector<Prediction> ets_pred = Evaluator::predict(model, test.traces, threads, aggregation);
   methods.push_back(Evaluator::method("ets", test.traces, ets_pred));

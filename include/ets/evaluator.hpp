@@ -108,6 +108,10 @@ class Evaluator {
   /// ets.eval.8 when a matched trace's labels were collected with other tail steps (`extra` "tail_steps", absent: 0)
   /// than the file's "tail_steps" (absent: 0): their difference would be counted as noise.
   static Retest retest(const std::string& retest_json, const std::vector<ExecutionTrace>& traces);
+  /// As above, and refuses a file holding more than max_bytes (ets.io.6, naming it; 0 = no limit), as
+  /// DatasetSplit::load bounds a split's files (`ets eval --max-bytes`).
+  static Retest retest(const std::string& retest_json, const std::vector<ExecutionTrace>& traces,
+                       std::uint64_t max_bytes);
 
   /// Iteration-level MRE of ETS weights on traces: the early-stopping metric of `ets train`.
   static double mre(const LstmWeights& weights, const WindowEncoder& encoder, const std::vector<ExecutionTrace>& traces,

@@ -21,6 +21,7 @@
 #include "ets/detail/parse_number.hpp"
 #include "ets/error.hpp"
 #include "ets/feature_spec.hpp"
+#include "import/importers.hpp"
 #include "import/json_cpu_check.hpp"
 #include "train/parallel.hpp"
 
@@ -222,6 +223,11 @@ double Evaluator::noise_floor(const std::vector<ExecutionTrace>& traces, std::si
 }
 
 Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::vector<ExecutionTrace>& traces) {
+  return retest(retest_json, traces, 0);
+}
+
+Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::vector<ExecutionTrace>& traces,
+                                    std::uint64_t max_bytes) {
   Retest out;
   std::error_code ec;
   if (!std::filesystem::exists(retest_json, ec)) return out;
@@ -234,7 +240,15 @@ Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::v
   import::require_runnable_json_parser();
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (const auto err = parser.load(retest_json).get(doc)) bad(simdjson::error_message(err));
+  // read as the traces are (max_bytes, ets.io.6 naming the file); a file that cannot be read is not a retest file
+  std::string bytes;
+  try {
+    bytes = import::read_file_bytes(retest_json, max_bytes);
+  } catch (const Error& e) {
+    if (e.id() == "ets.io.6") throw;
+    bad(e.what());
+  }
+  if (const auto err = parser.parse(bytes).get(doc)) bad(simdjson::error_message(err));
   simdjson::dom::object labels;
   if (doc["labels"].get_object().get(labels)) bad("no \"labels\" object");
   // The --tail-steps of the re-collection (absent: 0, as in files from before the tail step). Labels ended one way

@@ -299,6 +299,14 @@ runs = [subprocess.run([ets, "eval", "--model", model, "--data", scratch, "--jso
                        capture_output=True, text=True) for extra in ([], ["--max-bytes", str(sizes[largest])])]
 check(all(r.returncode == 0 for r in runs) and runs[0].stdout == runs[1].stdout and runs[0].stdout,
       f"eval --max-bytes of exactly the largest trace scores as without it: {[r.stderr for r in runs]}")
+retest_json = os.path.join(scratch, "retest.json")  # DIR/retest.json too: valid JSON, one byte past the limit
+with open(retest_json, "w") as fh:
+    fh.write('{"labels": {}}'.ljust(sizes[largest] + 1))
+p = subprocess.run([ets, "eval", "--model", model, "--data", scratch, "--json", "--max-bytes", str(sizes[largest])],
+                   capture_output=True, text=True)
+check(p.returncode == 1 and "[ets.io.6]" in p.stderr and "retest.json" in p.stderr,
+      f"eval --max-bytes and a larger retest.json: rc {p.returncode} {p.stderr}")
+os.remove(retest_json)
 # "-" is not standard output (which carries the report); it used to create a file named "-"
 if os.path.exists(os.path.join(work, "-")):
     os.remove(os.path.join(work, "-"))  # the "./-" check below leaves it: a rerun must not see it here

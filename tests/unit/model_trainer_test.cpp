@@ -323,6 +323,12 @@ TEST_CASE("the test-retest figures compare re-collected labels with the traces' 
   traces[0].meta.extra.erase("tail_steps");
   traces[1].meta.extra.erase("tail_steps");
   CHECK(ets::Evaluator::retest(path, traces).n == 2);
+  // within max_bytes as a split's files are (ets eval --max-bytes): exactly the file's size is read, a byte less not
+  const auto bytes = fs::file_size(path);
+  CHECK(ets::Evaluator::retest(path, traces, bytes).n == 2);
+  CHECK_THROWS_WITH(ets::Evaluator::retest(path, traces, bytes - 1),
+                    Catch::Contains("ets.io.6") && Catch::Contains("retest.json"));
+  CHECK(ets::Evaluator::retest((dir / "absent.json").string(), traces, 1).n == 0);  // absent: no figure, as before
   for (const char* bad_tail : {"-1", "1.5", "\"1\""}) {
     write_text(std::string("{\"tail_steps\":") + bad_tail + ",\"labels\":{" + two + "}}");
     CHECK_THROWS_WITH(ets::Evaluator::retest(path, traces), Catch::Contains("ets.eval.3"));
