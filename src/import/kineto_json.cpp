@@ -20,7 +20,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "ets/detail/parse_number.hpp"
+#include "parse_number.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "import/gpu_assembly.hpp"

@@ -18,7 +18,7 @@
 
 #include "ets/aggregator.hpp"
 #include "ets/bilstm_predictor.hpp"
-#include "ets/detail/parse_number.hpp"
+#include "parse_number.hpp"
 #include "ets/error.hpp"
 #include "ets/feature_spec.hpp"
 #include "import/importers.hpp"

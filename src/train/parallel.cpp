@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ets/detail/cloexec_file.hpp"
-#include "ets/detail/parse_number.hpp"
+#include "parse_number.hpp"
 
 #if defined(__linux__)
 #include <sched.h>

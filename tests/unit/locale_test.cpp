@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "ets/detail/parse_number.hpp"
+#include "parse_number.hpp"
 #include "ets/evaluator.hpp"
 #include "ets/labeler.hpp"
 #include "ets/trace.hpp"

@@ -1,5 +1,7 @@
 // Decimal text → double, whatever the process locale: strtod / stod / istream follow LC_NUMERIC or the global
 // C++ locale, so a host that calls setlocale(LC_ALL, "") on a comma-decimal system read "0.3" as 0.
+// Internal to the compiled library, not a public header: std::from_chars for double needs libstdc++ 11 or MSVC
+// (libc++ 14 has none), and the public headers build with libc++ too (tools/check_libcxx.sh).
 #pragma once
 
 #include <charconv>
