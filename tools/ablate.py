@@ -95,6 +95,8 @@ def main() -> int:
             ap.error(f"--out {a.out} is not a readable resume file ({e}); move it aside or pass another --out")
         if not isinstance(done, dict):
             ap.error(f"--out {a.out} is not a resume file of ablate.py (not a JSON object)")
+        # a cell that is not an object (an edited or foreign file) is not a result: it is run again
+        done = {k: v for k, v in done.items() if isinstance(v, dict)}
     # A finished cell is reused only under the settings it was scored with: a rerun with another --split, budget or
     # dataset would otherwise print the old figures under the new heading. Every cell trains for a time budget, so
     # what sets how far it gets counts too: the threads, the ets binary and the kernels it picks (from the CPU's
@@ -112,6 +114,10 @@ def main() -> int:
                  f"{', '.join(differ)}): pass another --out")
     # (failed cells are retried and skipped ones need no settings: a file of only those takes the new settings)
     done[SETTINGS] = settings
+    try:  # written now, not after the first cell's whole --minutes of training
+        save(a.out, done)
+    except OSError as e:
+        ap.error(f"--out {a.out}: cannot write it ({e.strerror or e})")
     # the trained models are only scored here, never kept: the folder goes when the run ends, however it ends
     with tempfile.TemporaryDirectory(prefix="ets-ablate-") as models:
         run_cells(a, cells, done, models)

@@ -71,7 +71,10 @@ def main() -> None:
     except (OSError, EOFError, UnicodeDecodeError) as e:
         ap.error(f"--trace {trace}: not a readable JSON trace ({e})")
     if a.cpu is not None and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {a.cpu})
+        try:
+            os.sched_setaffinity(0, {a.cpu})
+        except (OSError, ValueError, OverflowError) as e:
+            ap.error(f"--cpu {a.cpu}: not a core this process may run on ({getattr(e, 'strerror', None) or e})")
     text = data.decode("utf-8")
     mb = len(data) / 1e6
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:

@@ -21,6 +21,7 @@ The JSON's torch_settings records them and OPENBLAS_CORETYPE; ETS's runs get the
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,12 +58,24 @@ def torch_settings(torch):
 SAVE_RESERVE_S = 5.0
 
 
+def run_ets(cmd, **kw):
+    """`ets ...`'s standard output; a failure ends the benchmark with ets's own message (it was captured, and a
+    CalledProcessError traceback hid it)."""
+    try:
+        return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+    except subprocess.CalledProcessError as e:
+        last = (e.stderr or "").strip().splitlines()[-1:] or ["(no message)"]
+        sys.exit("bench_train: %s failed (exit %d): %s" % (" ".join(cmd[:2]), e.returncode, last[0]))
+    except OSError as e:
+        sys.exit("bench_train: cannot run %s: %s" % (cmd[0], e.strerror or e))
+
+
 def ets_round(ets, data, isa, budget_s, threads):
     env = dict(CALLER_ENV, ETS_TRAIN_ISA=isa)
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([ets, "train", "--data", data, "--out", os.path.join(tmp, "m.etsm"), "--val-split", "",
-                              "--max-minutes", "%.4f" % (budget_s / 60.0), "--threads", str(threads), "--quiet",
-                              "--json"], env=env, check=True, capture_output=True, text=True).stdout
+        out = run_ets([ets, "train", "--data", data, "--out", os.path.join(tmp, "m.etsm"), "--val-split", "",
+                       "--max-minutes", "%.4f" % (budget_s / 60.0), "--threads", str(threads), "--quiet", "--json"],
+                      env=env)
     r = json.loads(out)
     return {"windows_per_s": r["windows_per_s"], "kernels": r.get("kernels"), "steps": r.get("steps"),
             "train_seconds": r.get("seconds"), "wall_seconds": r.get("wall_seconds"), "budget_s": round(budget_s, 1),
@@ -76,8 +89,8 @@ def features_of(ets, data):
     import export_etsm  # noqa: E402
     with tempfile.TemporaryDirectory() as tmp:
         m = os.path.join(tmp, "m.etsm")
-        out = subprocess.run([ets, "train", "--data", data, "--out", m, "--val-split", "", "--max-windows", "256",
-                              "--epochs", "1", "--quiet", "--json"], check=True, capture_output=True, text=True).stdout
+        out = run_ets([ets, "train", "--data", data, "--out", m, "--val-split", "", "--max-windows", "256",
+                       "--epochs", "1", "--quiet", "--json"])
         meta = export_etsm.read_etsm(m)[0]
     r = json.loads(out)
     overhead = max(0.0, float(r.get("wall_seconds", 0)) - float(r.get("seconds", 0)))
@@ -138,6 +151,10 @@ def main():
     a = ap.parse_args()
     if a.rounds < 1 or a.seconds <= 0 or a.threads < 1 or a.min_steps < 1:
         ap.error("--rounds, --seconds, --threads and --min-steps must be positive")
+    if not shutil.which(a.ets):
+        ap.error(f"--ets {a.ets}: not an executable (build the ets_cli target or pass --ets)")
+    if not os.path.isdir(a.data):
+        ap.error(f"--data {a.data}: no such folder")
     torch_threads = thread_list(a.torch_threads, ap) if a.torch_threads else [a.threads]
     torch_environment(max(torch_threads))
     import torch  # noqa: E402  (after the thread variables)

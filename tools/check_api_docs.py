@@ -453,6 +453,9 @@ def main():
     a = ap.parse_args()
     src = os.path.abspath(a.source_dir)
     decls = collect(src)
+    if not decls:  # a wrong --source-dir passed with "0 public names, 0 not documented"
+        print(f"api docs: no public headers under {src}/include/ets", file=sys.stderr)
+        return 2
     if a.only:
         wanted = set(a.only.split(","))
         decls = [d for d in decls if d.qualified() in wanted]

@@ -7,11 +7,13 @@
 # is installed (it is not a dependency of ETS).
 # Usage: tools/check_libcxx.sh [BUILD_DIR=build]
 #        tools/check_libcxx.sh --compiler   (prints the clang++ it would use, or exits 77 without clang++ and libc++)
-#   BUILD_DIR: a configured Linux build with tests on (it provides ets/config.hpp and the list of every header).
+#   BUILD_DIR: a configured Linux build with tests on (it provides ets/config.hpp and the list of every header);
+#   a relative path is taken from the current folder, the default from the repository root.
 # Needs (Debian): clang, libc++-dev and libc++abi-dev (e.g. libc++-14-dev libc++abi-14-dev); libfmt-dev,
 # libeigen3-dev and catch2 for the headers.
 # Exit: 0 passed, 1 failed, 2 no build folder or headers, 77 no clang++ with libc++ (skipped: not a dependency).
 set -euo pipefail
+caller=$PWD  # BUILD_DIR is the caller's path, relative to where the script was run from
 cd "$(dirname "$0")/.."
 cxx=$(command -v clang++ || true)
 work=$(mktemp -d)
@@ -26,6 +28,7 @@ if [[ ${1:-} == --compiler ]]; then
   exit 0
 fi
 build=${1:-build}
+[[ $build = /* || -z ${1:-} ]] || build=$caller/$build
 config=$build/generated/include/ets/config.hpp
 all=$build/tests/header_only/ets_all_headers.hpp
 if [[ ! -f $config || ! -f $all ]]; then

@@ -6,11 +6,13 @@
 # where MinGW-w64 is installed (it is not a dependency).
 # Usage: tools/check_windows.sh [BUILD_DIR=build]
 #        tools/check_windows.sh --compiler   (prints the MinGW-w64 compiler it would use, or exits 77 without one)
-#   BUILD_DIR: a configured Linux build with tests on (it provides ets/config.hpp and the list of every header).
+#   BUILD_DIR: a configured Linux build with tests on (it provides ets/config.hpp and the list of every header);
+#   a relative path is taken from the current folder, the default from the repository root.
 # Needs (Debian): g++-mingw-w64-x86-64-posix, and wine64 to run; libfmt-dev, libeigen3-dev, catch2 for the headers.
 # Exit: 0 passed (or built, when Wine is absent: said so), 1 failed, 2 no build folder or headers, 77 no MinGW-w64
 # compiler (ctest's and .ci/run's "skipped": it is not a dependency of ETS).
 set -euo pipefail
+caller=$PWD  # BUILD_DIR is the caller's path, relative to where the script was run from
 cd "$(dirname "$0")/.."
 cxx=$(command -v x86_64-w64-mingw32-g++-posix || command -v x86_64-w64-mingw32-g++ || true)
 if [[ -z $cxx ]]; then
@@ -22,6 +24,7 @@ if [[ ${1:-} == --compiler ]]; then
   exit 0
 fi
 build=${1:-build}
+[[ $build = /* || -z ${1:-} ]] || build=$caller/$build
 config=$build/generated/include/ets/config.hpp
 all=$build/tests/header_only/ets_all_headers.hpp
 if [[ ! -f $config || ! -f $all ]]; then

@@ -253,6 +253,19 @@ def check_export_args(parser, args):
             parser.error("%s %s: folder %s does not exist" % (name, path, folder))
         if path and os.path.isdir(path):  # the atomic writer cannot replace a folder: refused after the export's work
             parser.error("%s %s is a folder; name the file to write" % (name, path))
+        if path:  # a folder the writer cannot create its temporary in failed with a traceback after the export's work
+            try:
+                tempfile.TemporaryFile(dir=folder).close()
+            except OSError as e:
+                parser.error("%s %s: cannot write in %s (%s)" % (name, path, folder, e.strerror or e))
+    # an output naming an input, or both outputs one file: the model replaced the weights it was made from, or the
+    # parity file replaced the model, and the export said nothing
+    paths = [(n, p) for n, p in (("--out", args.out), ("--parity", args.parity), ("--state-dict", args.state_dict),
+                                 ("--encoder-from", args.encoder_from)) if p]
+    for i, (name, path) in enumerate(paths):
+        for other, other_path in paths[i + 1:]:
+            if name in ("--out", "--parity") and os.path.realpath(path) == os.path.realpath(other_path):
+                parser.error("%s and %s name the same file %s" % (name, other, path))
 
 
 def window_geometry(args):

@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
+# a target named first (tools/fuzz.sh model_file), or 0, reached libFuzzer as -max_total_time=0: no limit at all
+[[ $secs =~ ^[1-9][0-9]*$ ]] || { echo "usage: tools/fuzz.sh [SECONDS>0] [target...] (got '$secs' for SECONDS)" >&2; exit 2; }
 [[ $# -gt 0 ]] && shift
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=(kineto_json pytorch_et nsight_sqlite ets_csv ets_trace model_file)

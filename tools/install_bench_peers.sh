@@ -7,6 +7,7 @@ if ! /usr/bin/python3 -c "import ensurepip" 2>/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv
 fi
-[[ -x $VENV/bin/python ]] || /usr/bin/python3 -m venv --system-site-packages "$VENV"
-"$VENV/bin/python" -c "import onnxruntime" 2>/dev/null || "$VENV/bin/pip" install -q onnxruntime
+# A venv without its pip (a run interrupted while ensurepip ran) is made again: skipping it failed every later run.
+"$VENV/bin/python" -m pip --version >/dev/null 2>&1 || /usr/bin/python3 -m venv --clear --system-site-packages "$VENV"
+"$VENV/bin/python" -c "import onnxruntime" 2>/dev/null || "$VENV/bin/python" -m pip install -q onnxruntime
 "$VENV/bin/python" -c "import onnxruntime, torch; print('bench peers: torch', torch.__version__, 'onnxruntime', onnxruntime.__version__)"

@@ -5,6 +5,9 @@ import gzip
 import os
 import sys
 
+if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):  # --help made a folder "--help"
+    print("usage: tools/make_bad_inputs.py [OUT_DIR=tests/bad_inputs]", file=sys.stderr)
+    sys.exit(2)
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "bad_inputs")
 files = {
     "empty.json": b"",

@@ -70,7 +70,7 @@ def main() -> None:
             die(f"{a.csv} has no family '{a.family}'")
     try:
         s = summarise(rows, a.top)
-    except (ValueError, ZeroDivisionError) as e:
+    except (ValueError, TypeError, ZeroDivisionError) as e:  # TypeError: a short row's missing cells are None
         die(f"{a.csv}: unreadable row ({e})")
     if a.json:
         print(json.dumps(finite_or_null(s), sort_keys=True, allow_nan=False))  # NaN is not JSON: null, as `ets` does

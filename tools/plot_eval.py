@@ -86,8 +86,8 @@ def main() -> None:
     fig.tight_layout()
     try:
         fig.savefig(a.out, dpi=110)
-    except OSError as e:
-        die(f"cannot write {a.out}: {e.strerror}")
+    except (OSError, ValueError) as e:  # ValueError: an extension matplotlib cannot write (out.xyz)
+        die(f"cannot write {a.out}: {getattr(e, 'strerror', None) or e}")
     print(a.out)
 
 

@@ -35,6 +35,8 @@ def main() -> None:
         die(f"{a.csv}: no {pol} row for predictor {pred}")
 
     predictors = [p for p in dict.fromkeys(r["predictor"] for r in rows) if p != "oracle"]
+    if not predictors:  # an empty chart, "wrote" and exit 0 hid it
+        die(f"{a.csv}: no predictor other than oracle to compare")
     fig, ax = plt.subplots(figsize=(9, 4))
     width = 0.8 / max(1, len(predictors))
     for k, pred in enumerate(predictors):
@@ -60,8 +62,8 @@ def main() -> None:
     fig.tight_layout()
     try:
         fig.savefig(a.out, dpi=110)
-    except OSError as e:
-        die(f"cannot write {a.out}: {e.strerror}")
+    except (OSError, ValueError) as e:  # ValueError: an extension matplotlib cannot write (out.xyz)
+        die(f"cannot write {a.out}: {getattr(e, 'strerror', None) or e}")
     print("wrote", a.out)
 
 

@@ -104,7 +104,20 @@ p = ablate(bad, "--cells", "6x4", "--split", "test")
 check(p.returncode == 2 and "scored with" in p.stderr and "training" not in p.stderr,
       f"rerun with another --split: rc {p.returncode}; {p.stderr[-500:]}")
 
-# ---- refused before any training
+# ---- a resume file's cell that is not an object is not a result: run again (it was a TypeError traceback)
+odd = os.path.join(work, "odd.json")
+with open(odd, "w") as fh:
+    json.dump({"w6_s4": 5}, fh)
+p = ablate(odd, "--cells", "6x4", ets_path=fake_ets("ets_fails_again", "echo 'broke' >&2; exit 3"))
+check(p.returncode == 1 and "Traceback" not in p.stderr and "broke" in load(odd).get("w6_s4", {}).get("failed", ""),
+      f"a non-object cell in the resume file: rc {p.returncode}; {p.stderr[-800:]}")
+
+# ---- refused before any training: an --out that cannot be written (it failed after the first cell's training)
+# (/proc/self: a folder that exists and that not even root can create a file in)
+if os.path.isdir("/proc/self"):
+    p = ablate("/proc/self/ablate.json", "--cells", "6x4")
+    check(p.returncode == 2 and "--out" in p.stderr and "training" not in p.stderr,
+          f"an unwritable --out: rc {p.returncode}; {p.stderr[-500:]}")
 p = ablate(os.path.join(work, "never.json"), "--cells", "6y4")
 check(p.returncode == 2 and "6y4" in p.stderr and not os.path.exists(os.path.join(work, "never.json")),
       f"bad --cells: rc {p.returncode}; {p.stderr}")

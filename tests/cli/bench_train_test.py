@@ -66,4 +66,20 @@ except ValueError:
     r = {}
 if p.returncode != 1 or "fewer than --min-steps 100000" not in p.stderr or len(r.get("warnings", [])) != 2:
     failures.append(f"--min-steps 100000: rc {p.returncode}, warnings {r.get('warnings')}, {p.stderr[-1000:]}")
+
+# a failing ets run ends the benchmark with ets's own message (a CalledProcessError traceback hid it), and a missing
+# --ets or --data is a usage error before anything runs
+empty = os.path.join(tmp.name, "empty")
+os.makedirs(os.path.join(empty, "traces", "train"))
+tool = os.path.join(ROOT, "tools", "bench_train.py")
+q = subprocess.run([py, tool, "--ets", ets, "--data", empty, "--rounds", "1", "--seconds", "1"], capture_output=True,
+                   text=True, timeout=300)
+if not (q.returncode == 1 and "ets.train.18" in q.stderr and "Traceback" not in q.stderr):
+    failures.append(f"a failing ets run: rc {q.returncode} {q.stderr[-500:]}")
+for argv, what in ((["--ets", os.path.join(tmp.name, "no-ets"), "--data", data], "--ets"),
+                   (["--ets", ets, "--data", os.path.join(tmp.name, "no-data")], "--data")):
+    q = subprocess.run([py, tool, *argv, "--rounds", "1", "--seconds", "1"], capture_output=True, text=True, timeout=60)
+    if not (q.returncode == 2 and what in q.stderr and "Traceback" not in q.stderr):
+        failures.append(f"a missing {what}: rc {q.returncode} {q.stderr[-300:]}")
+
 finish()

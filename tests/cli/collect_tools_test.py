@@ -593,13 +593,31 @@ check(sorted(os.listdir(tmp_dir)) == sorted(kept), f"stale temporaries removed, 
 # ---- tools/export_etsm.py refuses an --out or --parity naming a folder (usage, exit 2) before building anything; it
 # used to end in an IsADirectoryError traceback after the export's work
 EXPORT = os.path.join(ROOT, "tools", "export_etsm.py")
-import importlib.util  # noqa: E402
-for flag in ("--out", "--parity") if importlib.util.find_spec("numpy") else ():  # export_etsm imports numpy
+# export_etsm imports numpy: this interpreter's, else Debian's (whose torch the tool serves), else not checked
+EXPORT_PY = next((py for py in (sys.executable, "/usr/bin/python3") if os.path.exists(py) and subprocess.run(
+    [py, "-c", "import numpy"], capture_output=True).returncode == 0), None)
+for flag in ("--out", "--parity") if EXPORT_PY else ():
     argv = ["--out", os.path.join(work, "m.etsm")] if flag == "--parity" else []
-    r = subprocess.run([sys.executable, EXPORT, "export", *argv, flag, work], capture_output=True, text=True)
+    r = subprocess.run([EXPORT_PY, EXPORT, "export", *argv, flag, work], capture_output=True, text=True)
     check(r.returncode == 2 and "is a folder" in r.stderr and "Traceback" not in r.stderr and
           not os.path.exists(os.path.join(work, "m.etsm")), f"export_etsm {flag} FOLDER: rc {r.returncode} "
           f"{r.stderr[-300:]}")
+if EXPORT_PY:
+    # an output naming an input or the other output (the parity file replaced the model, exit 0), and a folder no
+    # file can be created in (/proc/self, also for root: a traceback after the export's work): refused up front
+    weights = os.path.join(work, "w.pt")
+    with open(weights, "wb") as fh:
+        fh.write(b"weights")
+    m = os.path.join(work, "m.etsm")
+    for argv, want in ((["--out", m, "--parity", os.path.join(work, ".", "m.etsm")], "same file"),
+                       (["--out", weights, "--state-dict", weights], "same file"),
+                       (["--out", "/proc/self/m.etsm"], "cannot write")):
+        if argv[1].startswith("/proc/") and not os.path.isdir("/proc/self"):
+            continue
+        r = subprocess.run([EXPORT_PY, EXPORT, "export", *argv, "--input-size", "4", "--hidden", "4", "--layers", "1"],
+                           capture_output=True, text=True)
+        check(r.returncode == 2 and want in r.stderr and "Traceback" not in r.stderr and not os.path.exists(m)
+              and open(weights, "rb").read() == b"weights", f"export_etsm {argv}: rc {r.returncode} {r.stderr[-300:]}")
 
 # ---- the worker's skip rule: the median warm-up iteration over --max-iter-s, decided as soon as it is certain (a
 # first warm-up paying one-off costs alone no longer drops a configuration); --rt is one of a pass's settings
