@@ -267,6 +267,15 @@ std::string normalize_op_name(std::string_view raw, bool* backward, int weight_r
   return forward_name(n, weight_rank);
 }
 
+std::string launch_scope_op_name(std::string_view raw, bool* backward) {
+  const std::size_t hash = raw.rfind('#');
+  const std::string_view s = hash == std::string_view::npos || hash + 1 == raw.size() ? raw : raw.substr(hash + 1);
+  bool bwd = false;
+  std::string n = normalize_op_name(s, &bwd);
+  if (backward) *backward = bwd;
+  return bwd ? n : snake(s);
+}
+
 std::size_t recurrent_weights_argument(const std::vector<std::string>& types) {
   for (std::size_t i = types.size(); i-- > 1;)
     if (types[i] == "TensorList" || types[i] == "GenericList") return i;

@@ -34,6 +34,13 @@ std::uint8_t scope_phase_flags(std::string_view name);
 /// runs with grad enabled too.)
 Phase op_phase(std::uint8_t scope_flags, bool backward_name, bool closure_step, std::int64_t sequence);
 
+/// The op type of a span without an operator name that launched device work itself (a torch.compile
+/// `CompiledFunction`, an `Optimizer.step#FusedAdam.step` scope; trace-format.md, GPU rule): the text after the
+/// last '#' (a record_function label's detail), snake-cased as an autograd node's class is, so that
+/// "CompiledFunction" pairs with its "CompiledFunctionBackward" node ("compiled_function"); a name ending in
+/// Backward<N> maps as a backward node does (*backward = true).
+std::string launch_scope_op_name(std::string_view raw, bool* backward = nullptr);
+
 /// record_function's own tensor bookkeeping (torch <= 2.0), which the readers drop where it is an outermost op.
 bool is_record_function_bookkeeping(std::string_view raw);
 
