@@ -86,6 +86,8 @@ Forest build_forest(const std::vector<HostSpan>& h) {
 }
 
 /// Top op records: name, phase, inputs/hyper (from the first descendant that has them), summed flops, sequence.
+/// Launch scopes (GPU rule) follow the outermost candidates: spans without an operator name that launched device
+/// work themselves, each an op of that work alone (the candidates nested in it stay ops of their own).
 struct TopOp {
   std::size_t span = 0;
   OpRecord rec;
@@ -95,7 +97,7 @@ struct TopOp {
 using ArgsLoader = std::function<void(const HostSpan&, OpRecord&)>;
 
 std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f, std::vector<std::int64_t>& top_slot,
-                                const ArgsLoader& load_args) {
+                                const ArgsLoader& load_args, const std::vector<std::size_t>& launch_scopes = {}) {
   std::vector<TopOp> ops;
   top_slot.assign(h.size(), -1);
   for (std::size_t i : f.order) {
@@ -157,6 +159,23 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
     }
     if (has_flops[k]) t.rec.flops = flops[k];
     fill_analytic(t.rec);
+  }
+  // A launch scope is named by its own name and takes its own arguments and phase: nothing folds into it.
+  for (const std::size_t i : launch_scopes) {
+    top_slot[i] = static_cast<std::int64_t>(ops.size());
+    TopOp t;
+    t.span = i;
+    t.rec = h[i].rec;
+    if (h[i].args_size) load_args(h[i], t.rec);
+    bool bwd_name = false;
+    t.rec.name = launch_scope_op_name(h[i].rec.raw_name, &bwd_name);
+    if (!h[i].phase_known) {
+      const std::int64_t step = f.opt_step[i];
+      const bool closure_step = step >= 0 && f.step_has_backward[static_cast<std::size_t>(step)];
+      t.rec.phase = op_phase(f.flags[i], bwd_name, closure_step, t.rec.sequence);
+    }
+    fill_analytic(t.rec);
+    ops.push_back(std::move(t));
   }
   return ops;
 }
@@ -308,8 +327,6 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   sort_steps(in.steps);
   const std::vector<HostSpan>& h = in.host;
   const Forest f = build_forest(h);
-  std::vector<std::int64_t> top_slot;
-  std::vector<TopOp> ops = make_top_ops(h, f, top_slot, in.load_args);
 
   std::unordered_map<std::int64_t, std::size_t> by_id;
   by_id.reserve(h.size());
@@ -346,10 +363,37 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
       launch_span[i] = s;
     }
   }
+  // The enclosing span on the launching thread is ground truth; some Kineto versions write the correlation id into a
+  // launch's "External id" (param/resnet_kineto.json), so the id is only a fallback.
+  for (std::size_t li = 0; li < in.launches.size(); ++li) {
+    if (launch_span[li] >= 0 || in.launches[li].host_id < 0) continue;
+    auto it = by_id.find(in.launches[li].host_id);
+    if (it != by_id.end()) launch_span[li] = static_cast<std::int64_t>(it->second);
+  }
+  // Launch scopes: a launch with no op candidate around it (torch.compile's CompiledFunction replaying a CUDA graph,
+  // apex FusedAdam launching from its Optimizer.step# span) belongs to the innermost span around it, which becomes
+  // an op of its own, unless that span is the ProfilerStep# marker or lies outside every step (then the work falls
+  // to the op window holding it, as work without a launch does).
+  std::vector<std::size_t> launch_scopes;
+  {
+    std::vector<char> is_scope(h.size(), 0);
+    for (const std::int64_t s : launch_span) {
+      if (s < 0 || f.top[static_cast<std::size_t>(s)] >= 0 || is_scope[static_cast<std::size_t>(s)]) continue;
+      const HostSpan& span = h[static_cast<std::size_t>(s)];
+      if (starts_with(span.rec.raw_name, "ProfilerStep#")) continue;
+      if (!in.steps.empty() && step_of(in.steps, span.start_us) < 0) continue;
+      is_scope[static_cast<std::size_t>(s)] = 1;
+    }
+    for (const std::size_t i : f.order)
+      if (is_scope[i]) launch_scopes.push_back(i);
+  }
+  std::vector<std::int64_t> top_slot;
+  std::vector<TopOp> ops = make_top_ops(h, f, top_slot, in.load_args, launch_scopes);
+  // The op a span's launches belong to: its outermost candidate, or the span itself where it is a launch scope.
   auto top_of_span = [&](std::int64_t s) -> std::int64_t {
     if (s < 0) return -1;
     const std::int64_t t = f.top[static_cast<std::size_t>(s)];
-    return t < 0 ? -1 : top_slot[static_cast<std::size_t>(t)];
+    return top_slot[static_cast<std::size_t>(t < 0 ? s : t)];
   };
   // The launches of each correlation id, by time: (time, top op slot). An id is normally carried by one launch; where
   // several carry it (ids reused across captures, or a writer's bug), an activity goes to the latest launch not
@@ -364,13 +408,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   for (std::size_t li = 0; li < in.launches.size(); ++li) {
     const Launch& l = in.launches[li];
     if (l.correlation < 0) continue;
-    // The enclosing span on the launching thread is ground truth; some Kineto versions write the correlation id
-    // into a launch's "External id" (param/resnet_kineto.json), so the id is only a fallback.
-    std::int64_t s = launch_span[li];
-    if (s < 0 && l.host_id >= 0) {
-      auto it = by_id.find(l.host_id);
-      if (it != by_id.end()) s = static_cast<std::int64_t>(it->second);
-    }
+    const std::int64_t s = launch_span[li];
     // (a launch at no readable time sorts first: it is picked only where no other came before the activity)
     const double ts = std::isnan(l.ts_us) ? -std::numeric_limits<double>::infinity() : l.ts_us;
     corr_launches.push_back({l.correlation, ts, top_of_span(s)});

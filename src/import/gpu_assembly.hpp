@@ -90,7 +90,9 @@ struct AssemblyOptions {
   std::size_t tail_steps = 0;
 };
 
-/// GPU rule: op = outermost op candidate with at least one non-communication device activity; op start = its
+/// GPU rule: op = outermost op candidate, or launch scope (a span, not the ProfilerStep# marker, around a launch
+/// with no op candidate around it: an op of the work it launched itself), with at least one non-communication
+/// device activity; op start = its
 /// first activity start, made non-decreasing (an iteration's first op no earlier than the end of the previous
 /// iteration's device work); time = the device's busy time in [start, next op start), whichever op launched the
 /// work; gap = the rest of that distance. Activities without a launch fall to the op whose [start, next start)

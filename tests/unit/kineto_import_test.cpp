@@ -16,6 +16,7 @@
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
 #include "import/importers.hpp"
+#include "import/op_normalize.hpp"
 #include "test_support.hpp"
 
 using namespace ets;
@@ -227,11 +228,85 @@ TEST_CASE("Kineto GPU trace t1: kernels by launch; a GPU trace without launches 
   // ets.import.2 said each kernel went to the op running when it started.
   CHECK_THROWS_WITH(ets::import::read_kineto_json(t1_json({1, 2, 3, 4, 5, 6}), "t1.json", {}),
                     Catch::Contains("ets.kineto.3") && Catch::Contains("no runtime launch events"));
-  // Launches that exist but lie in no operator's span
+  // Launches that exist but lie in no operator's span: the operators ran on another thread
   std::string outside = t1_json();
-  for (const char* op : {"aten::conv2d", "aten::relu", "aten::add", "aten::mul"})
-    outside.replace(outside.find(op), std::string(op).size(), std::string("user_") + (op + 6));
+  for (const char* op : {"aten::conv2d", "aten::relu", "aten::add", "aten::mul"}) {
+    const std::string on_1 = fmt::format(R"("name": "{}", "pid": 100, "tid": 1,)", op);
+    outside.replace(outside.find(on_1), on_1.size(), fmt::format(R"("name": "{}", "pid": 100, "tid": 9,)", op));
+  }
   CHECK_THROWS_WITH(ets::import::read_kineto_json(outside, "t1.json", {}), Catch::Contains("ets.kineto.3"));
+  // Spans without an operator name that launch the work themselves are ops of it (launch scopes), timed alike
+  std::string unnamed = t1_json();
+  for (const char* op : {"aten::conv2d", "aten::relu", "aten::add", "aten::mul"})
+    unnamed.replace(unnamed.find(op), std::string(op).size(), std::string("user_") + (op + 6));
+  const auto u = ets::import::read_kineto_json(unnamed, "t1.json", {});
+  REQUIRE(u.size() == 2);
+  CHECK(times(u) == kT1);
+  CHECK(u[0].ops[0].name == "user_conv2d");
+  CHECK(u[0].ops[0].raw_name == "user_conv2d");
+}
+
+namespace {
+// One step of a torch.compile'd model trained with apex FusedAdam (the shape of HTA's trace_diff fixtures): the
+// compiled forward replays a CUDA graph from its CompiledFunction span (a cpu_op without "::"), which also copies
+// the inputs in (aten::copy_); the backward runs on the autograd engine's thread 2; FusedAdam launches its kernel
+// straight from its Optimizer.step# span. A stray launch lies directly in the ProfilerStep#.
+const char* kLaunchScopes = R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "A100"}],
+"traceEvents": [
+ {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1000, "dur": 1000},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 1010, "dur": 20, "args": {"Sequence number": 1}},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1015, "dur": 2, "args": {"correlation": 1}},
+ {"ph": "X", "cat": "cpu_op", "name": "CompiledFunction", "pid": 1, "tid": 1, "ts": 1040, "dur": 60, "args": {"Sequence number": 2}},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "pid": 1, "tid": 1, "ts": 1045, "dur": 10},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 1048, "dur": 2, "args": {"correlation": 2}},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1, "ts": 1070, "dur": 5, "args": {"correlation": 3}},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1110, "dur": 2, "args": {"correlation": 4}},
+ {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddmmBackward0", "pid": 1, "tid": 2, "ts": 1120, "dur": 30},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 1125, "dur": 2, "args": {"correlation": 5}},
+ {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#FusedAdam.step", "pid": 1, "tid": 1, "ts": 1200, "dur": 50},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 1, "tid": 1, "ts": 1202, "dur": 3},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1210, "dur": 2, "args": {"correlation": 6}},
+ {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1100, "dur": 50, "args": {"device": 0, "stream": 7, "correlation": 1}},
+ {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 1160, "dur": 10, "args": {"device": 0, "stream": 7, "correlation": 2}},
+ {"ph": "X", "cat": "kernel", "name": "triton_fused_a", "pid": 0, "tid": 7, "ts": 1180, "dur": 30, "args": {"device": 0, "stream": 7, "correlation": 3}},
+ {"ph": "X", "cat": "kernel", "name": "triton_fused_b", "pid": 0, "tid": 7, "ts": 1215, "dur": 20, "args": {"device": 0, "stream": 7, "correlation": 3}},
+ {"ph": "X", "cat": "kernel", "name": "gemm_bwd", "pid": 0, "tid": 7, "ts": 1300, "dur": 20, "args": {"device": 0, "stream": 7, "correlation": 5}},
+ {"ph": "X", "cat": "kernel", "name": "stray", "pid": 0, "tid": 7, "ts": 1330, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 4}},
+ {"ph": "X", "cat": "kernel", "name": "multi_tensor_apply_kernel", "pid": 0, "tid": 7, "ts": 1400, "dur": 40, "args": {"device": 0, "stream": 7, "correlation": 6}}
+]})";
+}  // namespace
+
+TEST_CASE("Kineto GPU: a span without an operator name that launches device work itself is an op of that work") {
+  // Before: no op candidate held the graph launch or FusedAdam's launch, so the graph's kernels fell to aten::copy_'s
+  // window and the update kernel to the backward op's (update work counted as backward; no update op at all).
+  const auto its = ets::import::read_kineto_json(kLaunchScopes, "launch_scopes.json", {});
+  REQUIRE(its.size() == 1);
+  const auto& ops = its[0].ops;
+  std::vector<std::string> names;
+  for (const auto& op : ops) names.push_back(op.name);
+  REQUIRE(names == std::vector<std::string>{"linear", "copy", "compiled_function", "linear", "fused_adam.step"});
+  CHECK(ops[1].kernels == 1);  // the input copy stays aten::copy_'s, nested in CompiledFunction as it is
+  CHECK(ops[2].raw_name == "CompiledFunction");
+  CHECK(ops[2].phase == Phase::Forward);
+  CHECK(ops[2].kernels == 2);
+  CHECK(ops[2].time_us == Approx(50));
+  CHECK(ops[2].gap_us == Approx(1300 - 1180 - 50));
+  CHECK(ops[2].sequence == 2);
+  // the ProfilerStep# marker is no op: the stray launch directly in it falls to the window holding its kernel
+  CHECK(ops[3].phase == Phase::Backward);
+  CHECK(ops[3].kernels == 2);
+  CHECK(ops[4].raw_name == "Optimizer.step#FusedAdam.step");
+  CHECK(ops[4].phase == Phase::Update);
+  CHECK(ops[4].kernels == 1);
+  CHECK(ops[4].time_us == Approx(40));
+  CHECK(its[0].sum_us() == Approx(2000 - 1100));  // to the step's end
+  CHECK(its[0].meta.optimizer == "fusedadam");
+  // the name rule: a record_function label's detail, snake-cased; a Backward node's name maps as one
+  bool bwd = true;
+  CHECK(ets::import::launch_scope_op_name("CompiledFunction", &bwd) == "compiled_function");
+  CHECK(!bwd);
+  CHECK(ets::import::launch_scope_op_name("CompiledFunctionBackward", &bwd) == "compiled_function");
+  CHECK(bwd);
 }
 
 TEST_CASE("Kineto times are µs from the earliest complete event read, not from the first event with a ts") {
