@@ -119,3 +119,39 @@ TEST_CASE("ResNet-50 V100 traces: 53 convolution forward ops per iteration, all 
   }
   CHECK(seen == 4);
 }
+
+TEST_CASE("HTA trace_diff traces: torch.compile's CUDA graph and apex FusedAdam's kernels are ops of their own") {
+  ETS_REQUIRE_SHARED("kineto-gpu/hta/trace_diff__test__test.json.gz");
+  ETS_REQUIRE_SHARED("kineto-gpu/hta/trace_diff__control__control.json.gz");
+  // Launched from CompiledFunction and Optimizer.step#FusedAdam.step, with no aten:: op around the launch, they fell
+  // to the op windows holding them: the graph's to aten::item / aten::fill_, FusedAdam's to GatherBackward0.
+  for (const char* name : {"trace_diff__test__test.json.gz", "trace_diff__control__control.json.gz"}) {
+    INFO(name);
+    const bool compiled = std::string(name).find("test__test") != std::string::npos;  // control: no torch.compile
+    const auto its = Tracer::load(ets_test::shared_data(std::string("kineto-gpu/hta/") + name));
+    REQUIRE(its.size() == 6);
+    for (const auto& t : its) {
+      int fused_adam = 0, compiled_fn = 0;
+      double update_us = 0;
+      for (const auto& op : t.ops) {
+        if (op.phase == Phase::Update) update_us += op.time_us;
+        if (op.raw_name == "Optimizer.step#FusedAdam.step") {
+          ++fused_adam;
+          CHECK(op.name == "fused_adam.step");
+          CHECK(op.phase == Phase::Update);
+          CHECK(op.kernels == 8);
+        } else if (op.raw_name == "CompiledFunction") {
+          ++compiled_fn;
+          CHECK(op.name == "compiled_function");
+          CHECK(op.phase == Phase::Forward);
+          CHECK(op.kernels == 339);  // the graph's replay
+        } else if (op.raw_name == "aten::item" || op.raw_name == "aten::fill_") {
+          CHECK(op.kernels <= 2);  // they held up to 298 of the graph's kernels
+        }
+      }
+      CHECK(fused_adam == 1);
+      CHECK(compiled_fn == (compiled ? 1 : 0));
+      CHECK(update_us > 1000);  // about 2 ms (test) and 1.3 ms (control) a step; there was no update op
+    }
+  }
+}
