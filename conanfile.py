@@ -194,8 +194,8 @@ class EtsConan(ConanFile):
             cu.requires = ["ets"]
             if not self.options.shared:
                 # A static libets_cuda.a needs these at the consumer's link; they come from the CUDA install
-                # (cuBLAS for the head GEMM of the cuDNN backend).
-                cu.system_libs = ["cudnn", "cupti", "cublas", "cudart"]
+                # (cuBLAS, for the head GEMM of the cuDNN backend, is loaded at run time, and dl does that).
+                cu.system_libs = ["cudnn", "cupti", "cudart", "dl"]
                 cuda_lib = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64")
                 if os.path.isdir(cuda_lib):
                     cu.libdirs = ["lib", cuda_lib]

@@ -3,8 +3,6 @@
 // Host code only; every CUDA / cuDNN / cuBLAS status becomes an ets::Error naming the call and file:line.
 #include "ets/cuda/cudnn_backend.hpp"
 
-#include <cublas_v2.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -20,14 +18,17 @@
 #include "ets/bilstm_predictor.hpp"
 #include "ets/cuda/cudnn_weight_slice.hpp"
 #include "ets/cuda/device.hpp"
+#include "cublas_loader.hpp"
 #include "status.hpp"
 
-#define ETS_CUBLAS_CHECK(call)                                                                   \
+// cuBLAS is called through detail::cublas_api() (loaded on first use): the message names the cuBLAS function.
+#define ETS_CUBLAS_CHECK_NAMED(status, name)                                                     \
   do {                                                                                           \
-    cublasStatus_t ets_status_ = (call);                                                         \
+    cublasStatus_t ets_status_ = (status);                                                       \
     if (ets_status_ != CUBLAS_STATUS_SUCCESS)                                                    \
-      ETS_THROW(::ets::Errc::backend, "ets.cuda.9", "{} failed: {} ({})", #call,                 \
-                cublasGetStatusString(ets_status_), static_cast<int>(ets_status_));              \
+      ETS_THROW(::ets::Errc::backend, "ets.cuda.9", "{} failed: {} ({})", name,                  \
+                ::ets::cuda::detail::cublas_api().status_string(ets_status_),                    \
+                static_cast<int>(ets_status_));                                                  \
   } while (false)
 
 namespace ets::cuda {
@@ -46,7 +47,12 @@ using Unique = std::unique_ptr<std::remove_pointer_t<Handle>, HandleDeleter<Hand
 
 using StreamPtr = Unique<cudaStream_t, cudaStreamDestroy>;
 using CudnnPtr = Unique<cudnnHandle_t, cudnnDestroy>;
-using CublasPtr = Unique<cublasHandle_t, cublasDestroy_v2>;
+struct CublasDeleter {
+  void operator()(cublasHandle_t h) const noexcept {
+    if (h) (void)detail::cublas_api().destroy(h);  // a handle exists only where the library was loaded
+  }
+};
+using CublasPtr = std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, CublasDeleter>;
 using RnnDescPtr = Unique<cudnnRNNDescriptor_t, cudnnDestroyRNNDescriptor>;
 using RnnDataDescPtr = Unique<cudnnRNNDataDescriptor_t, cudnnDestroyRNNDataDescriptor>;
 using TensorDescPtr = Unique<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
@@ -202,10 +208,11 @@ std::unique_ptr<ExecContext> CudnnBackend::Impl::make_context() const {
   ctx->stream = create<StreamPtr>([](cudaStream_t* s) { ETS_CUDA_CHECK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking)); });
   ctx->cudnn = create<CudnnPtr>([](cudnnHandle_t* h) { ETS_CUDNN_CHECK(cudnnCreate(h)); });
   ETS_CUDNN_CHECK(cudnnSetStream(ctx->cudnn.get(), ctx->stream.get()));
-  ctx->cublas = create<CublasPtr>([](cublasHandle_t* h) { ETS_CUBLAS_CHECK(cublasCreate(h)); });
-  ETS_CUBLAS_CHECK(cublasSetStream(ctx->cublas.get(), ctx->stream.get()));
+  const detail::CublasApi& blas = detail::cublas_api();
+  ctx->cublas = create<CublasPtr>([&](cublasHandle_t* h) { ETS_CUBLAS_CHECK_NAMED(blas.create(h), "cublasCreate"); });
+  ETS_CUBLAS_CHECK_NAMED(blas.set_stream(ctx->cublas.get(), ctx->stream.get()), "cublasSetStream");
   // Plain fp32 FMA math in both libraries: TF32 would break parity with the CPU path (1e-4).
-  ETS_CUBLAS_CHECK(cublasSetMathMode(ctx->cublas.get(), CUBLAS_DEFAULT_MATH));
+  ETS_CUBLAS_CHECK_NAMED(blas.set_math_mode(ctx->cublas.get(), CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
 
   // Inference never applies dropout; cuDNN still wants an initialised descriptor (rate 0, no RNG state).
   ctx->dropout = create<DropoutDescPtr>([](cudnnDropoutDescriptor_t* d) { ETS_CUDNN_CHECK(cudnnCreateDropoutDescriptor(d)); });
@@ -362,9 +369,11 @@ void CudnnBackend::Impl::run(ExecContext& ctx, const float* x, int windows, int 
   // column-major terms, out' (O × P) = W'ᵀ (O × DH) · Y' (DH × P) with W' = head_w read as DH × O.
   const float one = 1.0f, zero = 0.0f;
   const int dh = config.hidden * dirs;
-  ETS_CUBLAS_CHECK(cublasSgemm(ctx.cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, config.outputs,
-                               static_cast<int>(positions), dh, &one, head_w.as<const float>(), dh,
-                               ctx.y.as<const float>(), dh, &zero, ctx.out.as<float>(), config.outputs));
+  ETS_CUBLAS_CHECK_NAMED(detail::cublas_api().sgemm(ctx.cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, config.outputs,
+                                                    static_cast<int>(positions), dh, &one, head_w.as<const float>(),
+                                                    dh, ctx.y.as<const float>(), dh, &zero, ctx.out.as<float>(),
+                                                    config.outputs),
+                         "cublasSgemm");
   ETS_CUDA_CHECK(cudaMemcpyAsync(ctx.out_host.as<float>(), ctx.out.get(), positions * config.outputs * sizeof(float),
                                  cudaMemcpyDeviceToHost, stream));
   ETS_CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -490,6 +490,20 @@ if os.path.exists("/dev/zero"):
         check(p.returncode == 1 and len(rows) == 2 and rows[0].get("error", {}).get("id") == "ets.cli.3"
               and rows[1]["trace"] == trace and rows[1].get("predicted_us") and "[ets.cli.3]" in p.stderr,
               f"--keep-going past a trace that runs out of memory: rc {p.returncode} {p.stdout[:400]} {p.stderr}")
+# A CUDA build loads cuBLAS when the GPU backend first runs, not at start: the tool used to map libcublasLt at start
+# (~215 MB resident) and could not even print its version under a 0.5 GiB address-space limit; a CPU prediction
+# never needs it
+version = subprocess.run([ets, "--version"], capture_output=True, text=True).stdout
+with open(ets, "rb") as fh:
+    sanitized = b"__asan_init" in fh.read()  # ASan reserves terabytes of address space: no such limit for it
+if "(cuda)" in version and not sanitized:
+    import resource
+    cap = 512 << 20
+    for argv in (["--version"], ["predict", trace, "--model", model_a, "--backend", "cpu"]):
+        p = subprocess.run([ets, *argv], capture_output=True, text=True, timeout=120,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
+        check(p.returncode == 0 and p.stdout, f"CUDA build, ets {argv[0]} under a 0.5 GiB address space: rc "
+              f"{p.returncode} {p.stderr[-300:]}")
 # the limit and the trace: one byte short is refused, its size is read
 with open(trace, "rb") as fh:
     raw = fh.read()
