@@ -27,25 +27,12 @@ if [[ ${1:-} == --compiler ]]; then
   echo "$cxx"
   exit 0
 fi
-build=${1:-build}
-[[ $build = /* || -z ${1:-} ]] || build=$caller/$build
-config=$build/generated/include/ets/config.hpp
-all=$build/tests/header_only/ets_all_headers.hpp
-if [[ ! -f $config || ! -f $all ]]; then
-  echo "check_libcxx: $build is not a configured build with tests (no $config or $all)" >&2
-  exit 2
-fi
+source tools/header_only_build.sh
+header_only_build_dir check_libcxx "${1:-}"
 # fmt header-only: the system libfmt.so is libstdc++'s
 flags=(-std=c++17 -O1 -Wall -Wextra -Werror -stdlib=libc++ -DFMT_HEADER_ONLY -Iinclude "-I$build/generated/include"
        "-I$(dirname "$all")" -I/usr/include/eigen3)
-objects=()
-for src in tests/header_only/header_only_test.cpp tests/header_only/second_unit.cpp \
-           tests/header_only/portable_io_test.cpp; do
-  obj="$work/$(basename "$src" .cpp).o"
-  echo "check_libcxx: compiling $src"
-  "$cxx" "${flags[@]}" -c "$src" -o "$obj"
-  objects+=("$obj")
-done
+header_only_compile check_libcxx "$cxx" "$work" "${flags[@]}"
 "$cxx" -stdlib=libc++ "${objects[@]}" -o "$work/header_only_test" -pthread
 # the test must really run on libc++, not on a libstdc++ that a stray flag pulled in
 if ! ldd "$work/header_only_test" | grep -q 'libc++\.so'; then

@@ -23,14 +23,8 @@ if [[ ${1:-} == --compiler ]]; then
   echo "$cxx"
   exit 0
 fi
-build=${1:-build}
-[[ $build = /* || -z ${1:-} ]] || build=$caller/$build
-config=$build/generated/include/ets/config.hpp
-all=$build/tests/header_only/ets_all_headers.hpp
-if [[ ! -f $config || ! -f $all ]]; then
-  echo "check_windows: $build is not a configured build with tests (no $config or $all)" >&2
-  exit 2
-fi
+source tools/header_only_build.sh
+header_only_build_dir check_windows "${1:-}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Only the header-only libraries the headers need, so that no Linux system header is found by mistake.
@@ -41,14 +35,7 @@ for dir in /usr/include/fmt /usr/include/eigen3/Eigen /usr/include/catch2; do
 done
 flags=(-std=c++17 -O1 -Wall -Wextra -DFMT_HEADER_ONLY -Iinclude "-I$build/generated/include" "-I$(dirname "$all")"
        "-I$work/include")
-objects=()
-for src in tests/header_only/header_only_test.cpp tests/header_only/second_unit.cpp \
-           tests/header_only/portable_io_test.cpp; do
-  obj="$work/$(basename "$src" .cpp).o"
-  echo "check_windows: compiling $src"
-  "$cxx" "${flags[@]}" -c "$src" -o "$obj"
-  objects+=("$obj")
-done
+header_only_compile check_windows "$cxx" "$work" "${flags[@]}"
 exe="$work/header_only_test.exe"
 "$cxx" -static "${objects[@]}" -o "$exe"  # static: no MinGW runtime DLLs to find under Wine
 wine=$(command -v wine64 || command -v wine || { [[ -x /usr/lib/wine/wine64 ]] && echo /usr/lib/wine/wine64; } || true)
