@@ -9,6 +9,7 @@ import json
 import math
 import re
 import os
+import resource
 import subprocess
 import sys
 
@@ -475,7 +476,6 @@ if os.path.exists("/dev/zero"):
     with open(ets, "rb") as fh:
         asan = b"__asan_init" in fh.read()
     if not asan:  # ASan reserves terabytes of address space: it cannot run under such a limit
-        import resource
         cap = 1 << 30
         p = subprocess.run([ets, "predict", "/dev/zero", "--model", model_a], capture_output=True, text=True,
                            timeout=120, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
@@ -497,7 +497,6 @@ version = subprocess.run([ets, "--version"], capture_output=True, text=True).std
 with open(ets, "rb") as fh:
     sanitized = b"__asan_init" in fh.read()  # ASan reserves terabytes of address space: no such limit for it
 if "(cuda)" in version and not sanitized:
-    import resource
     cap = 512 << 20
     for argv in (["--version"], ["predict", trace, "--model", model_a, "--backend", "cpu"]):
         p = subprocess.run([ets, *argv], capture_output=True, text=True, timeout=120,
