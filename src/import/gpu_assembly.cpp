@@ -20,6 +20,13 @@ namespace {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
 
+// Frees a container's storage now (clear() keeps the capacity): the assembly drops each per-span structure once
+// nothing after needs it, so the host spans, the forest and the output are not all held at once.
+template <class C>
+void release(C& c) {
+  C().swap(c);
+}
+
 bool is_candidate(const HostSpan& s) {
   if (s.kind == SpanKind::Op) return true;
   if (s.kind == SpanKind::Scope) return false;
@@ -92,6 +99,9 @@ struct TopOp {
   std::size_t span = 0;
   OpRecord rec;
   bool bookkeeping = false;
+  // the span's times and thread, kept so that the host spans can be freed before the output is built
+  double start_us = 0, end_us = 0;
+  std::int64_t tid = 0;
 };
 
 using ArgsLoader = std::function<void(const HostSpan&, OpRecord&)>;
@@ -100,11 +110,17 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
                                 const ArgsLoader& load_args, const std::vector<std::size_t>& launch_scopes = {}) {
   std::vector<TopOp> ops;
   top_slot.assign(h.size(), -1);
+  {
+    std::size_t n = launch_scopes.size();  // the exact count: no regrowth, no spare capacity
+    for (std::size_t i = 0; i < h.size(); ++i) n += f.top[i] == static_cast<std::int64_t>(i);
+    ops.reserve(n);
+  }
   for (std::size_t i : f.order) {
     if (f.top[i] != static_cast<std::int64_t>(i)) continue;
     top_slot[i] = static_cast<std::int64_t>(ops.size());
     TopOp t;
     t.span = i;
+    t.start_us = h[i].start_us, t.end_us = h[i].end_us, t.tid = h[i].tid;
     t.rec = h[i].rec;
     if (h[i].args_size) load_args(h[i], t.rec);
     const std::int64_t p = f.parent[i];
@@ -165,6 +181,7 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
     top_slot[i] = static_cast<std::int64_t>(ops.size());
     TopOp t;
     t.span = i;
+    t.start_us = h[i].start_us, t.end_us = h[i].end_us, t.tid = h[i].tid;
     t.rec = h[i].rec;
     if (h[i].args_size) load_args(h[i], t.rec);
     bool bwd_name = false;
@@ -260,37 +277,41 @@ bool is_communication_kernel(std::string_view name) noexcept {
 
 std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions& opt) {
   sort_steps(in.steps);
-  const Forest f = build_forest(in.host);
-  std::vector<std::int64_t> top_slot;
-  std::vector<TopOp> ops = make_top_ops(in.host, f, top_slot, in.load_args);
+  std::vector<TopOp> ops;
+  {
+    const Forest f = build_forest(in.host);
+    std::vector<std::int64_t> top_slot;
+    ops = make_top_ops(in.host, f, top_slot, in.load_args);
+  }
+  // The ops carry all that is read from here on: the host spans (the largest input) go before the output is built.
+  release(in.host);
   std::int64_t tid = opt.training_tid;
   if (tid < 0) {
     std::unordered_map<std::int64_t, std::size_t> count;
-    for (const auto& t : ops) ++count[in.host[t.span].tid];
+    for (const auto& t : ops) ++count[t.tid];
     std::size_t best = 0;
     for (const auto& [k, c] : count)
       if (c > best || (c == best && k < tid)) best = c, tid = k;
   }
-  std::vector<const TopOp*> sel;
-  for (const auto& t : ops)
-    if (!t.bookkeeping && in.host[t.span].tid == tid) sel.push_back(&t);
-  std::stable_sort(sel.begin(), sel.end(), [&](const TopOp* a, const TopOp* b) {
-    return in.host[a->span].start_us < in.host[b->span].start_us;
-  });
+  std::vector<TopOp*> sel;
+  for (auto& t : ops)
+    if (!t.bookkeeping && t.tid == tid) sel.push_back(&t);
+  std::stable_sort(sel.begin(), sel.end(), [&](const TopOp* a, const TopOp* b) { return a->start_us < b->start_us; });
   const bool whole = in.steps.empty();
   // Group ops by step.
-  std::vector<std::vector<const TopOp*>> groups(whole ? 1 : in.steps.size());
-  for (const TopOp* t : sel) {
-    const std::int64_t s = whole ? 0 : step_of(in.steps, in.host[t->span].start_us);
+  std::vector<std::vector<TopOp*>> groups(whole ? 1 : in.steps.size());
+  for (TopOp* t : sel) {
+    const std::int64_t s = whole ? 0 : step_of(in.steps, t->start_us);
     if (s >= 0) groups[static_cast<std::size_t>(s)].push_back(t);
   }
+  release(sel);
   std::vector<ExecutionTrace> out;
   const std::size_t emitted = returned_steps(groups, whole, opt, in.meta.source_path, "on the training thread");
   for (std::size_t g = 0; g < emitted; ++g) {
     if (groups[g].empty()) continue;
     // Successor = the next step in the list when it is adjacent and has ops.
-    const HostSpan* next_first = nullptr;
-    if (g + 1 < groups.size() && !groups[g + 1].empty()) next_first = &in.host[groups[g + 1].front()->span];
+    const TopOp* next_first = nullptr;
+    if (g + 1 < groups.size() && !groups[g + 1].empty()) next_first = groups[g + 1].front();
     double end;
     if (next_first) {
       end = next_first->start_us;
@@ -299,7 +320,7 @@ std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions
     } else if (!whole && !opt.keep_incomplete) {
       continue;  // marker-derived last iteration with no end
     } else {
-      end = in.host[groups[g].back()->span].end_us;
+      end = groups[g].back()->end_us;
     }
     ExecutionTrace tr;
     tr.meta = in.meta;
@@ -308,9 +329,10 @@ std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions
     const auto& v = groups[g];
     tr.ops.reserve(v.size());
     for (std::size_t k = 0; k < v.size(); ++k) {
-      const HostSpan& s = in.host[v[k]->span];
-      const double next = k + 1 < v.size() ? in.host[v[k + 1]->span].start_us : std::max(end, s.start_us);
-      OpRecord r = v[k]->rec;
+      TopOp& s = *v[k];
+      const double next = k + 1 < v.size() ? v[k + 1]->start_us : std::max(end, s.start_us);
+      // each op is in one group only: its record moves (names and inputs are not copied)
+      OpRecord r = std::move(s.rec);
       r.start_us = s.start_us;
       r.time_us = std::max(0.0, std::min(s.end_us, next) - s.start_us);
       r.gap_us = next - s.start_us - r.time_us;
@@ -326,7 +348,7 @@ std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions
 std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions& opt) {
   sort_steps(in.steps);
   const std::vector<HostSpan>& h = in.host;
-  const Forest f = build_forest(h);
+  Forest f = build_forest(h);
 
   std::unordered_map<std::int64_t, std::size_t> by_id;
   by_id.reserve(h.size());
@@ -363,6 +385,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
       launch_span[i] = s;
     }
   }
+  release(per_tid);
   // The enclosing span on the launching thread is ground truth; some Kineto versions write the correlation id into a
   // launch's "External id" (param/resnet_kineto.json), so the id is only a fallback.
   for (std::size_t li = 0; li < in.launches.size(); ++li) {
@@ -483,6 +506,16 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
         "(queued before the capture began, by ops the trace does not hold); they count as device busy time in the "
         "window of the operator running when they start, inside the iterations' spans", in.meta.source_path,
         before_capture);
+  // The ops carry all that is read from here on (their spans' times, their activities in iv): the per-span and
+  // per-launch structures go before the output is built.
+  f = Forest();
+  release(top_slot);
+  release(by_id);
+  release(launch_span);
+  release(corr_launches);
+  release(corr_to_launches);
+  release(in.launches);
+  release(in.host);
 
   // Ops with device work, grouped by the step their host start falls in, each group in GPU order.
   const bool whole = in.steps.empty();
@@ -493,7 +526,7 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   std::vector<std::vector<Item>> groups(whole ? 1 : in.steps.size());
   for (std::size_t k = 0; k < ops.size(); ++k) {
     if (iv[k].empty()) continue;
-    const std::int64_t s = whole ? 0 : step_of(in.steps, h[ops[k].span].start_us);
+    const std::int64_t s = whole ? 0 : step_of(in.steps, ops[k].start_us);
     if (s < 0) continue;
     double first = iv[k].front().first;
     for (const auto& p : iv[k]) first = std::min(first, p.first);
@@ -578,12 +611,15 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     ++nk[it->slot];
   }
   warn_unmatched(outside);
+  release(loose);
+  release(in.device);
 
   // Op time is the device's busy time in the op's window [start, next start), whoever launched the work: a kernel
   // still running when the next op starts (another stream, or a long copy) counts for the later op, so gap is the
   // device's real idle time and Σ(time + gap) stays the span.
   std::vector<std::pair<double, double>> all;
   for (const Seq& s : seq) all.insert(all.end(), iv[s.slot].begin(), iv[s.slot].end());
+  release(iv);
   const BusyTime busy(std::move(all));
 
   std::vector<ExecutionTrace> out;
@@ -596,9 +632,11 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     tr.iteration = whole ? 0 : in.steps[g].index;
     tr.measured_us = whole ? kUnknown : in.steps[g].measured_us;
     tr.start_us = seq[i].start;
+    tr.ops.reserve(groups[g].size());  // the group's ops, each once in seq
     for (; i < seq.size() && seq[i].group == g; ++i) {
       const double next = i + 1 < seq.size() ? seq[i + 1].start : std::max(last_close, seq[i].start);
-      OpRecord r = ops[seq[i].slot].rec;
+      // each op is in seq once: its record moves (names and inputs are not copied)
+      OpRecord r = std::move(ops[seq[i].slot].rec);
       r.start_us = seq[i].start;
       r.time_us = busy.within(seq[i].start, next);
       r.gap_us = (next - seq[i].start) - r.time_us;

@@ -306,6 +306,12 @@ void apply_raw_args(OpRecord& rec, const RawArgs& raw) {
   rec.phase = bwd ? Phase::Backward : Phase::Forward;  // the assembly decides the phase from the enclosing spans
 }
 
+// Frees a container's storage now (clear() keeps the capacity).
+template <class C>
+void release(C& c) {
+  C().swap(c);
+}
+
 std::int64_t step_index(std::string_view name) {
   const auto pos = name.find('#');
   if (pos == std::string_view::npos) return -1;
@@ -1132,6 +1138,12 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
       if (c.launch_pid[i] == pid) c.launches[kept++] = c.launches[i];
     c.launches.resize(kept);
     in.launches = std::move(c.launches);
+    // The per-record pids and read times are done with (the times were placed): freed before the assembly.
+    release(c.host_pid);
+    release(c.host_ts_ns);
+    release(c.launch_pid);
+    release(c.launch_ts_ns);
+    release(c.cpu_ops_per_pid);
   }
   // Kernels without a correlation arg: the ac2g flow ending on them carries the launch's correlation id.
   bool need_flows = false;
@@ -1147,6 +1159,9 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
         if (it != by_ts.end()) c.device[i].correlation = it->second;
       }
   }
+  release(c.flow_ends);
+  release(c.device_ts_ns);
+  release(c.device_tid);
   bool gpu = false;
   for (const auto& a : c.device) gpu |= a.kind != DeviceKind::Communication;
   if (gpu) {
@@ -1155,6 +1170,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   } else if (in.meta.device.empty()) {
     in.meta.device = "cpu";
   }
+  release(c.device);  // moved out, or (communication only) not assembled
   AssemblyOptions aopt;
   aopt.keep_incomplete = opt.keep_incomplete;
   aopt.tail_steps = tail_steps;
