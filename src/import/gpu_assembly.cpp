@@ -27,10 +27,33 @@ void release(C& c) {
   C().swap(c);
 }
 
-bool is_candidate(const HostSpan& s) {
+// The assembly reads a span through these, so that it runs on a HostSpan or on the Kineto reader's CompactSpan.
+const std::string& raw_name(const HostSpan& s) { return s.rec.raw_name; }
+const std::string& raw_name(const CompactSpan& s) { return s.raw_name; }
+bool phase_known(const HostSpan& s) { return s.phase_known; }
+bool phase_known(const CompactSpan&) { return false; }
+const OpRecord& span_record(const HostSpan& s) { return s.rec; }
+// What a descendant lends its op without its deferred arguments read: flops, sequence, inputs and hyper-parameters.
+double span_flops(const HostSpan& s) { return s.rec.flops; }
+double span_flops(const CompactSpan& s) { return s.flops; }
+std::int64_t span_sequence(const HostSpan& s) { return s.rec.sequence; }
+std::int64_t span_sequence(const CompactSpan& s) { return s.sequence; }
+const std::vector<TensorInfo>& span_inputs(const HostSpan& s) { return s.rec.inputs; }
+const std::vector<TensorInfo>& span_inputs(const CompactSpan&) {
+  static const std::vector<TensorInfo> none;
+  return none;
+}
+const HyperParams& span_hyper(const HostSpan& s) { return s.rec.hyper; }
+const HyperParams& span_hyper(const CompactSpan&) {
+  static const HyperParams none;
+  return none;
+}
+
+template <class Span>
+bool is_candidate(const Span& s) {
   if (s.kind == SpanKind::Op) return true;
   if (s.kind == SpanKind::Scope) return false;
-  const std::string& n = s.rec.raw_name;
+  const std::string& n = raw_name(s);
   return n.find("::") != std::string::npos && !starts_with(n, "ProfilerStep#");
 }
 
@@ -46,7 +69,8 @@ struct Forest {
   std::vector<char> step_has_backward;
 };
 
-Forest build_forest(const std::vector<HostSpan>& h) {
+template <class Span>
+Forest build_forest(const std::vector<Span>& h) {
   Forest f;
   const std::size_t n = h.size();
   f.order.resize(n);
@@ -73,7 +97,7 @@ Forest build_forest(const std::vector<HostSpan>& h) {
     while (!stack.empty() && h[stack.back()].end_us <= h[i].start_us) stack.pop_back();
     const std::int64_t p = stack.empty() ? -1 : static_cast<std::int64_t>(stack.back());
     f.parent[i] = p;
-    const std::uint8_t own = scope_phase_flags(h[i].rec.raw_name);
+    const std::uint8_t own = scope_phase_flags(raw_name(h[i]));
     f.flags[i] = static_cast<std::uint8_t>((p >= 0 ? f.flags[p] : 0) | own);
     f.opt_step[i] = own == kScopeUpdate ? static_cast<std::int64_t>(i) : p >= 0 ? f.opt_step[p] : -1;
     if (own & kScopeBackward) bwd_starts.push_back(h[i].start_us);
@@ -104,10 +128,12 @@ struct TopOp {
   std::int64_t tid = 0;
 };
 
-using ArgsLoader = std::function<void(const HostSpan&, OpRecord&)>;
+template <class Span>
+using ArgsLoader = std::function<void(const Span&, OpRecord&)>;
 
-std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f, std::vector<std::int64_t>& top_slot,
-                                const ArgsLoader& load_args, const std::vector<std::size_t>& launch_scopes = {}) {
+template <class Span>
+std::vector<TopOp> make_top_ops(const std::vector<Span>& h, const Forest& f, std::vector<std::int64_t>& top_slot,
+                                const ArgsLoader<Span>& load_args, const std::vector<std::size_t>& launch_scopes = {}) {
   std::vector<TopOp> ops;
   top_slot.assign(h.size(), -1);
   {
@@ -121,10 +147,10 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
     TopOp t;
     t.span = i;
     t.start_us = h[i].start_us, t.end_us = h[i].end_us, t.tid = h[i].tid;
-    t.rec = h[i].rec;
+    t.rec = span_record(h[i]);
     if (h[i].args_size) load_args(h[i], t.rec);
     const std::int64_t p = f.parent[i];
-    t.bookkeeping = is_record_function_bookkeeping(h[i].rec.raw_name) && h[i].kind == SpanKind::Auto &&
+    t.bookkeeping = is_record_function_bookkeeping(raw_name(h[i])) && h[i].kind == SpanKind::Auto &&
                     (p < 0 || !is_candidate(h[static_cast<std::size_t>(p)]));
     ops.push_back(std::move(t));
   }
@@ -138,37 +164,40 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
     const auto slot = static_cast<std::size_t>(top_slot[static_cast<std::size_t>(f.top[i])]);
     TopOp& t = ops[slot];
     // The op itself was loaded above; a descendant's deferred args are read only while the op still lacks inputs.
-    const OpRecord* rp = i == t.span ? &t.rec : &h[i].rec;
+    const OpRecord* rp = i == t.span ? &t.rec : nullptr;
     if (i != t.span && !has_inputs[slot] && h[i].args_size) {
-      loaded = h[i].rec;
+      loaded = span_record(h[i]);
       load_args(h[i], loaded);
       rp = &loaded;
     }
-    const OpRecord& r = *rp;
-    if (!std::isnan(r.flops)) {
-      flops[slot] += r.flops;
+    // the record's fields, or the span's own where nothing was loaded
+    const double r_flops = rp ? rp->flops : span_flops(h[i]);
+    const std::int64_t r_sequence = rp ? rp->sequence : span_sequence(h[i]);
+    const std::vector<TensorInfo>& r_inputs = rp ? rp->inputs : span_inputs(h[i]);
+    if (!std::isnan(r_flops)) {
+      flops[slot] += r_flops;
       has_flops[slot] = 1;
     }
-    if (!has_inputs[slot] && !r.inputs.empty()) {
+    if (!has_inputs[slot] && !r_inputs.empty()) {
       has_inputs[slot] = 1;
       if (i != t.span) {
-        t.rec.inputs = r.inputs;
-        if (t.rec.hyper.present == 0) t.rec.hyper = r.hyper;
+        t.rec.inputs = r_inputs;
+        if (t.rec.hyper.present == 0) t.rec.hyper = rp ? rp->hyper : span_hyper(h[i]);
       }
     }
-    if (t.rec.sequence < 0 && r.sequence >= 0) t.rec.sequence = r.sequence;
+    if (t.rec.sequence < 0 && r_sequence >= 0) t.rec.sequence = r_sequence;
   }
   for (std::size_t k = 0; k < ops.size(); ++k) {
     TopOp& t = ops[k];
-    const HostSpan& s = h[t.span];
+    const Span& s = h[t.span];
     bool bwd_name = false;
     const auto& inp = t.rec.inputs;
     // Backward convolutions list (grad_out, input, weight): the weight's rank decides 1d/2d/3d.
-    std::string norm = normalize_op_name_by_args(s.rec.raw_name, &bwd_name,
+    std::string norm = normalize_op_name_by_args(raw_name(s), &bwd_name,
                                                  inp.size() >= 2 ? int(inp[1].dims.size()) : -1,
                                                  inp.size() >= 3 ? int(inp[2].dims.size()) : -1);
     if (t.rec.name.empty()) t.rec.name = std::move(norm);
-    if (!s.phase_known) {
+    if (!phase_known(s)) {
       const std::int64_t step = f.opt_step[t.span];
       const bool closure_step = step >= 0 && f.step_has_backward[static_cast<std::size_t>(step)];
       t.rec.phase = op_phase(f.flags[t.span], bwd_name, closure_step, t.rec.sequence);
@@ -182,11 +211,11 @@ std::vector<TopOp> make_top_ops(const std::vector<HostSpan>& h, const Forest& f,
     TopOp t;
     t.span = i;
     t.start_us = h[i].start_us, t.end_us = h[i].end_us, t.tid = h[i].tid;
-    t.rec = h[i].rec;
+    t.rec = span_record(h[i]);
     if (h[i].args_size) load_args(h[i], t.rec);
     bool bwd_name = false;
-    t.rec.name = launch_scope_op_name(h[i].rec.raw_name, &bwd_name);
-    if (!h[i].phase_known) {
+    t.rec.name = launch_scope_op_name(raw_name(h[i]), &bwd_name);
+    if (!phase_known(h[i])) {
       const std::int64_t step = f.opt_step[i];
       const bool closure_step = step >= 0 && f.step_has_backward[static_cast<std::size_t>(step)];
       t.rec.phase = op_phase(f.flags[i], bwd_name, closure_step, t.rec.sequence);
@@ -275,7 +304,10 @@ bool is_communication_kernel(std::string_view name) noexcept {
   return false;
 }
 
-std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions& opt) {
+namespace {
+
+template <class Span>
+std::vector<ExecutionTrace> assemble_cpu_impl(BasicAssemblyInput<Span> in, const AssemblyOptions& opt) {
   sort_steps(in.steps);
   std::vector<TopOp> ops;
   {
@@ -345,9 +377,10 @@ std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions
   return out;
 }
 
-std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions& opt) {
+template <class Span>
+std::vector<ExecutionTrace> assemble_gpu_impl(BasicAssemblyInput<Span> in, const AssemblyOptions& opt) {
   sort_steps(in.steps);
-  const std::vector<HostSpan>& h = in.host;
+  const std::vector<Span>& h = in.host;
   Forest f = build_forest(h);
 
   std::unordered_map<std::int64_t, std::size_t> by_id;
@@ -402,8 +435,8 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
     std::vector<char> is_scope(h.size(), 0);
     for (const std::int64_t s : launch_span) {
       if (s < 0 || f.top[static_cast<std::size_t>(s)] >= 0 || is_scope[static_cast<std::size_t>(s)]) continue;
-      const HostSpan& span = h[static_cast<std::size_t>(s)];
-      if (starts_with(span.rec.raw_name, "ProfilerStep#")) continue;
+      const Span& span = h[static_cast<std::size_t>(s)];
+      if (starts_with(raw_name(span), "ProfilerStep#")) continue;
       if (!in.steps.empty() && step_of(in.steps, span.start_us) < 0) continue;
       is_scope[static_cast<std::size_t>(s)] = 1;
     }
@@ -648,6 +681,21 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
   }
   (void)opt;
   return out;
+}
+
+}  // namespace
+
+std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions& opt) {
+  return assemble_cpu_impl(std::move(in), opt);
+}
+std::vector<ExecutionTrace> assemble_cpu(CompactAssemblyInput in, const AssemblyOptions& opt) {
+  return assemble_cpu_impl(std::move(in), opt);
+}
+std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions& opt) {
+  return assemble_gpu_impl(std::move(in), opt);
+}
+std::vector<ExecutionTrace> assemble_gpu(CompactAssemblyInput in, const AssemblyOptions& opt) {
+  return assemble_gpu_impl(std::move(in), opt);
 }
 
 }  // namespace ets::import

@@ -40,6 +40,32 @@ struct HostSpan {
   std::size_t args_size = 0;
 };
 
+/// A host span as the Kineto reader keeps it: of the record only what an event carries before its deferred
+/// arguments are read (raw_name, sequence, flops; the rest of an OpRecord at its defaults, phase not known). A
+/// HostSpan holds a whole OpRecord (328 bytes against 104): in an op-dense trace of nested spans that was most of the
+/// import's memory. The assembly treats it as the HostSpan that span_record() returns.
+struct CompactSpan {
+  std::string raw_name;
+  double start_us = 0;
+  double end_us = 0;
+  std::int64_t tid = 0;
+  std::int64_t id = -1;
+  std::int64_t sequence = -1;
+  double flops = kUnknown;
+  std::size_t args_offset = 0;
+  std::size_t args_size = 0;
+  SpanKind kind = SpanKind::Auto;
+};
+
+/// The record a CompactSpan stands for (as HostSpan::rec).
+inline OpRecord span_record(const CompactSpan& s) {
+  OpRecord r;
+  r.raw_name = s.raw_name;
+  r.sequence = s.sequence;
+  r.flops = s.flops;
+  return r;
+}
+
 /// One runtime API call that queued device work (cudaLaunchKernel, cudaMemcpyAsync, ...).
 struct Launch {
   std::int64_t correlation = -1;  ///< matches DeviceActivity::correlation
@@ -69,16 +95,20 @@ struct StepSpan {
   double measured_us = kUnknown;    ///< the iteration-time label (ProfilerStep duration, marker distance) or NaN
 };
 
-struct AssemblyInput {
+template <class Span>
+struct BasicAssemblyInput {
   TraceMeta meta;                       ///< copied into every ExecutionTrace
-  std::vector<HostSpan> host;           ///< any order
+  std::vector<Span> host;               ///< any order
   std::vector<Launch> launches;         ///< any order (GPU only)
   std::vector<DeviceActivity> device;   ///< any order (GPU only)
   std::vector<StepSpan> steps;          ///< sorted by start; empty = the whole capture is one iteration
   /// Reads a span's deferred arguments into rec (name, inputs, hyper-parameters), as the source would have done
   /// eagerly; required when any span has args_size > 0.
-  std::function<void(const HostSpan&, OpRecord&)> load_args;
+  std::function<void(const Span&, OpRecord&)> load_args;
 };
+using AssemblyInput = BasicAssemblyInput<HostSpan>;
+/// The Kineto reader's input: the same assembly, on compact spans.
+using CompactAssemblyInput = BasicAssemblyInput<CompactSpan>;
 
 struct AssemblyOptions {
   bool keep_incomplete = false;   ///< keep a last iteration that has neither a successor nor an end
@@ -101,10 +131,12 @@ struct AssemblyOptions {
 /// later of the last launched activity's end and its step's end (when finite); without steps, to the last launched
 /// activity's end.
 std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions& opt = {});
+std::vector<ExecutionTrace> assemble_gpu(CompactAssemblyInput in, const AssemblyOptions& opt = {});
 
 /// CPU rule: op = outermost op candidate on the training thread; time = its span; gap = to the next op's start;
 /// the last op's gap runs to the next iteration's first op (or to the step end for the last iteration).
 std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions& opt = {});
+std::vector<ExecutionTrace> assemble_cpu(CompactAssemblyInput in, const AssemblyOptions& opt = {});
 
 /// NCCL / RCCL / gloo-style collective kernels (by name); they never count as op time (docs/trace-format.md).
 bool is_communication_kernel(std::string_view name) noexcept;

@@ -265,7 +265,7 @@ struct Flow {
 };
 
 struct Collected {
-  std::vector<HostSpan> host;
+  std::vector<CompactSpan> host;
   std::vector<std::int64_t> host_pid;
   std::vector<Launch> launches;
   std::vector<std::int64_t> launch_pid;
@@ -289,7 +289,8 @@ struct Collected {
   bool origin_set = false;
   std::int64_t origin_ns = 0;
   // Where the text being parsed sits in the source: a pointer p into it is source offset p - text_base +
-  // text_offset. Host ops' shape arguments are deferred by that offset (HostSpan::args_offset); null: not deferred.
+  // text_offset. Host ops' shape arguments are deferred by that offset (CompactSpan::args_offset); null: not deferred
+  // (only while the skeleton, whose "traceEvents" is empty, is parsed).
   const char* text_base = nullptr;
   std::size_t text_offset = 0;
   double rel(std::int64_t ns) const { return static_cast<double>(ns - origin_ns) / 1000.0; }
@@ -331,7 +332,6 @@ void read_event(od::object obj, Collected& c) {
   bool has_ts = false;
   double dur = 0;
   Args args;
-  bool args_seen = false;
   std::size_t args_offset = 0, args_size = 0;
   // Field order differs between writers; args may precede cat, so args are read before we know the category.
   for (auto field : obj) {
@@ -368,7 +368,6 @@ void read_event(od::object obj, Collected& c) {
       od::object a;
       if (!v.get_object().get(a)) {
         read_args(a, args, known == Cat::Host && !defer);
-        args_seen = true;
         if (defer) {
           const char* to = nullptr;
           if (v.current_location().get(to) || to <= from)
@@ -415,17 +414,17 @@ void read_event(od::object obj, Collected& c) {
           if (c.optimizer.empty()) c.optimizer = std::move(optimizer);
         }
       }
-      HostSpan s;
-      s.rec.raw_name.assign(name.data(), name.size());
+      CompactSpan s;
+      s.raw_name.assign(name.data(), name.size());
       s.start_us = 0;
       s.end_us = dur;
       s.tid = tid;
       s.id = args.external;
       s.kind = cat == "user_annotation" ? SpanKind::Scope : SpanKind::Auto;
-      s.rec.sequence = args.sequence;
-      s.rec.flops = args.flops > 0 ? args.flops : kUnknown;
+      s.sequence = args.sequence;
+      s.flops = args.flops > 0 ? args.flops : kUnknown;
       if (cat != "user_annotation") ++c.cpu_ops_per_pid[pid];
-      if (args_seen && args.has_raw) apply_raw_args(s.rec, args.raw);
+      // (no shape arguments were read: a host op's are deferred, events being parsed only with text_base set)
       s.args_offset = args_offset;
       s.args_size = args_size;
       c.host.push_back(std::move(s));
@@ -527,7 +526,7 @@ std::string one_iteration_per_turn(const std::vector<Marker>& markers) {
   return first;
 }
 
-using ArgsLoader = std::function<void(const HostSpan&, OpRecord&)>;
+using ArgsLoader = std::function<void(const CompactSpan&, OpRecord&)>;
 using ShapeSet = std::vector<std::vector<std::int64_t>>;
 
 // The distinct input shapes of the ops inside each of the (time-ordered, disjoint) markers `st`: what an
@@ -540,7 +539,7 @@ class StepShapes {
   StepShapes(const Collected& c, std::int64_t pid, const std::vector<Marker>& st, const ArgsLoader& load)
       : c_(c), load_(load), spans_(st.size()), shapes_(st.size()) {
     for (std::size_t i = 0; i < c.host.size(); ++i) {
-      const HostSpan& h = c.host[i];
+      const CompactSpan& h = c.host[i];
       if (c.host_pid[i] != pid || h.kind == SpanKind::Scope) continue;
       if (const Marker* m = enclosing(st, h.start_us, h.end_us, h.tid))
         spans_[static_cast<std::size_t>(m - st.data())].push_back(i);
@@ -551,8 +550,8 @@ class StepShapes {
     if (shapes_[k]) return *shapes_[k];
     ShapeSet& set = shapes_[k].emplace();
     for (const std::size_t i : spans_[k]) {
-      const HostSpan& h = c_.host[i];
-      OpRecord rec = h.rec;
+      const CompactSpan& h = c_.host[i];
+      OpRecord rec = span_record(h);
       try {
         if (h.args_size > 0 && load_) load_(h, rec);
       } catch (const Error&) {
@@ -1059,7 +1058,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
         "activities) have a missing, non-numeric or out-of-range \"ts\" ({} beyond {} µs); they are dropped", path,
         c.bad_ts, c.out_of_range_ts, kMaxUs);
 
-  AssemblyInput in;
+  CompactAssemblyInput in;
   in.meta.source_format = "kineto";
   in.meta.source_path = path;
   in.meta.framework = "pytorch";
@@ -1082,7 +1081,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   if (meta.heap_mb > 0) in.meta.extra["heap_mb"] = std::to_string(meta.heap_mb);  // 0: the default, not recorded
   // Deferred shape arguments are read from the source text, which outlives the assembly.
   in.load_args = [bytes, path, parser = std::make_shared<od::parser>(), buf = std::make_shared<std::string>()](
-                     const HostSpan& span, OpRecord& rec) {
+                     const CompactSpan& span, OpRecord& rec) {
     if (span.args_offset > bytes.size() || span.args_size > bytes.size() - span.args_offset)
       ETS_THROW(Errc::parse, "ets.kineto.1", "'{}': deferred arguments outside the trace text", path);
     buf->assign(bytes.data() + span.args_offset, span.args_size);
