@@ -289,8 +289,8 @@ struct Collected {
   bool origin_set = false;
   std::int64_t origin_ns = 0;
   // Where the text being parsed sits in the source: a pointer p into it is source offset p - text_base +
-  // text_offset. Host ops' shape arguments are deferred by that offset (CompactSpan::args_offset); null: not deferred
-  // (only while the skeleton, whose "traceEvents" is empty, is parsed).
+  // text_offset. Host ops' shape arguments are deferred by that offset (CompactSpan::args_offset); set whenever
+  // events are read.
   const char* text_base = nullptr;
   std::size_t text_offset = 0;
   double rel(std::int64_t ns) const { return static_cast<double>(ns - origin_ns) / 1000.0; }
@@ -981,8 +981,12 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
         }
       }
       simdjson::padded_string buf(top.data(), top.size());
-      c.text_base = chunked ? nullptr : buf.data();  // chunked: the skeleton's "traceEvents" is empty
-      c.text_offset = 0;
+      // Events met here are deferred as the runs' are: the whole file's, or (chunked) those of a second
+      // "traceEvents" key, which lies after the first one's array, so skeleton offset p is source offset
+      // p + (close - open - 1). (Read without deferral, their input shapes were dropped: a file's ops kept or lost
+      // their shapes by its size.)
+      c.text_base = buf.data();
+      c.text_offset = chunked ? layout.close - layout.open - 1 : 0;
       od::document doc = parser.iterate(buf);
       od::object root = doc.get_object();
       for (auto field : root) {

@@ -926,6 +926,37 @@ TEST_CASE("recurrent ops get input size, hidden size and layers from their argum
   CHECK(t.ops[4].hyper.present == 0);
 }
 
+TEST_CASE("Kineto: ops of a second traceEvents key keep their shapes in a file read in runs") {
+  // A file over one run (512 KiB) is read run by run, then the rest of it; a second "traceEvents" key (malformed,
+  // but read) lies in that rest, and its ops lost their input shapes there while a small file's kept them.
+  const std::string ops =
+      R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},)"
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 20, )"
+      R"("args": {"Input Dims": [[4, 8], [8, 16]], "Input type": ["float", "float"]}},)"
+      R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},)"
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 105, "dur": 20, )"
+      R"("args": {"Input Dims": [[4, 8], [8, 16]], "Input type": ["float", "float"]}})";
+  const auto doc = [&](std::size_t padding) {
+    std::string s = R"({"traceEvents": [)";
+    for (std::size_t k = 0; k < padding; ++k)
+      s += fmt::format(R"({}{{"ph": "i", "cat": "x", "name": "pad{}", "pid": 9, "tid": 9, "ts": 1}})", k ? ", " : "", k);
+    return s + R"(], "traceEvents": [)" + ops + "]}";
+  };
+  const std::string small = doc(1), big = doc(12000);
+  REQUIRE(big.size() > (std::size_t{512} << 10));  // more than one run
+  const auto a = ets::import::read_kineto_json(small, "small.json", {});
+  const auto b = ets::import::read_kineto_json(big, "big.json", {});
+  REQUIRE(a.size() == 2);
+  REQUIRE(b.size() == 2);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].ops.size() == 1);
+    REQUIRE(b[i].ops.size() == 1);
+    CHECK(a[i].ops[0].inputs.size() == 2);
+    CHECK(b[i].ops[0].inputs == a[i].ops[0].inputs);
+    CHECK(b[i].ops[0].flops == a[i].ops[0].flops);
+  }
+}
+
 namespace {
 // An implementation no CPU can run (it asks for an instruction-set bit none reports): where this CPU runs every
 // implementation simdjson was built with (an AVX-512 host), the case below would otherwise check nothing. Its
