@@ -20,12 +20,8 @@ namespace {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
 
-// Frees a container's storage now (clear() keeps the capacity): the assembly drops each per-span structure once
-// nothing after needs it, so the host spans, the forest and the output are not all held at once.
-template <class C>
-void release(C& c) {
-  C().swap(c);
-}
+// (release(): the assembly drops each per-span structure once nothing after needs it, so the host spans, the forest
+// and the output are not all held at once.)
 
 // The assembly reads a span through these, so that it runs on a HostSpan or on the Kineto reader's CompactSpan.
 const std::string& raw_name(const HostSpan& s) { return s.rec.raw_name; }
@@ -67,6 +63,13 @@ struct Forest {
   /// a backward pass ran (a closure's): on its thread, or on the autograd engine's (CUDA backward runs on its own)
   std::vector<std::int64_t> opt_step;
   std::vector<char> step_has_backward;
+
+  /// The phase of the op at span i from the spans around it (op_phase's rules).
+  Phase phase_of(std::size_t i, bool backward_name, std::int64_t sequence) const {
+    const std::int64_t step = opt_step[i];
+    const bool closure_step = step >= 0 && step_has_backward[static_cast<std::size_t>(step)];
+    return op_phase(flags[i], backward_name, closure_step, sequence);
+  }
 };
 
 template <class Span>
@@ -141,14 +144,19 @@ std::vector<TopOp> make_top_ops(const std::vector<Span>& h, const Forest& f, std
     for (std::size_t i = 0; i < h.size(); ++i) n += f.top[i] == static_cast<std::int64_t>(i);
     ops.reserve(n);
   }
-  for (std::size_t i : f.order) {
-    if (f.top[i] != static_cast<std::int64_t>(i)) continue;
+  // The op of span i, its own record with its deferred arguments read, in the next slot.
+  const auto op_of_span = [&](std::size_t i) {
     top_slot[i] = static_cast<std::int64_t>(ops.size());
     TopOp t;
     t.span = i;
     t.start_us = h[i].start_us, t.end_us = h[i].end_us, t.tid = h[i].tid;
     t.rec = span_record(h[i]);
     if (h[i].args_size) load_args(h[i], t.rec);
+    return t;
+  };
+  for (std::size_t i : f.order) {
+    if (f.top[i] != static_cast<std::int64_t>(i)) continue;
+    TopOp t = op_of_span(i);
     const std::int64_t p = f.parent[i];
     t.bookkeeping = is_record_function_bookkeeping(raw_name(h[i])) && h[i].kind == SpanKind::Auto &&
                     (p < 0 || !is_candidate(h[static_cast<std::size_t>(p)]));
@@ -197,29 +205,16 @@ std::vector<TopOp> make_top_ops(const std::vector<Span>& h, const Forest& f, std
                                                  inp.size() >= 2 ? int(inp[1].dims.size()) : -1,
                                                  inp.size() >= 3 ? int(inp[2].dims.size()) : -1);
     if (t.rec.name.empty()) t.rec.name = std::move(norm);
-    if (!phase_known(s)) {
-      const std::int64_t step = f.opt_step[t.span];
-      const bool closure_step = step >= 0 && f.step_has_backward[static_cast<std::size_t>(step)];
-      t.rec.phase = op_phase(f.flags[t.span], bwd_name, closure_step, t.rec.sequence);
-    }
+    if (!phase_known(s)) t.rec.phase = f.phase_of(t.span, bwd_name, t.rec.sequence);
     if (has_flops[k]) t.rec.flops = flops[k];
     fill_analytic(t.rec);
   }
   // A launch scope is named by its own name and takes its own arguments and phase: nothing folds into it.
   for (const std::size_t i : launch_scopes) {
-    top_slot[i] = static_cast<std::int64_t>(ops.size());
-    TopOp t;
-    t.span = i;
-    t.start_us = h[i].start_us, t.end_us = h[i].end_us, t.tid = h[i].tid;
-    t.rec = span_record(h[i]);
-    if (h[i].args_size) load_args(h[i], t.rec);
+    TopOp t = op_of_span(i);
     bool bwd_name = false;
     t.rec.name = launch_scope_op_name(raw_name(h[i]), &bwd_name);
-    if (!phase_known(h[i])) {
-      const std::int64_t step = f.opt_step[i];
-      const bool closure_step = step >= 0 && f.step_has_backward[static_cast<std::size_t>(step)];
-      t.rec.phase = op_phase(f.flags[i], bwd_name, closure_step, t.rec.sequence);
-    }
+    if (!phase_known(h[i])) t.rec.phase = f.phase_of(i, bwd_name, t.rec.sequence);
     fill_analytic(t.rec);
     ops.push_back(std::move(t));
   }

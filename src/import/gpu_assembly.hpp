@@ -13,6 +13,13 @@
 
 namespace ets::import {
 
+/// Frees a container's storage now (clear() keeps the capacity): the reader and the assembly drop what they are done
+/// with before the output is built.
+template <class C>
+void release(C& c) {
+  C().swap(c);
+}
+
 /// How a host span takes part in op selection (docs/trace-format.md, "CPU ops").
 enum class SpanKind : std::uint8_t {
   Auto,   ///< by name: "ns::op" names (aten::, fbgemm::, autograd::engine::evaluate_function: ...) are op

@@ -307,12 +307,6 @@ void apply_raw_args(OpRecord& rec, const RawArgs& raw) {
   rec.phase = bwd ? Phase::Backward : Phase::Forward;  // the assembly decides the phase from the enclosing spans
 }
 
-// Frees a container's storage now (clear() keeps the capacity).
-template <class C>
-void release(C& c) {
-  C().swap(c);
-}
-
 std::int64_t step_index(std::string_view name) {
   const auto pos = name.find('#');
   if (pos == std::string_view::npos) return -1;
