@@ -27,6 +27,11 @@ struct Options {
 /// past the limit, so a gzip bomb costs about the limit, not what it expands to.
 std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes = 0);
 
+/// As read_file_bytes for a dataset's own small files (manifest.json, retest.json), whose readers report an unreadable
+/// file as their own error: a failure to read sets `why` (the ets.io error's message) and returns "", but ets.io.6
+/// (past max_bytes) is thrown as it is, the same limit the traces are held to.
+std::string read_dataset_file(const std::string& path, std::uint64_t max_bytes, std::string& why);
+
 /// Longest metadata string (model, family, optimizer, device, ..., each extra key and value) an imported file may
 /// carry: every iteration keeps its own copy of the metadata, so a 1 MB name in a file of 4,000 steps took 4 GB.
 constexpr std::size_t kMaxMetaField = 4096;

@@ -149,6 +149,16 @@ std::string read_stream(std::FILE* f, const std::string& path, std::uint64_t max
 
 }  // namespace
 
+std::string read_dataset_file(const std::string& path, std::uint64_t max_bytes, std::string& why) {
+  try {
+    return read_file_bytes(path, max_bytes);
+  } catch (const Error& e) {
+    if (e.id() == "ets.io.6") throw;
+    why = e.what();
+    return {};
+  }
+}
+
 std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes) {
   // A limit no memory can reach is no limit, and keeps `max_bytes + 64` and `+ 1` below from wrapping (a C caller's
   // (size_t)-1 for "unlimited").

@@ -40,14 +40,9 @@ void check_manifest(const std::string& dir, const std::string& split, const std:
   import::require_runnable_json_parser();
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  // read as the traces are (max_bytes, ets.io.6 naming the file); a file that cannot be read is not a manifest
-  std::string bytes;
-  try {
-    bytes = import::read_file_bytes(manifest.string(), max_bytes);
-  } catch (const Error& e) {
-    if (e.id() == "ets.io.6") throw;
-    bad(e.what());
-  }
+  std::string why;  // a file that cannot be read is not a manifest; one past max_bytes is ets.io.6, as a trace
+  const std::string bytes = import::read_dataset_file(manifest.string(), max_bytes, why);
+  if (!why.empty()) bad(why);
   if (const auto err = parser.parse(bytes).get(doc)) bad(simdjson::error_message(err));
   simdjson::dom::array configs;
   if (doc["configs"].get_array().get(configs)) bad("no \"configs\" array");

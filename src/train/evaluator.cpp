@@ -240,14 +240,9 @@ Evaluator::Retest Evaluator::retest(const std::string& retest_json, const std::v
   import::require_runnable_json_parser();
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  // read as the traces are (max_bytes, ets.io.6 naming the file); a file that cannot be read is not a retest file
-  std::string bytes;
-  try {
-    bytes = import::read_file_bytes(retest_json, max_bytes);
-  } catch (const Error& e) {
-    if (e.id() == "ets.io.6") throw;
-    bad(e.what());
-  }
+  std::string why;  // a file that cannot be read is not a retest file; one past max_bytes is ets.io.6, as a trace
+  const std::string bytes = import::read_dataset_file(retest_json, max_bytes, why);
+  if (!why.empty()) bad(why);
   if (const auto err = parser.parse(bytes).get(doc)) bad(simdjson::error_message(err));
   simdjson::dom::object labels;
   if (doc["labels"].get_object().get(labels)) bad("no \"labels\" object");
