@@ -396,7 +396,7 @@ if not asan:  # ASan reserves terabytes of address space: it cannot run under su
     # the forward pass's workspace counts too (rows × (8H + 2·2H + F) floats, kept at the largest case): 1.4 GiB
     # in all here, mostly the workspace, so the check passed and the forward pass's allocation failed; and
     # with peers, their copy of the inputs and their activations (3.3 GiB in all). Under the same 1 GiB limit as
-    # above (a CUDA build of the tool maps cuBLAS at start, which a lower limit refuses before main)
+    # above
     needs = {}
     for peers in (["--no-peers"], ["--python", sys.executable, "--peer-script", os.path.abspath("agreeing_peer.py")]):
         p = subprocess.run([ets, "bench", *peers, "--rounds", "1", "--hidden", "384", "--layers", "1", "--windows",
