@@ -13,9 +13,32 @@
 
 #include <unistd.h>  // getpid
 
+#include "ets/error.hpp"
 #include "ets/log.hpp"
 
 namespace ets_test {
+
+/// Id of the ets::Error that f() throws, or "no error".
+template <typename F>
+std::string error_id(F&& f) {
+  try {
+    f();
+  } catch (const ets::Error& e) {
+    return e.id();
+  }
+  return "no error";
+}
+
+/// The whole message of the ets::Error that f() throws; "" when it throws none.
+template <typename F>
+std::string error_text(F&& f) {
+  try {
+    f();
+  } catch (const ets::Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 /// Path of a committed fixture under tests/data/.
 inline std::string fixture(const std::string& rel) { return std::string(ETS_TEST_DATA_DIR) + "/" + rel; }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "encoder_fixtures.hpp"
+#include "test_support.hpp"
 #include "ets/aggregator.hpp"
 #include "ets/error.hpp"
 #include "ets/window_encoder.hpp"

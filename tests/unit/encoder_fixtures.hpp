@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "ets/error.hpp"
 #include "ets/feature_spec.hpp"
 #include "ets/trace.hpp"
 
@@ -63,17 +62,6 @@ inline ets::ExecutionTrace synthetic_trace(std::size_t n, std::uint32_t seed, in
     t.ops.push_back(std::move(op));
   }
   return t;
-}
-
-/// Id of the ets::Error that f() throws, or "no error".
-template <typename F>
-std::string error_id(F&& f) {
-  try {
-    f();
-  } catch (const ets::Error& e) {
-    return e.id();
-  }
-  return "no error";
 }
 
 /// A FeatureSpec fitted once on three 300-op synthetic traces (seeds 0-2), shared by a test file's cases.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "encoder_fixtures.hpp"
+#include "test_support.hpp"
 #include "ets/detail/fnv1a.hpp"
 #include "ets/error.hpp"
 #include "ets/feature_spec.hpp"

@@ -51,14 +51,7 @@ ExecutionTrace iteration(const std::vector<OpSpec>& ops) {
   return t;
 }
 
-std::string error_id(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ets::Error& e) {
-    return e.id();
-  }
-  return "";
-}
+using ets_test::error_id;
 
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -130,14 +130,7 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-std::string error_id(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ets::Error& e) {
-    return e.id();
-  }
-  return "no error";
-}
+using ets_test::error_id;
 
 }  // namespace
 

@@ -65,14 +65,7 @@ fs::path shared_folder(const fs::path& scratch, const char* name, bool sticky) {
   return d;
 }
 
-std::string error_text(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ets::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ets_test::error_text;
 
 // A one-layer network of 4 units on 3 features, one thread, checkpointed at `checkpoint`.
 struct TinyRun {

@@ -37,14 +37,7 @@ double direct(const ets::ModelFile& m, const ets::ExecutionTrace& t) {
   return ets::Aggregator(enc.spec()).aggregate(b, p.predict(b)).iteration_us;
 }
 
-std::string error_id(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ets::Error& e) {
-    return e.id();
-  }
-  return "";
-}
+using ets_test::error_id;
 
 ets::Predictor::Options cpu() {
   ets::Predictor::Options o;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "encoder_fixtures.hpp"
+#include "test_support.hpp"
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/window_encoder.hpp"
