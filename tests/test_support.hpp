@@ -1,5 +1,6 @@
 // Helpers shared by the tests: locating committed fixtures and the third-party data beside the checkout.
-// Tests that need ../shared/data skip (with a warning) when it is absent, and assert fully when present.
+// Tests that need ../shared/data are tagged [shared] and skip (with a warning, and exit 77: CTest's Skipped) when it
+// is absent; they assert fully when it is present.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -50,6 +51,10 @@ inline std::string shared_data(const std::string& rel) {
 
 inline bool have_shared(const std::string& rel) { return std::filesystem::exists(shared_data(rel)); }
 
+/// Records that a [shared] case skips because ../shared/data/<rel> is absent (tests/catch_main.cpp): the run then
+/// exits 77 unless a check failed, and a case not tagged [shared] fails instead.
+void note_shared_skip(const std::string& rel);
+
 /// A new folder of the test's own under the system's temporary directory, removed with everything in it on every
 /// way out. Named "<name>_<pid>_<n>": two test runs at once (a CI clone beside a developer's build) and two cases
 /// of one run never share a folder, and nothing a failed run left behind is read.
@@ -86,11 +91,12 @@ class CapturedWarnings {
 
 }  // namespace ets_test
 
-/// Skips the rest of the test case (with a visible warning) when ../shared/data/<rel> is absent.
-#define ETS_REQUIRE_SHARED(rel)                                                   \
-  do {                                                                            \
-    if (!ets_test::have_shared(rel)) {                                            \
-      WARN("skipped: ../shared/data/" << (rel) << " is absent");                  \
-      return;                                                                     \
-    }                                                                             \
+/// Skips the rest of a [shared] test case (with a visible warning, and exit 77 at the end) when
+/// ../shared/data/<rel> is absent.
+#define ETS_REQUIRE_SHARED(rel)                \
+  do {                                         \
+    if (!ets_test::have_shared(rel)) {         \
+      ets_test::note_shared_skip(rel);         \
+      return;                                  \
+    }                                          \
   } while (false)

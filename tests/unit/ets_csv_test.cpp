@@ -63,7 +63,7 @@ const char* kHeader =
 
 }  // namespace
 
-TEST_CASE("the three reference CSVs import and reproduce sum(kduration + space) exactly") {
+TEST_CASE("the three reference CSVs import and reproduce sum(kduration + space) exactly", "[shared]") {
   struct File {
     const char* name;
     std::size_t rows;  // from PROVENANCE.txt
@@ -133,7 +133,7 @@ TEST_CASE("the three reference CSVs import and reproduce sum(kduration + space) 
   }
 }
 
-TEST_CASE("AlexNet's first conv and classifier decode to the published architecture") {
+TEST_CASE("AlexNet's first conv and classifier decode to the published architecture", "[shared]") {
   ETS_REQUIRE_SHARED("ets-reference/T4CPUALL__alexnet.1_7.csv");
   const std::string path = ets_test::shared_data("ets-reference/T4CPUALL__alexnet.1_7.csv");
   const auto t = ets::import::read_ets_csv(slurp(path), path, ets::import::Options{}).at(0);

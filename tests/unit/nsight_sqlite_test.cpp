@@ -356,7 +356,7 @@ TEST_CASE("Nsight: hyper-parameters and FLOPs from the recorded shapes, the opti
   CHECK(hand[0].ops[2].phase == ets::Phase::Update);
 }
 
-TEST_CASE("the real Nsight fixture has no kernel table: a stable error id naming it") {
+TEST_CASE("the real Nsight fixture has no kernel table: a stable error id naming it", "[shared]") {
   ETS_REQUIRE_SHARED("nsight/weatherbench2_report1.sqlite");
   const std::string path = ets_test::shared_data("nsight/weatherbench2_report1.sqlite");
   try {

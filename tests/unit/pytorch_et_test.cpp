@@ -79,7 +79,7 @@ void check_untimed(const ets::ExecutionTrace& t) {
 
 }  // namespace
 
-TEST_CASE("ET schema 1.0.1: HTA simple-add benchmark") {
+TEST_CASE("ET schema 1.0.1: HTA simple-add benchmark", "[shared]") {
   const std::string rel = "kineto-gpu/hta/execution_trace__benchmark_simple_add_et.json.gz";
   ETS_REQUIRE_SHARED(rel);
   const auto traces = read_et(gunzip_file(ets_test::shared_data(rel)), rel);
@@ -105,7 +105,7 @@ TEST_CASE("ET schema 1.0.1: HTA simple-add benchmark") {
   CHECK(add);
 }
 
-TEST_CASE("ET schema 1.0.1: ResNet-18 training step from PARAM") {
+TEST_CASE("ET schema 1.0.1: ResNet-18 training step from PARAM", "[shared]") {
   const std::string rel = "kineto-gpu/param/resnet_et_2023-07-12.json.gz";
   ETS_REQUIRE_SHARED(rel);
   const auto traces = read_et(gunzip_file(ets_test::shared_data(rel)), rel);
@@ -141,7 +141,7 @@ TEST_CASE("ET schema 1.0.1: ResNet-18 training step from PARAM") {
   CHECK(update > 0);
 }
 
-TEST_CASE("ET chakra 1.1.0: ResNet-50, one iteration per ProfilerStep") {
+TEST_CASE("ET chakra 1.1.0: ResNet-50, one iteration per ProfilerStep", "[shared]") {
   const std::string rel = "kineto-gpu/param/resnet_et_2024-06-30_chakra004.json.gz";
   ETS_REQUIRE_SHARED(rel);
   const auto traces = read_et(gunzip_file(ets_test::shared_data(rel)), rel);
@@ -158,7 +158,7 @@ TEST_CASE("ET chakra 1.1.0: ResNet-50, one iteration per ProfilerStep") {
   }
 }
 
-TEST_CASE("ET tar members: DLRM rank 0 and HuggingFace GPT-2") {
+TEST_CASE("ET tar members: DLRM rank 0 and HuggingFace GPT-2", "[shared]") {
   {
     const std::string rel = "kineto-gpu/param/dlrm_pytorch_et.tar.gz";
     ETS_REQUIRE_SHARED(rel);
@@ -375,7 +375,8 @@ TEST_CASE("ET of a GPU run: ops without device work are left out, as a Kineto GP
   CHECK_THROWS_WITH(read_et(views, "views.json"), Catch::Contains("device work"));
 }
 
-TEST_CASE("ET and Kineto GPU traces of one run give the same ops and phases (PARAM ResNet-18 and MLP pairs)") {
+TEST_CASE("ET and Kineto GPU traces of one run give the same ops and phases (PARAM ResNet-18 and MLP pairs)",
+          "[shared]") {
   // The Kineto files have no ProfilerStep#: their iterations run from one Optimizer.zero_grad# to the next, so
   // each is the ET's step turned round (its first ops close the Kineto iteration before). ResNet-18: 81 of the ET's
   // 240 ops did no device work (62 AccumulateGrad nodes that take the gradient as it is, 8 AddBackward0 that pass
@@ -417,7 +418,8 @@ TEST_CASE("ET and Kineto GPU traces of one run give the same ops and phases (PAR
   }
 }
 
-TEST_CASE("ET and Kineto GPU traces of one DLRM run give the same ops and phases, rank by rank (PARAM, 8 V100s)") {
+TEST_CASE("ET and Kineto GPU traces of one DLRM run give the same ops and phases, rank by rank (PARAM, 8 V100s)",
+          "[shared]") {
   // 260 ops in rank 0's ET; 109 did no device work: CPU-side input preparation (fill_, item(), pin_memory), a
   // scalar's item() in the update, record_stream, resolve_conj / resolve_neg / numpy_T views, and the all-to-all
   // collectives, whose NCCL kernels a Kineto GPU trace never counts as op time.

@@ -459,14 +459,14 @@ TEST_CASE("truncated and garbled ets-trace files raise ets::Error, never crash")
   }
 }
 
-TEST_CASE("real traces convert to ets-trace and load back identical through Tracer::load") {
+TEST_CASE("real traces convert to ets-trace and load back identical through Tracer::load", "[shared]") {
   const char* rels[] = {"ets-reference/T4CPUALL__vgg11_bn.50_7.csv",
                         "kineto-gpu/kineto-resnet50-v100/resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz",
                         "kineto-gpu/param/resnet_et_2023-07-12.json.gz"};
   TempDir dir;
   for (const char* rel : rels) {
     if (!ets_test::have_shared(rel)) {
-      WARN("skipped: ../shared/data/" << rel << " is absent");
+      ets_test::note_shared_skip(rel);
       continue;
     }
     INFO(rel);
