@@ -83,13 +83,19 @@ int main(int argc, char** argv) {
   EXPECT(count == 2);
   EXPECT(ets_predictor_env_name(p, 1, name, sizeof name) == ETS_OK);
   EXPECT(strcmp(name, "envB") == 0);
-  EXPECT(ets_predictor_env_name(p, 1, name, 3) == ETS_INVALID_ARGUMENT);
+  memset(name, 'x', sizeof name);
+  EXPECT(ets_predictor_env_name(p, 1, name, 4) == ETS_INVALID_ARGUMENT); /* "envB" needs 5 bytes */
+  EXPECT(strcmp(ets_last_error_id(), "ets.capi.2") == 0);
+  EXPECT(name[0] == 'x' && name[3] == 'x'); /* buf untouched */
   EXPECT(ets_predictor_env_name_size(p, 1, &count) == ETS_OK);
   EXPECT(count == 5); /* "envB" and its NUL */
   EXPECT(ets_predictor_env_name(p, 1, name, count) == ETS_OK);
   EXPECT(ets_predictor_env_name_size(p, 2, &count) == ETS_INVALID_ARGUMENT);
+  EXPECT(strcmp(ets_last_error_id(), "ets.capi.2") == 0);
   EXPECT(ets_predictor_env_name_size(p, 0, NULL) == ETS_INVALID_ARGUMENT);
+  EXPECT(strcmp(ets_last_error_id(), "ets.capi.1") == 0);
   EXPECT(ets_predictor_env_name(p, 5, name, sizeof name) == ETS_INVALID_ARGUMENT);
+  EXPECT(strcmp(ets_last_error_id(), "ets.capi.2") == 0);
 
   EXPECT(ets_predictor_load_job(p, "job1", argv[2]) == ETS_OK);
   EXPECT(ets_predictor_load_job(p, "job2", argv[2]) == ETS_OK);

@@ -10,6 +10,8 @@
 
 #include "ets/baseline.hpp"
 #include "ets/error.hpp"
+#include "test_support.hpp"
+#include "train/mlp.hpp"
 #include "train_fixtures.hpp"
 
 namespace {
@@ -54,8 +56,21 @@ TEST_CASE("baseline names round-trip and bad input throws", "[train][baseline]")
   }
   ets::Baseline::Kind k{};
   CHECK_FALSE(ets::Baseline::parse_kind("habitat", k));
-  CHECK_THROWS_AS(ets::Baseline::fit(ets::Baseline::Kind::OpSum, ets::FeatureSpec{}, ets_test::learnable_set(1, 2), {}),
-                  ets::Error);
+  const auto train = ets_test::learnable_set(1, 4);
+  CHECK(ets_test::error_id([&] { ets::Baseline::fit(ets::Baseline::Kind::OpSum, ets::FeatureSpec{}, train, {}); }) ==
+        "ets.train.15");  // an unfitted FeatureSpec
+  // nothing to fit on: no training traces, or none with a time (no measurement and zero labels)
+  const auto spec = ets::FeatureSpec::fit(train);
+  auto unlabelled = train;
+  for (auto& t : unlabelled) {
+    t.measured_us = 0;
+    for (auto& op : t.ops) op.time_us = op.gap_us = 0;
+  }
+  for (auto kind : ets::Baseline::all_kinds()) {
+    INFO(ets::Baseline::kind_name(kind));
+    CHECK(ets_test::error_id([&] { ets::Baseline::fit(kind, spec, {}, train); }) == "ets.train.16");
+    CHECK(ets_test::error_id([&] { ets::Baseline::fit(kind, spec, unlabelled, train); }) == "ets.train.16");
+  }
 }
 
 TEST_CASE("baseline options that would train nothing or train to NaN are refused", "[train][baseline]") {
@@ -187,4 +202,21 @@ TEST_CASE("a baseline kind cast from a bad integer is refused before fitting", "
   const auto spec = ets::FeatureSpec::fit(train);
   CHECK_THROWS_WITH(ets::Baseline::fit(static_cast<ets::Baseline::Kind>(9), spec, train, {}),
                     Catch::Contains("ets.train.13") && Catch::Contains("9"));
+}
+
+TEST_CASE("the baselines' MLP refuses inputs and targets of another shape (ets.train.14)", "[train][baseline]") {
+  ets::train::Mlp mlp({3, 4, 2}, 1);
+  const ets::train::Mlp::Mat x = ets::train::Mlp::Mat::Ones(3, 5), y = ets::train::Mlp::Mat::Zero(2, 5);
+  ets::train::Mlp::Mat out;
+  mlp.predict(x, out);
+  CHECK((out.rows() == 2 && out.cols() == 5));
+  std::vector<float> grad(mlp.params().size(), 0.0f);
+  CHECK(mlp.grad_l1(x, y, 1.0f, grad.data()) > 0);
+  const ets::train::Mlp::Mat four_features = ets::train::Mlp::Mat::Ones(4, 5);
+  const ets::train::Mlp::Mat three_targets = ets::train::Mlp::Mat::Zero(3, 5), six_samples = ets::train::Mlp::Mat::Zero(2, 6);
+  using ets_test::error_id;
+  CHECK(error_id([&] { mlp.predict(four_features, out); }) == "ets.train.14");
+  CHECK(error_id([&] { mlp.grad_l1(four_features, y, 1.0f, grad.data()); }) == "ets.train.14");
+  CHECK(error_id([&] { mlp.grad_l1(x, three_targets, 1.0f, grad.data()); }) == "ets.train.14");
+  CHECK(error_id([&] { mlp.grad_l1(x, six_samples, 1.0f, grad.data()); }) == "ets.train.14");
 }

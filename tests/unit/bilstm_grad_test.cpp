@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ets/error.hpp"
+#include "test_support.hpp"
 #include "train/bilstm_grad.hpp"
 #include "train/param_layout.hpp"
 
@@ -140,6 +141,24 @@ TEST_CASE("per-position loss weights scale the loss and match finite differences
     p.batch.weight.pop_back();
     CHECK_THROWS_WITH(loss_of(eng, p, p.params), Catch::Contains("[ets.train.5]"));
   }
+}
+
+TEST_CASE("a backward over other windows than its forward's is refused, and the engine stays usable", "[train][grad]") {
+  Problem p = make_problem(5);
+  ParamLayout layout(p.cfg);
+  BiLstmGrad<double> eng(layout);
+  std::vector<double> grad(layout.size, 0.0);
+  REQUIRE(p.batch.windows >= 3);
+  eng.forward(p.params.data(), p.batch, nullptr, 3);
+  CHECK(ets_test::error_id([&] { eng.backward(p.params.data(), p.batch, nullptr, 2, 1.0, grad.data()); }) ==
+        "ets.train.4");
+  CHECK(std::all_of(grad.begin(), grad.end(), [](double g) { return g == 0.0; }));  // nothing was added
+  const double loss = eng.backward(p.params.data(), p.batch, nullptr, 3, 1.0, grad.data());
+  BiLstmGrad<double> fresh(layout);  // the same backward on an engine that saw no refused call
+  std::vector<double> fresh_grad(layout.size, 0.0);
+  fresh.forward(p.params.data(), p.batch, nullptr, 3);
+  CHECK(loss == fresh.backward(p.params.data(), p.batch, nullptr, 3, 1.0, fresh_grad.data()));
+  CHECK(grad == fresh_grad);
 }
 
 TEST_CASE("padding positions never reach the loss or the gradient", "[train][grad]") {

@@ -163,6 +163,30 @@ TEST_CASE("AlexNet's first conv and classifier decode to the published architect
   CHECK(t.meta.extra.at("input_type") == "fp32");
 }
 
+TEST_CASE("ETS CSV: the label is the kernel span, with warning ets.csv.8 only where sum(kduration + space) differs") {
+  const std::string a =  // kernel 1000-3000 ns, kduration 2000, space 500: the next kernel starts at 3500
+      "203,1,\"[2, 3, 8, 8, 4, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\",1,1,"
+      "10.0,20.0,0,5,1000,3000,0,500,0,1,1,5,2000,2,8,8,1\n";
+  std::string b = a;  // kernel 3500-5500 ns, the last: no space after it
+  b.replace(b.find("1000,3000,0,500"), 15, "3500,5500,0,0");
+  {
+    ets_test::CapturedWarnings log;
+    const auto t = read_csv(std::string(kHeader) + a + b);
+    CHECK(t.at(0).measured_us == 4.5);
+    CHECK(t.at(0).sum_us() == 4.5);
+    CHECK(log.lines.empty());
+  }
+  {
+    ets_test::CapturedWarnings log;
+    const auto t = read_csv(std::string(kHeader) + a + a);  // the second kernel again at 1000-3000: span 2000 ns
+    CHECK(t.at(0).measured_us == 2.0);
+    CHECK(t.at(0).sum_us() == 5.0);
+    REQUIRE(log.lines.size() == 1);
+    CHECK_THAT(log.lines[0], Catch::StartsWith("[ets.csv.8]") && Catch::Contains("5000 ns") &&
+                                 Catch::Contains("2000 ns"));
+  }
+}
+
 TEST_CASE("malformed ETS CSV input raises documented ids") {
   const std::string row =
       "203,1,\"[2, 3, 8, 8, 4, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\",1,1,"

@@ -423,6 +423,24 @@ TEST_CASE("Nsight reader: timestamps whose differences would wrap 64 bits are et
   CHECK(error_id([&] { ets::import::read_nsight_sqlite(path, {}); }) == "ets.nsight.6");
 }
 
+TEST_CASE("Nsight reader: a table without a column the reader needs is ets.nsight.5, naming the query") {
+  const std::pair<const char*, const char*> renames[] = {{"CUPTI_ACTIVITY_KIND_KERNEL", "correlationId"},
+                                                         {"CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid"},
+                                                         {"NVTX_EVENTS", "globalTid"}};
+  for (const auto& [table, column] : renames) {
+    INFO(table << "." << column);
+    TempDir dir;
+    const std::string path = make_capture(dir.path);
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    exec(db, std::string("ALTER TABLE ") + table + " RENAME COLUMN " + column + " TO renamed");
+    sqlite3_close(db);
+    const std::string text = ets_test::error_text([&] { ets::import::read_nsight_sqlite(path, {}); });
+    CHECK_THAT(text, Catch::StartsWith("[ets.nsight.5]") && Catch::Contains(table) && Catch::Contains(column));
+    CHECK(error_id([&] { ets::import::read_nsight_sqlite_bytes(slurp(path), path, {}); }) == "ets.nsight.5");
+  }
+}
+
 TEST_CASE("Nsight reader: a WAL-mode export is read without creating files beside it") {
   TempDir dir;
   const std::string path = make_capture(dir.path);

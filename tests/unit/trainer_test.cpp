@@ -318,12 +318,25 @@ TEST_CASE("an interrupted run resumed from its checkpoint ends where an uninterr
 TEST_CASE("trainer rejects inconsistent input with ets::Error", "[train]") {
   auto init = ets::Trainer::init(small_config(), 1);
   ets::Trainer trainer(init, small_options());
+  using ets_test::error_id;
   auto bad = synthetic(4, 1);
   bad.features = 4;
-  CHECK_THROWS_AS(trainer.fit(bad), ets::Error);
+  CHECK(error_id([&] { trainer.fit(bad); }) == "ets.train.3");
+  const auto good = synthetic(4, 1);
+  CHECK(error_id([&] { trainer.fit(good, &bad); }) == "ets.train.3");  // the validation windows too
   auto nolabels = synthetic(4, 1);
   nolabels.y.clear();
-  CHECK_THROWS_AS(trainer.fit(nolabels), ets::Error);
+  CHECK(error_id([&] { trainer.fit(nolabels); }) == "ets.train.5");
+  auto short_x = synthetic(4, 1);  // fewer values than windows × width × features
+  short_x.x.pop_back();
+  CHECK(error_id([&] { trainer.fit(short_x); }) == "ets.train.7");
+  auto no_width = synthetic(4, 1);
+  no_width.width = 0;
+  CHECK(error_id([&] { trainer.fit(no_width); }) == "ets.train.7");
+  ets::WindowBatch empty;  // consistent, but nothing to train on
+  empty.width = 6;
+  empty.features = 3;
+  CHECK(error_id([&] { trainer.fit(empty); }) == "ets.train.10");
   auto wrong = init;
   wrong.head_b.push_back(0.0f);
   CHECK_THROWS_AS(ets::Trainer(wrong, small_options()), ets::Error);
