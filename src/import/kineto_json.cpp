@@ -172,16 +172,26 @@ std::int64_t get_int(od::value v, std::int64_t fallback) {
   return fallback;
 }
 
+// A loop over an ondemand array or object yields an error once where the text is not JSON (a key without ':', a
+// missing ',', a truncated object), and then ends. Taken as the end of the loop, that silently dropped the rest of
+// an event's fields and every event after it in the run; thrown, the reader reports ets.kineto.1.
+template <typename Result>
+void require_json(const Result& r) {
+  if (r.error()) throw simdjson::simdjson_error(r.error());
+}
+
 // "Input Dims": [[2,3],[],[[1,2],[3]]] -> a TensorList contributes its first tensor's dims.
 void read_dims(od::value v, std::vector<std::vector<std::int64_t>>& out) {
   od::array arr;
   if (v.get_array().get(arr)) return;
   for (auto el : arr) {
+    require_json(el);
     out.emplace_back();
     od::array inner;
     if (el.get_array().get(inner)) continue;
     bool first_list = true;
     for (auto x : inner) {
+      require_json(x);
       od::json_type t;
       if (x.type().get(t)) break;
       if (t == od::json_type::number) {
@@ -192,6 +202,7 @@ void read_dims(od::value v, std::vector<std::vector<std::int64_t>>& out) {
         od::array deep;
         if (!x.get_array().get(deep))
           for (auto y : deep) {
+            require_json(y);
             std::int64_t d;
             if (!y.get_int64().get(d)) out.back().push_back(d);
           }
@@ -204,6 +215,7 @@ void read_strings(od::value v, std::vector<std::string>& out) {
   od::array arr;
   if (v.get_array().get(arr)) return;
   for (auto el : arr) {
+    require_json(el);
     std::string_view s;
     if (!el.get_string().get(s)) out.emplace_back(s);
     else out.emplace_back();
@@ -223,6 +235,7 @@ struct Args {
 
 void read_args(od::object obj, Args& a, bool want_raw) {
   for (auto field : obj) {
+    require_json(field);
     std::string_view k;
     if (field.unescaped_key().get(k)) continue;
     od::value v = field.value();
@@ -329,6 +342,7 @@ void read_event(od::object obj, Collected& c) {
   std::size_t args_offset = 0, args_size = 0;
   // Field order differs between writers; args may precede cat, so args are read before we know the category.
   for (auto field : obj) {
+    require_json(field);
     std::string_view k;
     if (field.unescaped_key().get(k)) continue;
     od::value v = field.value();
@@ -718,6 +732,7 @@ void read_rank(od::value v, Meta& m, const std::string& path) {
 
 void read_meta_object(od::object obj, Meta& m) {
   for (auto field : obj) {
+    require_json(field);
     std::string_view k;
     if (field.unescaped_key().get(k)) continue;
     od::value v = field.value();
@@ -951,11 +966,21 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
           run.reserve(run.size() + simdjson::SIMDJSON_PADDING);
           c.text_base = run.data() + 1;  // run = '[' + bytes[begin, end) + ']'
           c.text_offset = begin;
-          od::document events = parser.iterate(run.data(), run.size(), run.capacity());
-          od::array arr = events.get_array();
-          for (auto ev : arr) {
-            od::object o;
-            if (!ev.get_object().get(o)) read_event(o, c);
+          const char* event_at = c.text_base;  // the start of the last event begun, for the message
+          try {
+            od::document events = parser.iterate(run.data(), run.size(), run.capacity());
+            od::array arr = events.get_array();
+            for (auto ev : arr) {
+              od::value v;
+              if (ev.get(v)) require_json(ev);
+              if (const char* at = nullptr; !v.current_location().get(at)) event_at = at;
+              od::object o;
+              if (!v.get_object().get(o)) read_event(o, c);
+            }
+          } catch (const simdjson::simdjson_error& e) {
+            ETS_THROW(Errc::parse, "ets.kineto.1",
+                      "'{}' is not a readable Kineto JSON trace: {} (in the event at byte {} or the next one)", path,
+                      e.what(), c.text_offset + static_cast<std::size_t>(event_at - c.text_base));
           }
           if (r == 0 && layout.cuts.size() > 1) {
             // Size the event vectors once from the first run's mix (+10%) instead of regrowing (and copying)
@@ -995,6 +1020,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
             c.launches.reserve(bytes.size() / 3000);
           }
           for (auto ev : arr) {
+            require_json(ev);
             od::object o;
             if (!ev.get_object().get(o)) read_event(o, c);
           }
@@ -1009,6 +1035,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
           od::array a;
           if (!v.get_array().get(a))
             for (auto d : a) {
+              require_json(d);
               od::object o;
               if (d.get_object().get(o)) continue;
               for (auto f2 : o) {
@@ -1090,7 +1117,8 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
       od::object o = d.get_object();
       read_args(o, args, true);
     } catch (const simdjson::simdjson_error& e) {
-      ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: {}", path, e.what());
+      ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: {} (in the \"args\" at byte {})",
+                path, e.what(), span.args_offset);
     }
     if (args.has_raw) apply_raw_args(rec, args.raw);
   };

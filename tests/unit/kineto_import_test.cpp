@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -151,6 +152,53 @@ TEST_CASE("Kineto CPU ops read their shapes when they become ops, from themselve
       CHECK(conv.hyper.get(Hyper::KernelW) == 3);
       CHECK(t.ops[2].name == "relu");
       CHECK(t.ops[2].inputs.size() == 1);
+    }
+  }
+}
+
+TEST_CASE("text that is not JSON inside an event is ets.kineto.1 with its place, not the end of the events") {
+  // Read as the end of an object or array, such damage silently dropped the rest of the event and every event after
+  // it in its run: a file damaged in its first event read as "no iteration with operators", one damaged later lost
+  // ops without a word. The large document puts the damage in a later run (runs are ~512 KiB; a step ~1.3 KB).
+  struct Damage {
+    const char* what;
+    std::string from, to;
+  };
+  for (const auto& [steps, k] : {std::pair<int, int>{5, 2}, {2600, 2000}}) {
+    const std::string good = cpu_steps(steps);
+    REQUIRE(ets::import::read_kineto_json(good, "steps.json", {}).size() == static_cast<std::size_t>(steps));
+    const long b = 1000L + 200L * k;  // step k's ops, as cpu_steps writes them
+    const std::string conv = fmt::format(R"("ts": {}, "dur": 30,)", b + 40);
+    const std::string addmm = fmt::format(R"("External id": {}, "Input Dims")", 10 * k + 2);
+    const std::string conv_dims = fmt::format(R"("External id": {}, "Input Dims": [[8, 3, 32, 32], [16)", 10 * k + 3);
+    const std::string relu = fmt::format(R"("External id": {}, "Input Dims": [[8, 16, 15, 15]], "Input type": ["float"]}}}},)",
+                                         10 * k + 5);
+    const std::vector<Damage> damages = {
+        {"a key without ':'", conv, fmt::format(R"("ts": {}, "dur", 30,)", b + 40)},
+        {"two fields without ','", conv, fmt::format(R"("ts": {} "dur": 30,)", b + 40)},
+        {"two events without ','", relu, relu.substr(0, relu.size() - 1)},
+        {"an args field without ':'", addmm, fmt::format(R"("External id" {}, "Input Dims")", 10 * k + 2)},
+        {"input dims without ','", conv_dims, fmt::format(R"("External id": {}, "Input Dims": [[8, 3, 32, 32] [16)", 10 * k + 3)},
+        {"input types without ','", relu,
+         fmt::format(R"("External id": {}, "Input Dims": [[8, 16, 15, 15]], "Input type": ["float" "x"]}}}},)", 10 * k + 5)}};
+    for (const Damage& d : damages) {
+      INFO(d.what << ", step " << k << " of " << steps);
+      const std::size_t at = good.find(d.from);
+      REQUIRE(at != std::string::npos);
+      REQUIRE(good.find(d.from, at + 1) == std::string::npos);
+      std::string bad = good;
+      bad.replace(at, d.from.size(), d.to);
+      const std::string text = ets_test::error_text([&] { ets::import::read_kineto_json(bad, "steps.json", {}); });
+      REQUIRE_THAT(text, Catch::StartsWith("[ets.kineto.1] 'steps.json' is not a readable Kineto JSON trace"));
+      // The place given is the start of the damaged event (or, for a missing ',' after it, of the event before), or
+      // of its "args" where the damage lies in shapes that are read only when the event turns out to be an op.
+      const bool in_args = text.find("(in the \"args\" at byte ") != std::string::npos;
+      const auto place = text.find(" at byte ");
+      REQUIRE(place != std::string::npos);
+      const std::size_t byte = std::stoul(text.substr(place + 9));
+      CHECK(byte <= at);
+      CHECK(at - byte < 300);
+      CHECK(bad.compare(byte, in_args ? 15 : 6, in_args ? "{\"External id\":" : "{\"ph\":") == 0);
     }
   }
 }
