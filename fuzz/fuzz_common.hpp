@@ -1,14 +1,18 @@
 // Shared rule of every ETS fuzz target: hostile bytes may only end in ets::Error; any other exception, crash,
-// leak or UB is a finding. Imported traces must also hold the invariants the encoder relies on.
+// leak or UB is a finding. Imported traces must also hold the invariants the encoder relies on, and survive the
+// canonical trace file (what `ets convert` writes) unchanged.
 #pragma once
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "ets/error.hpp"
 #include "ets/trace.hpp"
+#include "ets/trace_file.hpp"
+#include "import/importers.hpp"
 
 namespace ets_fuzz {
 
@@ -20,7 +24,15 @@ inline void check_error(const ets::Error& e) {
   }
 }
 
-// Timings are what the model consumes: a NaN or infinite time/gap would poison every prediction downstream.
+[[noreturn]] inline void finding(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "%s: %s\n", what, detail.c_str());
+  std::abort();
+}
+
+// Timings are what the model consumes: a NaN or infinite time/gap would poison every prediction downstream. Every
+// trace must also be one `ets convert` can write and read back as it was: the writer refuses what an importer should
+// never produce (a negative time, a non-finite hyper-parameter, a phase out of range: ets.etst.7), and accepts all
+// else but strings that are not UTF-8 (ets.etst.8), which hostile bytes may leave in names.
 inline void check_traces(const std::vector<ets::ExecutionTrace>& traces) {
   for (const auto& t : traces)
     for (const auto& op : t.ops)
@@ -28,6 +40,26 @@ inline void check_traces(const std::vector<ets::ExecutionTrace>& traces) {
         std::fprintf(stderr, "op '%s' has non-finite time %g / gap %g\n", op.name.c_str(), op.time_us, op.gap_us);
         std::abort();
       }
+  std::string text;
+  try {
+    text = ets::serialize_traces(traces);
+  } catch (const ets::Error& e) {
+    if (e.id() == "ets.etst.8") return;
+    finding("an imported trace cannot be written as an ets-trace file", e.what());
+  }
+  ets::import::Options all;
+  all.keep_incomplete = true;
+  std::vector<ets::ExecutionTrace> back;
+  try {
+    back = ets::import::read_ets_trace(text, "round-trip", all);
+  } catch (const ets::Error& e) {
+    finding("the ets-trace file written from an imported trace cannot be read back", e.what());
+  }
+  if (back.size() != traces.size())
+    finding("the ets-trace round trip changed the number of iterations",
+            std::to_string(traces.size()) + " -> " + std::to_string(back.size()));
+  for (std::size_t i = 0; i < traces.size(); ++i)
+    if (!(back[i] == traces[i])) finding("the ets-trace round trip changed iteration", std::to_string(i));
 }
 
 }  // namespace ets_fuzz
