@@ -3,6 +3,7 @@
 // canonical trace file (what `ets convert` writes) unchanged.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +61,20 @@ inline void check_traces(const std::vector<ets::ExecutionTrace>& traces) {
             std::to_string(traces.size()) + " -> " + std::to_string(back.size()));
   for (std::size_t i = 0; i < traces.size(); ++i)
     if (!(back[i] == traces[i])) finding("the ets-trace round trip changed iteration", std::to_string(i));
+}
+
+// Readers of timed captures (Kineto, Nsight): Σ(time + gap) of an iteration is the distance to the next one's start,
+// by construction (docs/trace-format.md), but for a step whose training thread ran no op, which comes back without
+// ops.
+inline void check_periods(const std::vector<ets::ExecutionTrace>& traces) {
+  for (std::size_t i = 0; i + 1 < traces.size(); ++i) {
+    if (traces[i].ops.empty() || traces[i + 1].ops.empty()) continue;
+    const double period = traces[i + 1].start_us - traces[i].start_us, sum = traces[i].sum_us();
+    if (!(std::fabs(sum - period) <= 1e-6 * std::max(1.0, std::fabs(period)) + 1e-6))
+      finding("an iteration's times and gaps do not add up to its period",
+              "iteration " + std::to_string(i) + ": " + std::to_string(sum) + " us, period " + std::to_string(period) +
+                  " us");
+  }
 }
 
 }  // namespace ets_fuzz
