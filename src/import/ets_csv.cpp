@@ -323,6 +323,10 @@ std::vector<ExecutionTrace> read_ets_csv(std::string_view bytes, const std::stri
   meta_from_name(path, t);
 
   std::int64_t first_start = 0, last_end = 0, sum_ns = 0;
+  // The run's batch, input type and image size, repeated on every row: read from the first, checked on the others
+  // (a row that disagrees, or holds no number there, was taken silently).
+  std::int64_t batch = 0, input_type = 0;
+  std::string size_of[2];
   while (csv.next(f)) {
     if (f.size() == 1 && trim(f[0]).empty()) continue;  // blank line (e.g. trailing)
     if (f.size() != ncols)
@@ -352,15 +356,28 @@ std::vector<ExecutionTrace> read_ets_csv(std::string_view bytes, const std::stri
     const std::int64_t kernels = get_i(cKernels);
     op.kernels = kernels > 0 ? static_cast<std::uint32_t>(std::min<std::int64_t>(kernels, 0xFFFFFFFF)) : 0;
 
-    if (t.ops.empty()) {
+    if (!t.ops.empty()) {
+      const std::int64_t row_batch = get_i(cBatch), row_type = get_i(cInputType);
+      if (row_batch != batch || row_type != input_type)
+        ETS_THROW(Errc::invalid_trace, "ets.csv.10", "{}:{}: batch {} and input_type {} differ from the first row's {} "
+                  "and {}: one file holds one run", path, line, row_batch, row_type, batch, input_type);
+      for (const Col c : {cH, cW})
+        if (col[c] >= 0 && trim(f[col[c]]) != size_of[c == cW])
+          ETS_THROW(Errc::invalid_trace, "ets.csv.10", "{}:{}: {} '{}' differs from the first row's '{}': one file "
+                    "holds one run", path, line, c == cH ? "h" : "w", trim(f[col[c]]), size_of[c == cW]);
+    } else {
       first_start = kstart;
-      t.meta.batch_size = get_i(cBatch);
+      batch = get_i(cBatch);
+      input_type = get_i(cInputType);
+      for (const Col c : {cH, cW})
+        if (col[c] >= 0) size_of[c == cW] = std::string(trim(f[col[c]]));
+      t.meta.batch_size = batch;
       if (t.meta.batch_size < 0) {  // as the Kineto reader takes one: unknown, and said
         log(LogLevel::warn, "[ets.csv.9] {}:{}: batch is {}; the batch size, a feature, is unknown", path, line,
             t.meta.batch_size);
         t.meta.batch_size = 0;
       }
-      const std::int64_t it = get_i(cInputType);
+      const std::int64_t it = input_type;
       t.meta.extra["input_type"] = it == 1 ? "fp32" : it == 2 ? "fp16" : it == 3 ? "fp64" : fmt::format("{}", it);
       for (const auto& [c, key] : {std::pair<Col, const char*>{cH, "h"}, {cW, "w"}})
         if (col[c] >= 0) {

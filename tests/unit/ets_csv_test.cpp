@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <fstream>
 #include <sstream>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,29 @@ TEST_CASE("ETS CSV: the label is the kernel span, with warning ets.csv.8 only wh
     CHECK_THAT(log.lines[0], Catch::StartsWith("[ets.csv.8]") && Catch::Contains("5000 ns") &&
                                  Catch::Contains("2000 ns"));
   }
+}
+
+TEST_CASE("ETS CSV: every row must repeat the first row's batch, input type and image size (ets.csv.10)") {
+  // ..., kduration 2000, batch 2, h 8, w 8, input_type 1
+  const std::string row =
+      "203,1,\"[2, 3, 8, 8, 4, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\",1,1,"
+      "10.0,20.0,0,5,1000,3000,0,500,0,1,1,5,2000,2,8,8,1\n";
+  REQUIRE(read_csv(std::string(kHeader) + row + row).at(0).ops.size() == 2);
+  const std::pair<const char*, const char*> changes[] = {
+      {",2000,2,8,8,1\n", ",2000,4,8,8,1\n"},  // another batch
+      {",2000,2,8,8,1\n", ",2000,2,8,8,2\n"},  // another input type (fp16)
+      {",2000,2,8,8,1\n", ",2000,2,16,8,1\n"},
+      {",2000,2,8,8,1\n", ",2000,2,8,abc,1\n"}};
+  for (const auto& [from, to] : changes) {
+    INFO(to);
+    std::string second = row;
+    second.replace(second.find(from), std::strlen(from), to);
+    CHECK(error_id(std::string(kHeader) + row + second) == "ets.csv.10");
+  }
+  std::string garbage = row;  // no number where one is read: as on the first row
+  garbage.replace(garbage.find(",2000,2,"), 8, ",2000,x,");
+  CHECK(error_id(std::string(kHeader) + row + garbage) == "ets.csv.3");
+  CHECK(error_id(std::string(kHeader) + garbage) == "ets.csv.3");
 }
 
 TEST_CASE("malformed ETS CSV input raises documented ids") {
