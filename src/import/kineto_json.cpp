@@ -974,8 +974,15 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
               od::value v;
               if (ev.get(v)) require_json(ev);
               if (const char* at = nullptr; !v.current_location().get(at)) event_at = at;
+              // Every element is an event object. Skipping another kind is where the parser checks least: the
+              // fields of an event whose '{' is lost read as a string and text skipped unchecked, and the event was
+              // dropped without a word.
               od::object o;
-              if (!v.get_object().get(o)) read_event(o, c);
+              if (v.get_object().get(o))
+                ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: the element of "
+                          "\"traceEvents\" at byte {} is not an event object", path,
+                          c.text_offset + static_cast<std::size_t>(event_at - c.text_base));
+              read_event(o, c);
             }
           } catch (const simdjson::simdjson_error& e) {
             ETS_THROW(Errc::parse, "ets.kineto.1",
@@ -1006,6 +1013,16 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
       // their shapes by its size.)
       c.text_base = buf.data();
       c.text_offset = chunked ? layout.close - layout.open - 1 : 0;
+      {
+        // The lazy parse below checks little of what it skips. Whole files get here when the scan above did not
+        // recognise their events, often for a lost or extra bracket, whose damage it skipped without a word; a full
+        // parse checks them first (and the rest of a chunked file, which is small, as well).
+        simdjson::dom::parser strict;
+        simdjson::dom::element whole;
+        if (const auto err = strict.parse(buf).get(whole))
+          ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: {}", path,
+                    simdjson::error_message(err));
+      }
       od::document doc = parser.iterate(buf);
       od::object root = doc.get_object();
       for (auto field : root) {
@@ -1022,7 +1039,10 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
           for (auto ev : arr) {
             require_json(ev);
             od::object o;
-            if (!ev.get_object().get(o)) read_event(o, c);
+            if (ev.get_object().get(o))
+              ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: an element of "
+                        "\"traceEvents\" is not an event object", path);
+            read_event(o, c);
           }
         } else if (k == "distributedInfo") {
           od::object o;

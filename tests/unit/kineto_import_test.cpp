@@ -203,6 +203,29 @@ TEST_CASE("text that is not JSON inside an event is ets.kineto.1 with its place,
   }
 }
 
+TEST_CASE("a lost or extra bracket in the events is ets.kineto.1, not an event dropped or read in part") {
+  // The lazy parse skips what it does not read with little checking: an event whose '{' is lost read as a string
+  // and was dropped; an "args" whose '{' is lost ended its event there, and the op took its child's shapes.
+  for (int steps : {5, 2600}) {
+    const std::string good = cpu_steps(steps);
+    const long b = 1000L + 200L * 2;  // step 2's ops
+    const std::string relu = fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 7, "tid": 7, "ts": {})", b + 80);
+    const std::string linear_args = fmt::format(R"("ts": {}, "dur": 20, "args": {{"External id")", b + 10);
+    const std::pair<std::string, std::string> damages[] = {
+        {relu, relu.substr(1)},                                   // an event's '{' lost
+        {linear_args, linear_args.substr(0, linear_args.size() - 14) + "\"External id\""},  // its args' '{' lost
+        {relu, "{" + relu}};                                       // one '{' too many
+    for (const auto& [from, to] : damages) {
+      INFO(to << ", " << steps << " steps");
+      const std::size_t at = good.find(from);
+      REQUIRE(at != std::string::npos);
+      std::string bad = good;
+      bad.replace(at, from.size(), to);
+      CHECK(ets_test::error_id([&] { ets::import::read_kineto_json(bad, "steps.json", {}); }) == "ets.kineto.1");
+    }
+  }
+}
+
 TEST_CASE("Kineto reader errors") {
   CHECK_THROWS_WITH(ets::import::read_kineto_json("{\"traceEvents\": [", "bad.json", {}), Catch::Contains("ets.kineto.1"));
   CHECK_THROWS_WITH(ets::import::read_kineto_json("{\"other\": 1}", "bad.json", {}), Catch::Contains("ets.kineto.1"));
