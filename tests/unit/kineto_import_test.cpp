@@ -226,6 +226,38 @@ TEST_CASE("a lost or extra bracket in the events is ets.kineto.1, not an event d
   }
 }
 
+TEST_CASE("a file whose events the scan does not cut is checked whole, numbers out of range still read by the rules") {
+  // An escaped key hides the events from the scan: the file is parsed whole, and checked whole first. A number too
+  // large for a double is JSON, and read as the rules say (ets.kineto.5 / .11); a broken number or a missing ','
+  // is not.
+  const auto doc = [](const std::string& dur, const std::string& ts, const char* sep) {
+    return std::string(R"({"trace\u0045vents": [)") +
+           R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 100, "dur": 100},)" +
+           R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 110, "dur": )" + dur + "}," +
+           R"({"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": )" + ts + R"(, "dur": 5})" + sep +
+           R"({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 150, "dur": 5},)" +
+           R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 200, "dur": 100},)" +
+           R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 210, "dur": 5}]})";
+  };
+  ets::import::detail::KinetoEventsLayout layout;
+  REQUIRE_FALSE(ets::import::detail::kineto_find_events(doc("5", "120", ","), 1 << 19, true, layout));
+  {
+    const ets_test::CapturedWarnings log;
+    const auto its = ets::import::read_kineto_json(doc("1e999", "99999999999999999999999", ","), "big.json", {});
+    REQUIRE(its.size() == 2);
+    CHECK(its[0].ops.size() == 2);  // mm (its dur clamped) and add; relu's ts is beyond range: dropped
+    const auto said = [&](const char* id) {
+      return std::any_of(log.lines.begin(), log.lines.end(), [&](const std::string& l) { return l.find(id) == 1; });
+    };
+    CHECK(said("ets.kineto.5"));
+    CHECK(said("ets.kineto.11"));
+  }
+  CHECK(ets_test::error_id([&] { ets::import::read_kineto_json(doc("5x", "120", ","), "x.json", {}); }) == "ets.kineto.1");
+  CHECK(ets_test::error_id([&] { ets::import::read_kineto_json(doc("1e999", "12.", ","), "x.json", {}); }) ==
+        "ets.kineto.1");
+  CHECK(ets_test::error_id([&] { ets::import::read_kineto_json(doc("5", "120", ""), "x.json", {}); }) == "ets.kineto.1");
+}
+
 TEST_CASE("Kineto reader errors") {
   CHECK_THROWS_WITH(ets::import::read_kineto_json("{\"traceEvents\": [", "bad.json", {}), Catch::Contains("ets.kineto.1"));
   CHECK_THROWS_WITH(ets::import::read_kineto_json("{\"other\": 1}", "bad.json", {}), Catch::Contains("ets.kineto.1"));
