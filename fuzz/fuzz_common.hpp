@@ -37,10 +37,9 @@ inline void check_error(const ets::Error& e) {
 inline void check_traces(const std::vector<ets::ExecutionTrace>& traces) {
   for (const auto& t : traces)
     for (const auto& op : t.ops)
-      if (!std::isfinite(op.time_us) || !std::isfinite(op.gap_us)) {
-        std::fprintf(stderr, "op '%s' has non-finite time %g / gap %g\n", op.name.c_str(), op.time_us, op.gap_us);
-        std::abort();
-      }
+      if (!std::isfinite(op.time_us) || !std::isfinite(op.gap_us))
+        finding("an op has a non-finite time or gap",
+                op.name + ": " + std::to_string(op.time_us) + " / " + std::to_string(op.gap_us));
   std::string text;
   try {
     text = ets::serialize_traces(traces);

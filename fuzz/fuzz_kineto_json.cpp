@@ -1,5 +1,6 @@
 // libFuzzer target: the Kineto / Chrome-trace JSON importer (simdjson ondemand) on arbitrary bytes.
-// Only ets::Error may come out; see fuzz_common.hpp for the invariants checked on what is read, and below for the Kineto ones.
+// Only ets::Error may come out; see fuzz_common.hpp for the invariants checked on what is read, and below for the
+// Kineto reader's own.
 #include <cstddef>
 #include <cstdint>
 #include <string>

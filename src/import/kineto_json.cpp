@@ -172,7 +172,7 @@ std::int64_t get_int(od::value v, std::int64_t fallback) {
   return fallback;
 }
 
-// Whether text[b, e) is a number by JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+// Whether t is a number by JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
 bool json_number_grammar(std::string_view t) {
   std::size_t i = 0;
   const auto digits = [&] {
