@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-# Real Kineto traces with one structural character of "traceEvents" deleted, doubled or replaced: where Python's
-# json refuses the damaged text, `ets convert` must refuse it too, or convert it to exactly what the undamaged trace
-# converts to (damage in a part the reader never reads, such as a flow event's fields). Anything else is a silent
-# change: the reader took the damage for the end of the events and lost ops without a word (found on 38 of 161
-# damaged shared traces before the fix; docs/CHANGELOG.md). Reads the committed Kineto fixtures, and the shared
-# ones under ../shared/data/kineto-gpu where present.
-# Usage: damaged_kineto_test.py ETS FIXTURES_DIR SHARED_DIR WORK_DIR [DAMAGES_PER_FILE=12]
+# Real Kineto traces and PyTorch Execution Traces with one structural character of their "traceEvents" / "nodes"
+# deleted, doubled or replaced: where Python's json refuses the damaged text, `ets convert` must refuse it too, or
+# convert it to exactly what the undamaged trace converts to (damage in a part the reader never reads, such as a flow
+# event's fields). Anything else is a silent change: the Kineto reader took such damage for the end of the events
+# and lost ops without a word (38 of 161 damaged shared traces before the fix; docs/CHANGELOG.md). Reads the
+# committed JSON fixtures, and the shared ones under ../shared/data/kineto-gpu where present.
+# Usage: damaged_json_test.py ETS FIXTURES_DIR SHARED_DIR WORK_DIR [DAMAGES_PER_FILE=12]
 import glob
 import gzip
 import json
@@ -22,8 +22,8 @@ os.makedirs(work, exist_ok=True)
 MAX_BYTES = 8_000_000  # larger traces add time, not cases
 
 
-def kineto_files():
-    found = glob.glob(os.path.join(fixtures, "*.kineto.json.gz")) + [os.path.join(fixtures, "cpu_small_mlp.json.gz")]
+def json_files():
+    found = glob.glob(os.path.join(fixtures, "*.json.gz"))
     found += [f for f in glob.glob(os.path.join(shared, "kineto-gpu", "**", "*.json*"), recursive=True)
               if not f.endswith(".tar.gz")]
     return sorted(set(found))
@@ -44,7 +44,8 @@ def convert(path):
 
 rng = random.Random(20261206)
 damaged = refused = unchanged = 0
-for path in kineto_files():
+kinds = set()
+for path in json_files():
     with open(path, "rb") as fh:
         raw = fh.read()
     if raw[:2] == b"\x1f\x8b":
@@ -55,8 +56,9 @@ for path in kineto_files():
         text = raw.decode("utf-8")
         json.loads(text)
     except ValueError:
-        continue  # not a JSON document to begin with (an Execution Trace is read by another reader anyway)
-    if '"traceEvents"' not in text:
+        continue  # not a JSON document to begin with
+    key = next((k for k in ('"traceEvents"', '"nodes"') if k in text), None)
+    if key is None:
         continue
     base = os.path.join(work, "base.json")
     with open(base, "w") as fh:
@@ -64,7 +66,8 @@ for path in kineto_files():
     rc, err, want = convert(base)
     if rc != 0:
         continue  # a trace the reader refuses whole (none of the fixtures): nothing to compare with
-    start = text.index('"traceEvents"')
+    start = text.index(key)
+    kinds.add(key)
     spots = [i for i in range(start, len(text)) if text[i] in ',:"{}[]']
     made = 0
     while made < per_file:
@@ -91,5 +94,5 @@ for path in kineto_files():
             check(got == want, f"{os.path.basename(path)}: {how} {text[i]!r} at byte {i} "
                                f"({text[max(0, i - 50):i + 50]!r}) was read, and changed the conversion")
 
-check(damaged >= 20, f"only {damaged} damaged traces were made (fixtures missing?)")
-finish(f"damaged Kineto traces: {damaged}, refused {refused}, converted unchanged {unchanged}")
+check(damaged >= 20 and len(kinds) == 2, f"only {damaged} damaged traces of {sorted(kinds)} were made (fixtures missing?)")
+finish(f"damaged JSON traces ({', '.join(sorted(kinds))}): {damaged}, refused {refused}, converted unchanged {unchanged}")
