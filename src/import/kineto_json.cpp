@@ -1015,28 +1015,30 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
           run.reserve(run.size() + simdjson::SIMDJSON_PADDING);
           c.text_base = run.data() + 1;  // run = '[' + bytes[begin, end) + ']'
           c.text_offset = begin;
-          const char* event_at = c.text_base;  // the start of the last event begun, for the message
+          od::document events;
+          // Where the parse stands, as a byte of the file, for a message (the run's start if it cannot say).
+          const auto here = [&] {
+            const char* at = nullptr;
+            if (events.current_location().get(at) || at < c.text_base) at = c.text_base;
+            return c.text_offset + static_cast<std::size_t>(at - c.text_base);
+          };
           try {
-            od::document events = parser.iterate(run.data(), run.size(), run.capacity());
+            events = parser.iterate(run.data(), run.size(), run.capacity());
             od::array arr = events.get_array();
             for (auto ev : arr) {
-              od::value v;
-              if (ev.get(v)) require_json(ev);
-              if (const char* at = nullptr; !v.current_location().get(at)) event_at = at;
+              require_json(ev);
               // Every element is an event object. Skipping another kind is where the parser checks least: the
               // fields of an event whose '{' is lost read as a string and text skipped unchecked, and the event was
               // dropped without a word.
               od::object o;
-              if (v.get_object().get(o))
-                ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: the element of "
-                          "\"traceEvents\" at byte {} is not an event object", path,
-                          c.text_offset + static_cast<std::size_t>(event_at - c.text_base));
+              if (ev.get_object().get(o))
+                ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: an element of "
+                          "\"traceEvents\" is not an event object (near byte {})", path, here());
               read_event(o, c);
             }
           } catch (const simdjson::simdjson_error& e) {
-            ETS_THROW(Errc::parse, "ets.kineto.1",
-                      "'{}' is not a readable Kineto JSON trace: {} (in the event at byte {} or the next one)", path,
-                      e.what(), c.text_offset + static_cast<std::size_t>(event_at - c.text_base));
+            ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: {} (near byte {})", path,
+                      e.what(), here());
           }
           if (r == 0 && layout.cuts.size() > 1) {
             // Size the event vectors once from the first run's mix (+10%) instead of regrowing (and copying)
