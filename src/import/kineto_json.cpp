@@ -1016,14 +1016,16 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
           c.text_base = run.data() + 1;  // run = '[' + bytes[begin, end) + ']'
           c.text_offset = begin;
           od::document events;
+          bool iterating = false;  // a document that iterate() did not set up has no position to ask for
           // Where the parse stands, as a byte of the file, for a message (the run's start if it cannot say).
           const auto here = [&] {
             const char* at = nullptr;
-            if (events.current_location().get(at) || at < c.text_base) at = c.text_base;
+            if (!iterating || events.current_location().get(at) || at < c.text_base) at = c.text_base;
             return c.text_offset + static_cast<std::size_t>(at - c.text_base);
           };
           try {
             events = parser.iterate(run.data(), run.size(), run.capacity());
+            iterating = true;
             od::array arr = events.get_array();
             for (auto ev : arr) {
               require_json(ev);

@@ -102,3 +102,16 @@ TEST_CASE("fuzz regression: a lone '-' in Concrete Inputs (hang)") {
   CHECK(traces[0].ops[0].name == "conv2d");
   CHECK(traces[0].ops[0].hyper.get(ets::Hyper::KernelH) == 3);  // from the weight's shape, untouched by the bad ints
 }
+
+// A run of events that the parser refuses before it can iterate it (a control byte inside a string, found at once)
+// left the document without an iterator, and the message asked it for its position: a null pointer read (UB).
+TEST_CASE("fuzz regression: a run the parser refuses at once is placed without asking its document") {
+  const std::string json("{\"traceEvents\":[\n{\"pea\x95\",\"pi\\:\xdc" "ent\0ph\":7],\xa5\xcd\xa2\xa2\x82\xfc{8}]y\n", 54);
+  try {
+    kineto(json);
+    FAIL("a trace with a control byte inside a string was read");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.kineto.1");
+    CHECK(std::string(e.what()).find("(near byte 16)") != std::string::npos);  // the run's start: its first event
+  }
+}
