@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>  // getpid
@@ -19,26 +21,29 @@
 
 namespace ets_test {
 
+/// The ets::Error that f() throws, if it throws one.
+template <typename F>
+std::optional<ets::Error> thrown_error(F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (const ets::Error& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
 /// Id of the ets::Error that f() throws, or "no error".
 template <typename F>
 std::string error_id(F&& f) {
-  try {
-    f();
-  } catch (const ets::Error& e) {
-    return e.id();
-  }
-  return "no error";
+  const auto e = thrown_error(std::forward<F>(f));
+  return e ? e->id() : "no error";
 }
 
 /// The whole message of the ets::Error that f() throws; "" when it throws none.
 template <typename F>
 std::string error_text(F&& f) {
-  try {
-    f();
-  } catch (const ets::Error& e) {
-    return e.what();
-  }
-  return "";
+  const auto e = thrown_error(std::forward<F>(f));
+  return e ? e->what() : "";
 }
 
 /// Path of a committed fixture under tests/data/.
