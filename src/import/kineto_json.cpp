@@ -518,6 +518,17 @@ void read_event(od::object obj, Collected& c) {
   }
 }
 
+// One element of "traceEvents", read as an event; false where it is no object, which the caller refuses. Skipping
+// another kind is where the parser checks least: the fields of an event whose '{' is lost read as a string and text
+// skipped unchecked, and the event was dropped without a word.
+bool read_element(simdjson::simdjson_result<od::value>& element, Collected& c) {
+  require_json(element);
+  od::object o;
+  if (element.get_object().get(o)) return false;
+  read_event(o, c);
+  return true;
+}
+
 // Sets every record's times from its ts (ns) and the origin: start = µs from the origin, end = start + duration (the
 // end read holds the duration), as read_event would have with the origin known in advance.
 void place_times(Collected& c) {
@@ -1027,17 +1038,10 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
             events = parser.iterate(run.data(), run.size(), run.capacity());
             iterating = true;
             od::array arr = events.get_array();
-            for (auto ev : arr) {
-              require_json(ev);
-              // Every element is an event object. Skipping another kind is where the parser checks least: the
-              // fields of an event whose '{' is lost read as a string and text skipped unchecked, and the event was
-              // dropped without a word.
-              od::object o;
-              if (ev.get_object().get(o))
+            for (auto ev : arr)
+              if (!read_element(ev, c))
                 ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: an element of "
                           "\"traceEvents\" is not an event object (near byte {})", path, here());
-              read_event(o, c);
-            }
           } catch (const simdjson::simdjson_error& e) {
             ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: {} (near byte {})", path,
                       e.what(), here());
@@ -1089,14 +1093,10 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
             c.device.reserve(bytes.size() / 4000);
             c.launches.reserve(bytes.size() / 3000);
           }
-          for (auto ev : arr) {
-            require_json(ev);
-            od::object o;
-            if (ev.get_object().get(o))
+          for (auto ev : arr)
+            if (!read_element(ev, c))
               ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: an element of "
                         "\"traceEvents\" is not an event object", path);
-            read_event(o, c);
-          }
         } else if (k == "distributedInfo") {
           od::object o;
           if (!v.get_object().get(o))
