@@ -40,7 +40,10 @@ void check_meta_field(const std::string& field, const std::string& value, const 
 /// check_meta_field for every string of `meta`; called before the copies are made.
 void check_meta_size(const TraceMeta& meta, const std::string& path);
 
-Format detect_format(std::string_view head, const std::string& path);
+/// The format of `bytes` (the whole uncompressed file): the SQLite magic, an ets-trace header line or an ETS CSV
+/// header at the start (within 4 KiB), else a JSON key that names Kineto ("traceEvents") or an ET ("nodes" and
+/// "schema") anywhere in the text.
+Format detect_format(std::string_view bytes, const std::string& path);
 /// The text after a UTF-8 BOM (s itself without one): a BOM is not JSON, nor part of a CSV header.
 std::string_view skip_bom(std::string_view s);
 /// The first record of `bytes` (a UTF-8 BOM skipped) is a CSV header with the columns op, dir and params, in any

@@ -93,6 +93,21 @@ TEST_CASE("format detection by content") {
   CHECK(detect_format(std::string_view("SQLite format 3\0rest", 20), "x") == Format::NsightSqlite);
   CHECK(detect_format("hello", "x") == Format::Unknown);
   CHECK(detect_format("{\"a\": \"traceEvents\"}", "x") == Format::Unknown);  // a value, not a key
+  // the key searcher goes on past a match that is a value, and past blanks before the ':'
+  CHECK(detect_format("{\"a\": \"traceEvents\", \"traceEvents\" \n\t: [", "x") == Format::KinetoJson);
+  CHECK(detect_format("{\"traceEvents\"\"traceEvents\":[", "x") == Format::KinetoJson);
+  // a JSON key is looked for in the whole text: after megabytes of strings, and an ET's "schema" after its "nodes"
+  std::string padded = "{\"deviceProperties\": [";
+  for (int i = 0; i < 200000; ++i) padded += "\"traceEvents_\", ";
+  CHECK(detect_format(padded + "\"\"], \"traceEvents\": [", "x") == Format::KinetoJson);
+  CHECK(detect_format(padded + "\"\"]}", "x") == Format::Unknown);
+  CHECK(detect_format("{\"nodes\": [], \"pid\": 1, \"schema\": \"1.0.1\"}", "x") == Format::PytorchEt);
+  CHECK(detect_format("{\"nodes\": [], \"pid\": 1}", "x") == Format::Unknown);
+  // the ets-trace header is the first line, its "format" within the first 4 KiB (the writer's is ~40 bytes)
+  CHECK(detect_format("{\"version\":[1,0], \"format\" : \"ets-trace\"}\n{}", "x") == Format::EtsTrace);
+  const std::string far = "{\"x\":\"" + std::string(5000, 'a') + "\",\"format\":\"ets-trace\",\"version\":[1,0]}\n";
+  CHECK(detect_format(far, "x") == Format::Unknown);
+  CHECK(detect_format("{\"x\":1}\n{\"format\":\"ets-trace\",\"version\":[1,0]}\n", "x") == Format::Unknown);
 }
 
 TEST_CASE("Tracer::load: missing file, unknown format, gzip round trip") {
