@@ -662,10 +662,11 @@ std::size_t optimizer_turn(const std::vector<Marker>& st, StepShapes& shapes) {
 }
 
 // keep_incomplete: keep a trailing marker-derived step that has no end (Options::keep_incomplete, or a declared
-// tail step: it only closes the one before and is dropped later).
+// tail step: it only closes the one before and is dropped later). keep_after_last: also keep the ops after the last
+// Optimizer.step#'s end (Options::keep_incomplete without a declared tail, which says where the last one ends).
 // shape_turn: set to the steps per turn where optimizer_turn grouped them, else 1.
-std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep_incomplete, const ArgsLoader& load,
-                                 std::size_t& shape_turn) {
+std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep_incomplete, bool keep_after_last,
+                                 const ArgsLoader& load, std::size_t& shape_turn) {
   std::vector<StepSpan> steps;
   shape_turn = 1;
   const double inf = std::numeric_limits<double>::infinity();
@@ -721,9 +722,12 @@ std::vector<StepSpan> make_steps(const Collected& c, std::int64_t pid, bool keep
     return steps;
   }
   if (!st.empty()) {
+    // the iterations the markers close on one side only: the first (no start: it runs to the first step's end) and
+    // the last (the ops after the last step's end, kept as the zero_grad rule keeps its last)
     if (keep_incomplete) steps.push_back({0, -inf, st[0].end, kUnknown});
     for (std::size_t k = 1; k < st.size(); ++k)
       steps.push_back({static_cast<std::int64_t>(k), st[k - 1].end, st[k].end, st[k].end - st[k - 1].end});
+    if (keep_after_last) steps.push_back({static_cast<std::int64_t>(st.size()), st.back().end, inf, kUnknown});
   }
   return steps;
 }
@@ -1196,7 +1200,8 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
     if (args.has_raw) apply_raw_args(rec, args.raw);
   };
   std::size_t shape_turn = 1;
-  in.steps = make_steps(c, pid, opt.keep_incomplete || meta.tail_steps > 0, in.load_args, shape_turn);
+  in.steps = make_steps(c, pid, opt.keep_incomplete || meta.tail_steps > 0,
+                        opt.keep_incomplete && meta.tail_steps == 0, in.load_args, shape_turn);
   if (shape_turn > 1)
     log(LogLevel::warn, "[ets.kineto.9] '{}' has no ProfilerStep# spans, and its optimizers take turns of {} steps "
         "(told apart by the shapes they update): each iteration holds one turn. Record with prof.step() to say where "
@@ -1295,7 +1300,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   if (out.empty())
     for (std::size_t k = 0; k + tail_steps < steps.size(); ++k) {
       const StepSpan& s = steps[k];
-      if (!std::isfinite(s.end_us)) continue;
+      if (!std::isfinite(s.start_us) || !std::isfinite(s.end_us)) continue;  // kept incomplete: no time to carry
       ExecutionTrace t;
       t.meta = meta_copy;
       t.iteration = s.index;

@@ -751,6 +751,40 @@ TEST_CASE("Kineto iterations without ProfilerStep# spans: a user's Optimizer.ste
   }
 }
 
+TEST_CASE("Kineto keep_incomplete with Optimizer.step# markers only: the first and last iterations, from finite starts") {
+  // three iterations ending in SGD steps, then the next one's forward op after the last step
+  std::string s = R"({"traceEvents": [)";
+  for (int k = 0; k < 3; ++k) {
+    const int t = 1000 * k;
+    s += event("cpu_op", "aten::linear", t + 10, 50) + event("user_annotation", "Optimizer.step#SGD.step", t + 300, 100) +
+         event("cpu_op", "aten::add_", t + 310, 20);
+  }
+  s += event("cpu_op", "aten::linear", 3010, 50, "", true) + "]}";
+  ets::import::Options keep;
+  keep.keep_incomplete = true;
+  CHECK(ets::import::read_kineto_json(s, "steps.json", {}).size() == 2);
+  const auto all = ets::import::read_kineto_json(s, "steps.json", keep);
+  REQUIRE(all.size() == 4);  // the one before the first step's end, two whole ones, the ops after the last step's end
+  CHECK(all.front().ops.size() == 2);
+  CHECK(all.back().iteration == 3);
+  REQUIRE(all.back().ops.size() == 1);
+  CHECK(all.back().start_us == Approx(3010 - 10));  // µs from the earliest event
+  CHECK(all.back().sum_us() == Approx(50));          // no successor: it ends with its last op
+  for (std::size_t i = 0; i + 1 < all.size(); ++i)
+    CHECK(all[i].sum_us() == Approx(all[i + 1].start_us - all[i].start_us));
+
+  // a single step, every op after it (fuzzing found this): the ops come back, not an empty iteration at -inf
+  std::string late = R"({"traceEvents": [)" + event("user_annotation", "Optimizer.step#SGD.step", 0, 100) +
+                     event("cpu_op", "aten::linear", 200, 50) + event("cpu_op", "aten::add_", 300, 20, "", true) + "]}";
+  const auto whole = ets::import::read_kineto_json(late, "late.json", {});  // no complete iteration: all as one
+  REQUIRE(whole.size() == 1);
+  CHECK(whole[0].ops.size() == 2);
+  const auto after = ets::import::read_kineto_json(late, "late.json", keep);
+  REQUIRE(after.size() == 1);
+  CHECK(after[0].ops.size() == 2);
+  CHECK(after[0].start_us == Approx(200));
+}
+
 TEST_CASE("Kineto iterations without ProfilerStep# spans: a second optimizer's markers fall inside the first's iterations") {
   // A GAN-style loop: the discriminator's SGD and the generator's Adam each zero their gradients and step once per
   // iteration. Each optimizer's markers used to start an iteration of their own: 6 half-iterations, not 3.
