@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -114,7 +115,13 @@ struct CorrKeyHash {
 };
 struct Kernel {
   std::int64_t start, end;
-  std::int64_t device = -1;  // deviceId (TARGET_INFO_GPU.id); -1 when the export has no such column
+  std::int64_t device = -1;  // deviceId: the CUDA device index in its process; -1 when the export has no such column
+};
+// TARGET_INFO_CUDA_DEVICE: a process's CUDA device index (a kernel's deviceId) is the GPU TARGET_INFO_GPU lists
+// as gpuId. The two differ under CUDA_VISIBLE_DEVICES (index 0 is whichever GPU it names first) and where CUDA's
+// fastest-first order is not the machine's.
+struct CudaDevice {
+  std::int64_t gpu, cuda, pid;
 };
 
 // Keeps the iteration markers of one process (and their indices, element for element).
@@ -353,6 +360,16 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
       });
   }
 
+  std::vector<CudaDevice> cuda_devices;
+  if (has_table(db, path, "TARGET_INFO_CUDA_DEVICE")) {
+    Stmt s = prepare(db, "SELECT gpuId, cudaId, pid FROM TARGET_INFO_CUDA_DEVICE", path, false);
+    if (s)
+      each_row(db, s.get(), path, "reading the CUDA devices", [&](sqlite3_stmt* r) {
+        if (sqlite3_column_type(r, 0) != SQLITE_NULL)
+          cuda_devices.push_back({sqlite3_column_int64(r, 0), sqlite3_column_int64(r, 1), sqlite3_column_int64(r, 2)});
+      });
+  }
+
   // Split ranges into iteration markers and op candidates. When the capture names operators ("aten::..."),
   // module / user ranges wrapping them are not ops.
   std::vector<Range> iterations;
@@ -407,14 +424,15 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
   // One process per import, as with a Kineto file (one rank): the processes of a multi-process capture run their
   // iterations side by side, and their ops in one sequence would be neither's. The one kept is the one with
   // iteration markers, and of those (or of all, without markers) the one with the most ops.
+  std::int64_t chosen = 0;  // the imported process (its global id: the pid in bits 24-47)
   {
     std::map<std::int64_t, std::pair<bool, std::size_t>> processes;  // process -> (has markers, ops)
     for (const auto& [g, b] : ops) ++processes[process_of(g->tid)].second;
     for (const auto& m : iterations)
       if (auto it = processes.find(process_of(m.tid)); it != processes.end()) it->second.first = true;
-    const auto chosen = std::max_element(processes.begin(), processes.end(), [](const auto& a, const auto& b) {
-                          return a.second < b.second;
-                        })->first;
+    chosen = std::max_element(processes.begin(), processes.end(), [](const auto& a, const auto& b) {
+               return a.second < b.second;
+             })->first;
     for (auto it = ops.begin(); it != ops.end();) it = process_of(it->first->tid) == chosen ? std::next(it) : ops.erase(it);
     // Its iteration markers only: another process's (also one without operator ranges that still marks its loop)
     // would split its iterations at that process's own, slightly different, times.
@@ -434,7 +452,9 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
   }
 
   // The device: the GPU most of the imported kernels ran on (a machine lists every GPU it has, in any order, and
-  // the job may have run on any of them); the table's first GPU when the kernels' device is not recorded.
+  // the job may have run on any of them); the table's first GPU when the kernels' device is not recorded. A
+  // kernel's deviceId is its process's CUDA index, which TARGET_INFO_CUDA_DEVICE maps to the GPU's id; an export
+  // without that table (or without the process's row) is read as if the two were the same.
   std::string device;
   {
     std::map<std::int64_t, std::size_t> kernels_on;
@@ -442,8 +462,18 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
       for (const Kernel& k : b.kernels) ++kernels_on[k.device];
     const auto most = std::max_element(kernels_on.begin(), kernels_on.end(),
                                        [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::int64_t gpu_id = most != kernels_on.end() ? most->first : -1;
+    if (gpu_id >= 0) {
+      // the imported process's row; without the kernels' process (or its row), one that every process agrees on
+      const std::int64_t pid = static_cast<std::int64_t>((static_cast<std::uint64_t>(chosen) >> 24) & 0xFFFFFF);
+      std::set<std::int64_t> own, any;
+      for (const CudaDevice& d : cuda_devices)
+        if (d.cuda == gpu_id) (by_process && d.pid == pid ? own : any).insert(d.gpu);
+      if (own.size() == 1) gpu_id = *own.begin();
+      else if (own.empty() && any.size() == 1) gpu_id = *any.begin();
+    }
     const auto named = std::find_if(gpus.begin(), gpus.end(), [&](const auto& gpu) {
-      return most != kernels_on.end() && most->first >= 0 && gpu.first == most->first;
+      return gpu_id >= 0 && gpu.first == gpu_id;
     });
     if (named != gpus.end()) device = named->second;
     else if (!gpus.empty()) device = gpus.front().second;

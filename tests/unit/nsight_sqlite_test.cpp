@@ -232,7 +232,8 @@ TEST_CASE("Nsight: only the imported process's iteration markers split its itera
 }
 
 TEST_CASE("Nsight: the device is the GPU the kernels ran on, not the first one listed") {
-  // A machine with two GPUs lists both; the job ran on the second (CUDA_VISIBLE_DEVICES=1): named after the first.
+  // A machine with two GPUs lists both; the job ran on the second: it used to be named after the first. (An export
+  // without TARGET_INFO_CUDA_DEVICE: the kernels' deviceId is read as the GPU's id.)
   TempDir dir;
   const std::string path = (dir.path / "two_gpus.sqlite").string();
   sqlite3* db = new_capture(path);
@@ -252,6 +253,42 @@ TEST_CASE("Nsight: the device is the GPU the kernels ran on, not the first one l
   exec(db2, "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN deviceId");
   sqlite3_close(db2);
   CHECK(ets::import::read_nsight_sqlite(path, ets::import::Options{}).at(0).meta.device == "NVIDIA A100");
+}
+
+TEST_CASE("Nsight: a kernel's deviceId is its process's CUDA index, mapped to the GPU by TARGET_INFO_CUDA_DEVICE") {
+  // CUDA_VISIBLE_DEVICES=1 on a machine with an A100 (GPU 0) and a V100 (GPU 1): the process sees the V100 as CUDA
+  // device 0, so its kernels carry deviceId 0; the export's TARGET_INFO_CUDA_DEVICE says which GPU that is.
+  TempDir dir;
+  const std::string path = (dir.path / "visible_devices.sqlite").string();
+  sqlite3* db = new_capture(path);
+  const std::int64_t proc = std::int64_t{4242} << 24;
+  exec(db, "DELETE FROM TARGET_INFO_GPU; INSERT INTO TARGET_INFO_GPU VALUES (0, 0, 'NVIDIA A100'), (0, 1, 'NVIDIA V100')");
+  exec(db, "CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER NOT NULL, pid INTEGER NOT NULL)");
+  exec(db, "INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (1, 0, 4242), (0, 0, 777)");  // another process ran on the A100
+  Builder w{db};
+  w.range(1000, 2000, proc | 1, "aten::relu");
+  w.launch(1100, 1200, proc | 1, 1);
+  w.kernel(3000, 4000, 1, proc, 0);
+  sqlite3_close(db);
+  const auto device = [&] { return ets::import::read_nsight_sqlite(path, ets::import::Options{}).at(0).meta.device; };
+  CHECK(device() == "NVIDIA V100");
+  const auto edit = [&](const std::string& sql) {
+    sqlite3* d = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &d) == SQLITE_OK);
+    exec(d, sql);
+    sqlite3_close(d);
+  };
+  // no row for the process: used only where every process's row agrees
+  edit("UPDATE TARGET_INFO_CUDA_DEVICE SET pid = 999 WHERE pid = 4242");
+  CHECK(device() == "NVIDIA A100");  // rows disagree (1 and 0): the index is read as the GPU's id, as without the table
+  edit("DELETE FROM TARGET_INFO_CUDA_DEVICE WHERE pid = 777");
+  CHECK(device() == "NVIDIA V100");
+  // without the kernels' process (no globalPid column), likewise
+  edit("INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (1, 0, 4242); ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN globalPid");
+  CHECK(device() == "NVIDIA V100");
+  // an export without the table reads the index as the GPU's id
+  edit("DROP TABLE TARGET_INFO_CUDA_DEVICE");
+  CHECK(device() == "NVIDIA A100");
 }
 
 TEST_CASE("Nsight: negative timestamps end an iteration at its last kernel, not at time 0") {
