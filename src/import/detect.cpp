@@ -1,5 +1,6 @@
-// Format sniffing for Tracer::load: decides which reader gets a file from its first bytes (after gunzip).
-// Content decides, not the file name; the name only breaks ties the content cannot (never needed so far).
+// Format sniffing for Tracer::load: decides which reader gets a file from its content (after gunzip): its first
+// bytes, else a JSON key anywhere. Content decides, not the file name; the name only breaks ties the content cannot
+// (never needed so far).
 #include <algorithm>
 #include <cstring>
 #include <functional>
