@@ -783,6 +783,15 @@ TEST_CASE("Kineto keep_incomplete with Optimizer.step# markers only: the first a
   REQUIRE(after.size() == 1);
   CHECK(after[0].ops.size() == 2);
   CHECK(after[0].start_us == Approx(200));
+
+  // no op at all but the step's own span: refused in both modes, not an iteration without ops from -inf
+  const std::string only_step =
+      R"({"traceEvents": [)" + event("cpu_op", "Optimizer.step#SGD.step", 75, 9, "", true) + "]}";
+  for (const bool kept : {false, true}) {
+    INFO("keep_incomplete " << kept);
+    const ets::import::Options opt = kept ? keep : ets::import::Options{};
+    CHECK(ets_test::error_id([&] { ets::import::read_kineto_json(only_step, "step.json", opt); }) == "ets.kineto.3");
+  }
 }
 
 TEST_CASE("Kineto iterations without ProfilerStep# spans: a second optimizer's markers fall inside the first's iterations") {
