@@ -63,11 +63,13 @@ inline void check_traces(const std::vector<ets::ExecutionTrace>& traces) {
 }
 
 // Readers of timed captures (Kineto, Nsight): Σ(time + gap) of an iteration is the distance to the next one's start,
-// by construction (docs/trace-format.md), but for a step whose training thread ran no op, which comes back without
-// ops.
+// by construction (docs/trace-format.md), where the next step is its successor: not for a step whose training
+// thread ran no op, which comes back without ops (or, where another step has ops, not at all: the iteration before
+// it ends at its own step's end, and the numbers of the two returned around it are not consecutive).
 inline void check_periods(const std::vector<ets::ExecutionTrace>& traces) {
   for (std::size_t i = 0; i + 1 < traces.size(); ++i) {
     if (traces[i].ops.empty() || traces[i + 1].ops.empty()) continue;
+    if (traces[i + 1].iteration != traces[i].iteration + 1) continue;
     const double period = traces[i + 1].start_us - traces[i].start_us, sum = traces[i].sum_us();
     if (!(std::fabs(sum - period) <= 1e-6 * std::max(1.0, std::fabs(period)) + 1e-6))
       finding("an iteration's times and gaps do not add up to its period",
