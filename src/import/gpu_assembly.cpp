@@ -245,6 +245,17 @@ std::size_t returned_steps(const Groups& groups, bool whole, const AssemblyOptio
   return n;
 }
 
+// Steps with a span but no op (`op_kind`) are not returned where other steps have ops (the caller checks that).
+template <typename Groups>
+void warn_steps_without_ops(const Groups& groups, std::size_t emitted, const std::vector<StepSpan>& steps,
+                            const std::string& source, const char* op_kind) {
+  std::vector<std::int64_t> unreturned;
+  for (std::size_t g = 0; g < emitted && g < steps.size(); ++g)
+    if (groups[g].empty() && std::isfinite(steps[g].start_us) && std::isfinite(steps[g].end_us))
+      unreturned.push_back(steps[g].index);
+  warn_unreturned_steps(unreturned, source, op_kind);
+}
+
 void sort_steps(std::vector<StepSpan>& steps) {
   std::stable_sort(steps.begin(), steps.end(), [](const StepSpan& a, const StepSpan& b) { return a.start_us < b.start_us; });
 }
@@ -369,6 +380,7 @@ std::vector<ExecutionTrace> assemble_cpu_impl(BasicAssemblyInput<Span> in, const
     tr.start_us = tr.ops.front().start_us;
     out.push_back(std::move(tr));
   }
+  if (!whole && !out.empty()) warn_steps_without_ops(groups, emitted, in.steps, in.meta.source_path, "on the training thread");
   return out;
 }
 
@@ -674,6 +686,7 @@ std::vector<ExecutionTrace> assemble_gpu_impl(BasicAssemblyInput<Span> in, const
     }
     out.push_back(std::move(tr));
   }
+  if (!whole && !out.empty()) warn_steps_without_ops(groups, emitted, in.steps, in.meta.source_path, "with device work");
   (void)opt;
   return out;
 }
@@ -691,6 +704,16 @@ std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions
 }
 std::vector<ExecutionTrace> assemble_gpu(CompactAssemblyInput in, const AssemblyOptions& opt) {
   return assemble_gpu_impl(std::move(in), opt);
+}
+
+void warn_unreturned_steps(const std::vector<std::int64_t>& steps, const std::string& source, const char* op_kind) {
+  if (steps.empty()) return;
+  std::string named;
+  for (std::size_t k = 0; k < steps.size() && k < 5; ++k) named += fmt::format("{}{}", k > 0 ? ", " : "", steps[k]);
+  const bool many = steps.size() > 1;
+  log(LogLevel::warn, "[ets.import.11] {}: {} {} no operator {} and {} not returned (a step the profiler stopped in, "
+      "or whose work ran elsewhere): step{} {}{}", source, steps.size(), many ? "steps hold" : "step holds", op_kind,
+      many ? "are" : "is", many ? "s" : "", named, steps.size() > 5 ? ", …" : "");
 }
 
 }  // namespace ets::import

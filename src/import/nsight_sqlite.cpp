@@ -25,6 +25,7 @@
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
+#include "import/gpu_assembly.hpp"
 #include "import/importers.hpp"
 #include "import/op_normalize.hpp"
 #include "import/skip_links.hpp"
@@ -598,10 +599,14 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     }
     for (std::size_t i = 0; i < built.size(); ++i)
       if (group_of[i] < order.size()) groups[group_of[i]].ops.push_back(&built[i]);
+    std::vector<std::int64_t> unreturned;  // iteration ranges without an op: said once, unless none has one
+    for (const Group& g : groups)
+      if (g.ops.empty()) unreturned.push_back(g.index);
     groups.erase(std::remove_if(groups.begin(), groups.end(), [](const Group& g) { return g.ops.empty(); }),
                  groups.end());
     if (groups.empty())
       ETS_THROW(Errc::invalid_trace, "ets.nsight.6", "'{}': no op range lies inside an iteration range", path);
+    warn_unreturned_steps(unreturned, path, "with device work");
   }
   for (auto& g : groups)
     std::sort(g.ops.begin(), g.ops.end(), [](const Built* a, const Built* b) {

@@ -265,9 +265,11 @@ TEST_CASE("GPU: activities without a launch stay inside their iteration, those q
     const auto its = assemble_gpu(in);
     REQUIRE(its.size() == 1);
     CHECK(times(its) == TG{{150, 50}, {30, 1000 - 430}});
-    REQUIRE(log.lines.size() == 1);
+    REQUIRE(log.lines.size() == 2);
     CHECK(log.lines[0].find("2 device activities") != std::string::npos);
     CHECK(log.lines[0].find("(2 outside") != std::string::npos);
+    CHECK(log.lines[1].rfind("[ets.import.11]", 0) == 0);  // and the step is named as not returned
+    CHECK(log.lines[1].find("step 2") != std::string::npos);
   }
   // Ids below the first launch's were queued before the capture began (HTA's negative_queue trace: 867 of them,
   // in the first step). The device is busy with them where they run: device busy time of the op whose window holds
@@ -395,6 +397,73 @@ TEST_CASE("tail steps close the step before them and are not returned, on both r
   CHECK_THROWS_WITH(assemble_gpu(gpu, tail), Catch::Contains("ets.import.7"));
   cpu.host.resize(4);
   CHECK_THROWS_WITH(assemble_cpu(cpu, tail), Catch::Contains("ets.import.7"));
+}
+
+TEST_CASE("steps without an op are not returned, and one warning names them, on both rules") {
+  // CPU: steps 1 and 3 ran no op on the training thread (3 only on another thread)
+  AssemblyInput cpu;
+  cpu.steps = {{0, 0, 100, 100}, {1, 100, 200, 100}, {2, 200, 300, 100}, {3, 300, 400, 100}};
+  cpu.host = {span("aten::conv2d", 5, 20), span("aten::relu", 225, 290), span("aten::relu", 310, 320, 7)};
+  ets_test::CapturedWarnings log;
+  const auto its = assemble_cpu(cpu);
+  REQUIRE(its.size() == 2);
+  CHECK(its[0].iteration == 0);
+  CHECK(its[1].iteration == 2);
+  CHECK(sum(its[0]) == 100 - 5);  // no successor with ops: to its own step's end
+  REQUIRE(log.lines.size() == 1);
+  CHECK(log.lines[0].rfind("[ets.import.11]", 0) == 0);
+  CHECK(log.lines[0].find("2 steps hold no operator on the training thread and are not returned") != std::string::npos);
+  CHECK(log.lines[0].find("steps 1, 3") != std::string::npos);
+
+  // where no step has an op nothing is returned and nothing is said (the reader decides: ets.kineto.3, or zero-op
+  // iterations)
+  log.lines.clear();
+  AssemblyInput none = cpu;
+  none.host = {span("ProfilerStep#0", 0, 100, 1, SpanKind::Scope)};
+  CHECK(assemble_cpu(none).empty());
+  CHECK(log.lines.empty());
+
+  // more than five are counted, the first five named
+  AssemblyInput many;
+  for (std::int64_t k = 0; k < 8; ++k) many.steps.push_back({k, 100.0 * k, 100.0 * k + 100, 100});
+  many.host = {span("aten::conv2d", 5, 20)};
+  CHECK(assemble_cpu(many).size() == 1);
+  REQUIRE(log.lines.size() == 1);
+  CHECK(log.lines[0].find("7 steps hold") != std::string::npos);
+  CHECK(log.lines[0].find("steps 1, 2, 3, 4, 5, …") != std::string::npos);
+
+  // GPU: step 2's op launched no device work; a step the profiler stopped in (step 3) holds nothing
+  log.lines.clear();
+  AssemblyInput gpu;
+  gpu.steps = {{1, 0, 100, 100}, {2, 100, 200, 100}, {3, 200, 210, 10}};
+  gpu.host = {span("aten::conv2d", 10, 20), span("aten::size", 110, 120)};
+  gpu.launches = {launch(1, 12)};
+  gpu.device = {kernel(50, 60, 1)};
+  const auto g = assemble_gpu(gpu);
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].iteration == 1);
+  REQUIRE(log.lines.size() == 1);
+  CHECK(log.lines[0].rfind("[ets.import.11]", 0) == 0);
+  CHECK(log.lines[0].find("2 steps hold no operator with device work") != std::string::npos);
+  CHECK(log.lines[0].find("steps 2, 3") != std::string::npos);
+  // one such step: said in the singular
+  log.lines.clear();
+  gpu.steps.pop_back();
+  CHECK(assemble_gpu(gpu).size() == 1);
+  REQUIRE(log.lines.size() == 1);
+  CHECK(log.lines[0].find("1 step holds no operator with device work and is not returned") != std::string::npos);
+  CHECK(log.lines[0].find("step 2") != std::string::npos);
+  // tail steps are not counted: they close the step before them
+  log.lines.clear();
+  gpu.steps.push_back({3, 200, 300, 100});
+  gpu.host.push_back(span("aten::conv2d", 210, 220));
+  gpu.launches.push_back(launch(3, 212));
+  gpu.device.push_back(kernel(250, 260, 3));
+  AssemblyOptions tail;
+  tail.tail_steps = 1;
+  CHECK(assemble_gpu(gpu, tail).size() == 1);
+  REQUIRE(log.lines.size() == 1);
+  CHECK(log.lines[0].find("step 2") != std::string::npos);
 }
 
 TEST_CASE("communication kernels are recognised by name") {

@@ -507,8 +507,10 @@ TEST_CASE("Kineto events without a readable ts, or with an absurd dur, are count
     const auto its = ets::import::read_kineto_json(replaced(t1, step2_ts + R"(, "dur": 1000)", step2_ts + R"(, "dur": 1e300)"),
                                                    "t.json", {});
     CHECK(its.size() == 1);  // step 2 of no length holds no op
-    REQUIRE(log.lines.size() == 1);
+    REQUIRE(log.lines.size() == 2);
     CHECK(log.lines[0].rfind("[ets.kineto.5]", 0) == 0);
+    CHECK(log.lines[1].rfind("[ets.import.11]", 0) == 0);  // and it is named as not returned
+    CHECK(log.lines[1].find("step 2") != std::string::npos);
   }
   // A trace written in ns (epoch ns beyond any µs time) said only that it held no CPU operator events
   CHECK_THROWS_WITH(ets::import::read_kineto_json(t1_json({}, "", "", 1000), "ns.json", {}),

@@ -313,6 +313,34 @@ TEST_CASE("Nsight: negative timestamps end an iteration at its last kernel, not 
   CHECK(traces[0].sum_us() == Approx(0.3));
 }
 
+TEST_CASE("Nsight: an iteration range without an op is not returned, and a warning names it (ets.import.11)") {
+  TempDir dir;
+  const std::string path = (dir.path / "empty_step.sqlite").string();
+  sqlite3* db = new_capture(path);
+  Builder w{db};
+  w.range(0, 1000, 1, "ProfilerStep#1");
+  w.range(100, 200, 1, "aten::relu");
+  w.launch(110, 120, 1, 1);
+  w.kernel(300, 400, 1);
+  w.range(1000, 2000, 1, "ProfilerStep#2");
+  w.range(1100, 1200, 1, "aten::empty");  // launched nothing: no op
+  w.range(2000, 3000, 1, "ProfilerStep#3");
+  w.range(2100, 2200, 1, "aten::relu");
+  w.launch(2110, 2120, 1, 2);
+  w.kernel(2300, 2400, 2);
+  w.range(3000, 3010, 1, "ProfilerStep#4");  // the profiler stopped in it
+  sqlite3_close(db);
+  ets_test::CapturedWarnings log;
+  const auto traces = ets::import::read_nsight_sqlite(path, ets::import::Options{});
+  REQUIRE(traces.size() == 2);
+  CHECK(traces[0].iteration == 1);
+  CHECK(traces[1].iteration == 3);
+  REQUIRE(log.lines.size() == 1);
+  CHECK(log.lines[0].rfind("[ets.import.11]", 0) == 0);
+  CHECK(log.lines[0].find("2 steps hold no operator with device work and are not returned") != std::string::npos);
+  CHECK(log.lines[0].find("steps 2, 4") != std::string::npos);
+}
+
 TEST_CASE("Nsight: emit_nvtx step markers; a generic convolution is named by its weight's rank, as in Kineto") {
   TempDir dir;
   const std::string path = (dir.path / "conv.sqlite").string();
