@@ -618,22 +618,32 @@ std::vector<ExecutionTrace> assemble_gpu_impl(BasicAssemblyInput<Span> in, const
     log(LogLevel::warn, "[ets.import.3] {}: the device work of {} iterations began before the previous iteration's "
         "last operator (pipelined streams, up to {:.0f} µs early); they are placed at the end of the previous "
         "iteration's device work, and their work before it counts in the previous iteration", in.meta.source_path, early_groups, earliest_by);
-  // End of the capture: the last activity end of the last group's ops (activities without a launch do not count:
-  // the capture ends with the work its ops launched).
-  double last_end = seq.back().start;
-  for (const Seq& s : seq)
-    if (s.group == seq.back().group)
-      for (const auto& p : iv[s.slot]) last_end = std::max(last_end, p.second);
-
-  // The last iteration has no successor whose first kernel closes its final gap. Like the earlier ones it lasts
-  // until the next step could start device work: its ProfilerStep end when that comes after its last activity (host
-  // work after the last kernel, such as loading the next batch, is framework overhead, which gaps record).
-  double last_close = last_end;
-  if (!whole && std::isfinite(in.steps[seq.back().group].end_us))
-    last_close = std::max(last_end, in.steps[seq.back().group].end_us);
+  // An iteration's last op runs to the first kernel of the next step when that step has device work. The last
+  // iteration, and one whose next step has none (a step of host work only, or the profiler's last), has no such
+  // kernel: it lasts until the next step could start device work, its step's end when that comes after its last
+  // activity (host work after the last kernel, such as loading the next batch, is framework overhead, which gaps
+  // record). Not to the first kernel of a later step: the steps between would be counted in its last gap.
+  // Activities without a launch do not count in its last activity: the capture ends with the work its ops launched.
+  std::unordered_map<std::size_t, double> closes;  // group without an adjacent successor -> where it ends
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    const std::size_t g = seq[i].group;
+    const bool last_of_group = i + 1 == seq.size() || seq[i + 1].group != g;
+    if (!last_of_group || (i + 1 < seq.size() && seq[i + 1].group == g + 1)) continue;
+    double end = seq[i].start;
+    for (std::size_t j = i + 1; j-- > 0 && seq[j].group == g;)
+      for (const auto& p : iv[seq[j].slot]) end = std::max(end, p.second);
+    if (!whole && std::isfinite(in.steps[g].end_us)) end = std::max(end, in.steps[g].end_us);
+    if (i + 1 < seq.size()) end = std::min(end, seq[i + 1].start);  // windows never overlap
+    closes[g] = end;
+  }
+  // The end of op i's window [start, end): the next op's start, or its iteration's close.
+  const auto window_end = [&](std::size_t i) {
+    const auto c = (i + 1 == seq.size() || seq[i + 1].group != seq[i].group) ? closes.find(seq[i].group) : closes.end();
+    return c != closes.end() ? std::max(c->second, seq[i].start) : seq[i + 1].start;
+  };
 
   // Activities without a launch (or whose launch lies outside every op) fall to the op window holding their start:
-  // inside one iteration's span, which for the last one ends at last_close. Past it, or before the first op, they
+  // inside one iteration's span, which for the last one ends at its close. Past it, or before the first op, they
   // are dropped (a stray kernel long after the capture's work would stretch the last op's gap to it).
   std::size_t outside = 0;  // of the unmatched
   for (const auto& [a, no_launch] : loose) {
@@ -642,7 +652,7 @@ std::vector<ExecutionTrace> assemble_gpu_impl(BasicAssemblyInput<Span> in, const
       continue;
     }
     auto it = std::upper_bound(seq.begin(), seq.end(), a->start_us, [](double t, const Seq& s) { return t < s.start; });
-    if (it == seq.begin() || (it == seq.end() && !(a->start_us < last_close))) {
+    if (it == seq.begin() || !(a->start_us < window_end(static_cast<std::size_t>(it - seq.begin()) - 1))) {
       outside += no_launch;
       continue;
     }
@@ -674,7 +684,7 @@ std::vector<ExecutionTrace> assemble_gpu_impl(BasicAssemblyInput<Span> in, const
     tr.start_us = seq[i].start;
     tr.ops.reserve(groups[g].size());  // the group's ops, each once in seq
     for (; i < seq.size() && seq[i].group == g; ++i) {
-      const double next = i + 1 < seq.size() ? seq[i + 1].start : std::max(last_close, seq[i].start);
+      const double next = window_end(i);
       // each op is in seq once: its record moves (names and inputs are not copied)
       OpRecord r = std::move(ops[seq[i].slot].rec);
       r.start_us = seq[i].start;

@@ -134,9 +134,9 @@ struct AssemblyOptions {
 /// iteration's device work); time = the device's busy time in [start, next op start), whichever op launched the
 /// work; gap = the rest of that distance. Activities without a launch fall to the op whose [start, next start)
 /// window holds their start, inside the iteration's span (else they are dropped); those whose correlation id is
-/// below every launch's (queued before the capture) are dropped. The last op of the last iteration runs to the
-/// later of the last launched activity's end and its step's end (when finite); without steps, to the last launched
-/// activity's end.
+/// below every launch's (queued before the capture) are dropped. The last op of the last iteration, and of one whose
+/// next step has no device work, runs to the later of its iteration's last launched activity's end and its step's
+/// end (when finite; never past the next op's start); without steps, to the last launched activity's end.
 std::vector<ExecutionTrace> assemble_gpu(AssemblyInput in, const AssemblyOptions& opt = {});
 std::vector<ExecutionTrace> assemble_gpu(CompactAssemblyInput in, const AssemblyOptions& opt = {});
 

@@ -556,6 +556,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     std::int64_t index = 0;
     double measured = kUnknown;
     std::int64_t marker_end = std::numeric_limits<std::int64_t>::min();  // the iteration range's end, when there is one
+    std::size_t position = 0;  // among the iteration ranges, by start
     std::vector<Built*> ops;
   };
   std::vector<Group> groups;
@@ -568,6 +569,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
       gr.index = iteration_index[i];
       gr.measured = static_cast<double>(ns_diff(iterations[i].end, iterations[i].start, path)) / 1000.0;
       gr.marker_end = iterations[i].end;
+      gr.position = groups.size();
       groups.push_back(std::move(gr));
     }
     // Each op joins the first iteration (in start order) that holds its start. Taken by start, an iteration that
@@ -625,10 +627,13 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
     t.start_us = static_cast<double>(g.ops.front()->kstart) / 1000.0;
     std::int64_t last_end = std::numeric_limits<std::int64_t>::min();  // timestamps may be negative
     for (const Built* x : g.ops) last_end = std::max(last_end, x->kend);
-    // The iteration ends where the next one's first kernel starts. The last one, with no next kernel, at the later
-    // of its last kernel's end and its range's end (the next step's first kernel comes after both), as in Kineto.
-    const std::int64_t end =
-        gi + 1 < groups.size() ? groups[gi + 1].ops.front()->kstart : std::max(last_end, g.marker_end);
+    // The iteration ends where the next one's first kernel starts. The last one, and one whose next iteration range
+    // holds no op, at the later of its last kernel's end and its range's end (the next step's first kernel comes
+    // after both), as in Kineto: not at a later range's first kernel, which would count the ranges between in its
+    // last gap.
+    const bool successor = gi + 1 < groups.size() && groups[gi + 1].position == g.position + 1;
+    std::int64_t end = successor ? groups[gi + 1].ops.front()->kstart : std::max(last_end, g.marker_end);
+    if (!successor && gi + 1 < groups.size()) end = std::min(end, groups[gi + 1].ops.front()->kstart);
     for (std::size_t i = 0; i < g.ops.size(); ++i) {
       OpRecord rec = std::move(g.ops[i]->rec);
       const std::int64_t next = i + 1 < g.ops.size() ? g.ops[i + 1]->kstart : end;

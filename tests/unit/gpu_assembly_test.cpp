@@ -466,6 +466,41 @@ TEST_CASE("steps without an op are not returned, and one warning names them, on 
   CHECK(log.lines[0].find("step 2") != std::string::npos);
 }
 
+TEST_CASE("GPU: an iteration whose next step has no device work ends as a last one does, not at a later step's kernel") {
+  // Step 2 ran host work only. Step 1's last gap ran to step 3's first kernel (250): Σ 200 µs against a step of 100.
+  AssemblyInput in;
+  in.steps = {{1, 0, 100, 100}, {2, 100, 200, 100}, {3, 200, 300, 100}};
+  in.host = {span("aten::conv2d", 10, 20), span("aten::size", 110, 120), span("aten::conv2d", 210, 220)};
+  in.launches = {launch(1, 12), launch(3, 212)};
+  in.device = {kernel(50, 60, 1), kernel(250, 260, 3)};
+  {
+    const auto its = assemble_gpu(in);
+    REQUIRE(its.size() == 2);
+    CHECK(sum(its[0]) == Approx(100 - 50));  // to its step's end
+    CHECK(its[0].ops[0].time_us == Approx(10));
+    CHECK(sum(its[1]) == Approx(300 - 250));
+  }
+  // Its device work running on past its step's end counts: it ends at its last kernel then
+  in.device[0] = kernel(50, 160, 1);
+  CHECK(sum(assemble_gpu(in)[0]) == Approx(160 - 50));
+  // A kernel without a launch between the two iterations (after step 1's close, before step 3's first kernel)
+  // belongs to neither: dropped, as one past the last iteration's end is
+  in.device[0] = kernel(50, 60, 1);
+  in.device.push_back(kernel(150, 155, 99));
+  ets_test::CapturedWarnings log;
+  const auto its = assemble_gpu(in);
+  REQUIRE(its.size() == 2);
+  CHECK(its[0].ops[0].time_us == Approx(10));
+  CHECK(its[0].ops[0].kernels == 1);
+  CHECK(sum(its[0]) == Approx(50));
+  REQUIRE(!log.lines.empty());
+  CHECK(log.lines[0].rfind("[ets.import.2]", 0) == 0);
+  CHECK(log.lines[0].find("(1 outside every iteration's span are dropped)") != std::string::npos);
+  // Inside step 1's span it still counts for step 1's op
+  in.device.back() = kernel(80, 90, 99);
+  CHECK(assemble_gpu(in)[0].ops[0].time_us == Approx(20));
+}
+
 TEST_CASE("communication kernels are recognised by name") {
   CHECK(is_communication_kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"));
   CHECK(is_communication_kernel("ncclDevKernel_AllGather_RING_LL"));

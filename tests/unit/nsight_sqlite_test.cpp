@@ -335,6 +335,11 @@ TEST_CASE("Nsight: an iteration range without an op is not returned, and a warni
   REQUIRE(traces.size() == 2);
   CHECK(traces[0].iteration == 1);
   CHECK(traces[1].iteration == 3);
+  // Step 1 ends at its range's end, as a last iteration does: not at step 3's first kernel (2.3 us), which counted
+  // all of step 2 in its last gap
+  CHECK(traces[0].sum_us() == Approx(0.7));
+  CHECK(traces[0].measured_us == Approx(1.0));
+  CHECK(traces[1].sum_us() == Approx(0.7));
   REQUIRE(log.lines.size() == 1);
   CHECK(log.lines[0].rfind("[ets.import.11]", 0) == 0);
   CHECK(log.lines[0].find("2 steps hold no operator with device work and are not returned") != std::string::npos);
