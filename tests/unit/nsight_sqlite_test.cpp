@@ -480,6 +480,47 @@ TEST_CASE("Nsight reader: missing tables, non-SQLite and corrupt input") {
   }
 }
 
+TEST_CASE("Nsight reader: a page whose cell pointer lies past the page's end is refused on every run") {
+  // SQLite read such a cell from whatever memory lay beyond the page: a fuzzed export gave rows on some runs and
+  // "malformed" on others, as the process's address layout fell. Here the kernel table's second cell points past
+  // its page (SQLite 3.40 alone returns a row of NULLs for it).
+  TempDir dir;
+  const std::string path = make_capture(dir.path);
+  std::int64_t root = 0;
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'", -1,
+                               &s, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+    root = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+  }
+  std::string bytes = slurp(path);
+  const std::size_t page_size = (static_cast<unsigned char>(bytes[16]) << 8) | static_cast<unsigned char>(bytes[17]);
+  const std::size_t page = static_cast<std::size_t>(root - 1) * page_size;
+  REQUIRE(root > 1);
+  REQUIRE(page + page_size <= bytes.size());
+  REQUIRE(static_cast<unsigned char>(bytes[page]) == 0x0D);  // a leaf page of a table: all its rows
+  REQUIRE(((static_cast<unsigned char>(bytes[page + 3]) << 8) | static_cast<unsigned char>(bytes[page + 4])) > 1);
+  bytes[page + 10] = static_cast<char>(0xF0);  // the second cell pointer: 0xF000, past a 4 KiB page
+  bytes[page + 11] = 0;
+  {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  for (const bool in_memory : {false, true}) {
+    INFO(in_memory);
+    CHECK(error_id([&] {
+            if (in_memory)
+              ets::import::read_nsight_sqlite_bytes(bytes, path, {});
+            else
+              ets::import::read_nsight_sqlite(path, {});
+          }) == "ets.nsight.2");
+  }
+}
+
 TEST_CASE("Nsight reader: timestamps whose differences would wrap 64 bits are ets.nsight.6") {
   TempDir dir;
   const std::string path = (dir.path / "far.sqlite").string();
