@@ -63,6 +63,15 @@ bool has_key(std::string_view text, std::string_view key) {
 
 }  // namespace
 
+bool could_be_trace(std::string_view prefix) {
+  static constexpr char kSqlite[] = "SQLite format 3";
+  if (std::memcmp(prefix.data(), kSqlite, std::min<std::size_t>(prefix.size(), 16)) == 0) return true;
+  const std::string_view s = skip_space(prefix);
+  // Blanks so far, JSON, or fewer than the 4 KiB the CSV header is looked for in: the rest decides.
+  if (s.empty() || s[0] == '{' || s.size() < kHeaderLineBound) return true;
+  return is_ets_csv_header(s);  // reads only s's first 4 KiB, as detect_format does on the whole
+}
+
 Format detect_format(std::string_view bytes, const std::string& path) {
   (void)path;
   static constexpr char kSqlite[] = "SQLite format 3";  // 16 bytes with the terminating NUL

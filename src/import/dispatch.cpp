@@ -62,7 +62,7 @@ std::vector<ExecutionTrace> read_any(const std::string& path, const Tracer::Load
     if (format) *format = import::format_name(import::Format::NsightSqlite);
     return import::read_nsight_sqlite(path, opt);
   }
-  const std::string bytes = import::read_file_bytes(path, options.max_bytes);
+  const std::string bytes = import::read_file_bytes(path, options.max_bytes, import::could_be_trace);
   // A UTF-8 BOM is not JSON: the readers start after it. (Only the BOM: leading blank lines stay, so the .etst and
   // CSV readers' line numbers in errors still match the file; JSON parsers skip whitespace themselves.)
   const std::string_view text = import::skip_bom(bytes);
@@ -108,7 +108,7 @@ std::string Tracer::detect(const std::string& path) { return detect(path, LoadOp
 std::string Tracer::detect(const std::string& path, const LoadOptions& options) {
   // A database is told by its first 16 bytes, so its size is no concern here (load() checks it).
   if (is_sqlite(path)) return import::format_name(import::Format::NsightSqlite);
-  const std::string bytes = import::read_file_bytes(path, options.max_bytes);
+  const std::string bytes = import::read_file_bytes(path, options.max_bytes, import::could_be_trace);
   return import::format_name(import::detect_format(bytes, path));
 }
 

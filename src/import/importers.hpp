@@ -24,8 +24,14 @@ struct Options {
 
 /// Reads a whole file, transparently gunzipping .gz content; throws ets.io.* on failure, ets.io.6 when the content
 /// (decompressed) exceeds max_bytes (0 or from 2^62 on: no limit) — checked as it is read, which stops one byte
-/// past the limit, so a gzip bomb costs about the limit, not what it expands to.
-std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes = 0);
+/// past the limit, so a gzip bomb costs about the limit, not what it expands to. With `go_on`, it is asked once, when
+/// the first kPrefixBytes (decompressed) are in and more may follow, whether content starting so can be of use;
+/// where it says no, reading stops there and those bytes (at least kPrefixBytes, fewer than kPrefixBytes + 256 KiB)
+/// are returned, whole-file checks (a truncated gzip) left out.
+std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes = 0,
+                            bool (*go_on)(std::string_view prefix) = nullptr);
+/// How much read_file_bytes has read before it asks `go_on`.
+constexpr std::size_t kPrefixBytes = std::size_t{1} << 16;
 
 /// As read_file_bytes for a dataset's own small files (manifest.json, retest.json), whose readers report an unreadable
 /// file as their own error: a failure to read sets `why` (the ets.io error's message) and returns "", but ets.io.6
@@ -49,6 +55,10 @@ std::string_view skip_bom(std::string_view s);
 /// The first record of `bytes` (a UTF-8 BOM skipped) is a CSV header with the columns op, dir and params, in any
 /// order: an ETS CSV, whose reader then names any other required column that is missing.
 bool is_ets_csv_header(std::string_view bytes);
+/// False when no content that starts with `prefix` can be a trace (detect_format gives Unknown for every one): not
+/// the SQLite magic, not JSON ('{' after blanks), and its first 4 KiB after blanks, all present, hold no ETS CSV
+/// header. A binary file (a checkpoint, an archive, /dev/zero) is told by its first bytes, not read to its end.
+bool could_be_trace(std::string_view prefix);
 
 // One reader per format. `bytes` is the (uncompressed) content; `path` is used for messages and metadata.
 std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::string& path, const Options& opt);

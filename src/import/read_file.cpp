@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <zlib.h>
 
@@ -29,6 +30,7 @@ constexpr std::uint64_t kMaxDeflateRatio = 1032;
 // Each inflate call writes into at most this much fresh (zero-filled) space: a wrong size hint is never filled
 // whole, and a call that runs out of input wastes at most this much filling.
 constexpr std::size_t kOutWindow = std::size_t{1} << 20;
+using GoOn = bool (*)(std::string_view prefix);
 // From here on max_bytes means no limit (2^62 bytes: beyond any memory).
 constexpr std::uint64_t kNoLimitFrom = std::uint64_t{1} << 62;
 
@@ -57,7 +59,8 @@ std::uint64_t gzip_size_hint(const unsigned char* trailer, std::uint64_t compres
 // Inflates whatever `read(buf, n)` delivers (one or more gzip members) into one string, of at most max_bytes (0:
 // no limit).
 template <class Read>
-std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t size_hint, std::uint64_t max_bytes) {
+std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t size_hint, std::uint64_t max_bytes,
+                           GoOn go_on) {
   std::string out;
   if (max_bytes) size_hint = std::min(size_hint, max_bytes);
   out.reserve(size_hint + 64);
@@ -100,6 +103,10 @@ std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t s
       const uInt before = zs.avail_out;
       const int rc = inflate(&zs, Z_NO_FLUSH);
       out.resize(old + (before - zs.avail_out));
+      if (go_on && out.size() >= kPrefixBytes && rc == Z_OK) {
+        if (!go_on(out)) return out;
+        go_on = nullptr;
+      }
       if (rc == Z_STREAM_END) {
         stream_done = true;
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
@@ -117,7 +124,7 @@ std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t s
 // A pipe or character device (/dev/stdin, <(zcat …)): no size to ask for and no seeking. Its first two bytes say
 // whether it is gzip; gzip is inflated as it arrives (no compressed copy is held), anything else is read as is, and
 // either stops one byte past max_bytes.
-std::string read_stream(std::FILE* f, const std::string& path, std::uint64_t max_bytes) {
+std::string read_stream(std::FILE* f, const std::string& path, std::uint64_t max_bytes, GoOn go_on) {
   unsigned char magic[2] = {0, 0};
   const std::size_t got = std::fread(magic, 1, 2, f);
   if (std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
@@ -130,18 +137,24 @@ std::string read_stream(std::FILE* f, const std::string& path, std::uint64_t max
       if (k == 0 && std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
       return k;
     };
-    return inflate_stream(read, path, kChunk * 4, max_bytes);
+    return inflate_stream(read, path, kChunk * 4, max_bytes, go_on);
   }
   std::string raw(reinterpret_cast<const char*>(magic), got);
   for (;;) {
     if (max_bytes && raw.size() > max_bytes) too_large(path, max_bytes);
-    const std::size_t want =
+    std::size_t want =
         max_bytes ? static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, max_bytes + 1 - raw.size())) : kChunk;
+    // fread waits for all it asks: ask for the prefix alone first, so a writer that stops there is not waited on
+    if (go_on && raw.size() < kPrefixBytes) want = std::min(want, kPrefixBytes - raw.size());
     const std::size_t old = raw.size();
     raw.resize(old + want);
     const std::size_t n = std::fread(&raw[old], 1, want, f);
     raw.resize(old + n);
     if (n == 0) break;
+    if (go_on && raw.size() >= kPrefixBytes) {  // more may follow: a pipe's end is known only once it is read
+      if (!go_on(raw)) return raw;
+      go_on = nullptr;
+    }
   }
   if (std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
   return raw;
@@ -159,7 +172,7 @@ std::string read_dataset_file(const std::string& path, std::uint64_t max_bytes, 
   }
 }
 
-std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes) {
+std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes, GoOn go_on) {
   // A limit no memory can reach is no limit, and keeps `max_bytes + 64` and `+ 1` below from wrapping (a C caller's
   // (size_t)-1 for "unlimited").
   if (max_bytes >= kNoLimitFrom) max_bytes = 0;
@@ -169,7 +182,7 @@ std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes) {
     ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}': it is a directory, not a trace file", path);
   File f(ets::detail::fopen_cloexec(path.c_str(), "rb"));  // close-on-exec: a child the host starts meanwhile gets none
   if (!f) ETS_THROW(Errc::io, "ets.io.1", "cannot open '{}': {}", path, std::strerror(errno));
-  if (!ec && !std::filesystem::is_regular_file(st)) return read_stream(f.get(), path, max_bytes);
+  if (!ec && !std::filesystem::is_regular_file(st)) return read_stream(f.get(), path, max_bytes, go_on);
   const std::uint64_t size = file_size(f.get());
   unsigned char magic[2] = {0, 0};
   const std::size_t got = std::fread(magic, 1, 2, f.get());
@@ -184,13 +197,23 @@ std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes) {
       if (k == 0 && std::ferror(f.get())) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
       return k;
     };
-    return inflate_stream(read, path, gzip_size_hint(have_trailer ? trailer : nullptr, size), max_bytes);
+    return inflate_stream(read, path, gzip_size_hint(have_trailer ? trailer : nullptr, size), max_bytes, go_on);
   }
   if (max_bytes && size > max_bytes) too_large(path, max_bytes);
   std::string out;
+  std::size_t total = 0;
+  if (go_on && size > kPrefixBytes) {  // its first bytes first: a file of no use is not read (nor held) whole
+    out.resize(kPrefixBytes);
+    while (total < kPrefixBytes) {
+      const std::size_t n = std::fread(&out[total], 1, kPrefixBytes - total, f.get());
+      if (n == 0) break;
+      total += n;
+    }
+    out.resize(total);
+    if (total == kPrefixBytes && !go_on(out)) return out;
+  }
   out.reserve(size + 64);  // slack lets parsers pad in place
   out.resize(size);
-  std::size_t total = 0;
   while (total < size) {
     const std::size_t n = std::fread(&out[total], 1, size - total, f.get());
     if (n == 0) break;

@@ -10,6 +10,7 @@ import math
 import re
 import os
 import resource
+import shutil
 import subprocess
 import sys
 
@@ -225,7 +226,6 @@ with _tf.TemporaryDirectory() as prefix:
         check(os.path.realpath(used) == os.path.realpath(own), f"installed ets used {used}, not its own {own}")
 
 # robustness of the tool's output: JSON stays valid for any file name, lost output is an error, numbers are checked
-import shutil
 import tempfile
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -466,25 +466,41 @@ for bad in ("0abc", "1.5", "nan", "99999999999"):
     p = run(trace, "--model", model_a, "--rank", bad, expect_rc=2)
     check("--rank" in p.stderr, f"--rank {bad}: {p.stderr}")
 
-# --max-bytes: a stream with no end (/dev/zero) stops one byte past the limit with ets.io.6, and without the option
-# the CLI's own limit, a quarter of the memory the process may use, does the same (here under a 1 GiB address-space
-# limit, so it comes at about 200 MiB: a host's memory would take long to fill)
+# /dev/zero is no trace by its first bytes: refused at once (it used to be read to the limit, 8 GB here)
 if os.path.exists("/dev/zero"):
-    p = run("/dev/zero", "--model", model_a, "--max-bytes", "1M", expect_rc=1)
-    check("[ets.io.6]" in p.stderr and "more than 1048576 bytes" in p.stderr and "--max-bytes" in p.stderr,
-          f"/dev/zero under --max-bytes 1M: {p.stderr}")
+    p = run("/dev/zero", "--model", model_a, expect_rc=1)
+    check("[ets.import.1]" in p.stderr, f"/dev/zero is no trace: {p.stderr}")
+
+
+def endless_blanks(args, **kw):
+    """ets ARGS reading /dev/stdin from `yes ''`: blank lines with no end, which any JSON trace could start with."""
+    yes = subprocess.Popen(["yes", ""], stdout=subprocess.PIPE)
+    try:
+        return subprocess.run([ets, *args], stdin=yes.stdout, capture_output=True, text=True, **kw)
+    finally:
+        yes.kill()
+        yes.wait()
+
+
+# --max-bytes: a stream with no end stops one byte past the limit with ets.io.6, and without the option the CLI's own
+# limit, a quarter of the memory the process may use, does the same (here under a 1 GiB address-space limit, so it
+# comes at about 200 MiB: a host's memory would take long to fill)
+if shutil.which("yes") and os.path.exists("/dev/stdin"):
+    p = endless_blanks(["predict", "/dev/stdin", "--model", model_a, "--max-bytes", "1M"], timeout=120)
+    check(p.returncode == 1 and "[ets.io.6]" in p.stderr and "more than 1048576 bytes" in p.stderr
+          and "--max-bytes" in p.stderr, f"endless blanks under --max-bytes 1M: rc {p.returncode} {p.stderr}")
     with open(ets, "rb") as fh:
         asan = b"__asan_init" in fh.read()
     if not asan:  # ASan reserves terabytes of address space: it cannot run under such a limit
         cap = 1 << 30
-        p = subprocess.run([ets, "predict", "/dev/zero", "--model", model_a], capture_output=True, text=True,
-                           timeout=120, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
+        p = endless_blanks(["predict", "/dev/stdin", "--model", model_a], timeout=120,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
         m = re.search(r"more than (\d+) bytes", p.stderr)
         check(p.returncode == 1 and "[ets.io.6]" in p.stderr and m and 0 < int(m.group(1)) <= cap // 4,
-              f"/dev/zero with the default limit under a 1 GiB address space: rc {p.returncode} {p.stderr}")
-        # with no limit memory runs out while /dev/zero is read: --keep-going skips that trace alone (ets.cli.3)
-        p = subprocess.run([ets, "predict", "/dev/zero", trace, "--model", model_a, "--max-bytes", "0", "--json",
-                            "--keep-going"], capture_output=True, text=True, timeout=120,
+              f"endless blanks with the default limit under a 1 GiB address space: rc {p.returncode} {p.stderr}")
+        # with no limit memory runs out while the stream is read: --keep-going skips that trace alone (ets.cli.3)
+        p = endless_blanks(["predict", "/dev/stdin", trace, "--model", model_a, "--max-bytes", "0", "--json",
+                            "--keep-going"], timeout=120,
                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))
         rows = [json.loads(l) for l in p.stdout.splitlines()] if p.stdout.strip() else []
         check(p.returncode == 1 and len(rows) == 2 and rows[0].get("error", {}).get("id") == "ets.cli.3"

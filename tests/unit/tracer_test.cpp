@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 
 #include <unistd.h>
@@ -326,6 +327,96 @@ TEST_CASE("Tracer::load reads a pipe to its end: no size, no seeking, gzip or pl
     CHECK(got.front().ops.size() == from_file.front().ops.size());
     CHECK(got.front().measured_us == from_file.front().measured_us);
   }
+}
+
+TEST_CASE("content whose first bytes are no trace is refused there, not read to its end") {
+  namespace fs = std::filesystem;
+  using ets::import::could_be_trace;
+  using ets::import::detect_format;
+  using ets::import::Format;
+  using ets::import::kPrefixBytes;
+  const std::string zeros(kPrefixBytes, '\0');
+  std::string zip = "PK\x03\x04";
+  zip.resize(kPrefixBytes, '\x7f');  // a checkpoint (torch.save writes a zip archive)
+  const std::string csv_header = "op,dir,params,kduration,space\n";
+  std::string csv = csv_header;
+  csv.resize(kPrefixBytes, '1');
+  const std::string blanks(kPrefixBytes, ' ');
+  const std::string json = "{" + std::string(kPrefixBytes, ' ');
+  std::string sqlite("SQLite format 3\0", 16);
+  sqlite.resize(kPrefixBytes, '\x01');
+  CHECK_FALSE(could_be_trace(zeros));
+  CHECK_FALSE(could_be_trace(zip));
+  CHECK_FALSE(could_be_trace(std::string(4096, 'x')));
+  CHECK(could_be_trace(std::string(4095, 'x')));       // the CSV header is looked for in 4 KiB: not all in yet
+  CHECK(could_be_trace("\n\n" + std::string(4095, 'x')));  // leading blanks do not count
+  CHECK(could_be_trace(csv));
+  CHECK(could_be_trace(blanks));
+  CHECK(could_be_trace(json));
+  CHECK(could_be_trace(sqlite));
+  // what it refuses, detect_format refuses whatever follows
+  for (const std::string& refused : {zeros, zip, std::string(4096, 'x')})
+    for (const std::string tail : {"", "{\"traceEvents\": [", "\nop,dir,params\n", "\n{\"format\":\"ets-trace\"}\n"})
+      CHECK(detect_format(refused + tail, "x") == Format::Unknown);
+
+  const ets_test::TempDir scratch("ets_prefix");
+  // a plain file: its first kPrefixBytes are read, not its 3 MiB; a trace is read whole
+  const std::string bin = (scratch.path / "model.pt").string();
+  {
+    std::ofstream out(bin, std::ios::binary);
+    for (int i = 0; i < 48; ++i) out << zip;
+  }
+  REQUIRE(fs::file_size(bin) == 48 * kPrefixBytes);
+  CHECK(ets::import::read_file_bytes(bin, 0, could_be_trace).size() == kPrefixBytes);
+  CHECK(ets::import::read_file_bytes(bin).size() == 48 * kPrefixBytes);
+  CHECK_THROWS_WITH(Tracer::load(bin), Catch::Contains("ets.import.1"));
+  CHECK(Tracer::detect(bin) == "unknown");
+  const std::string gz = ets_test::fixture("cpu_small_mlp.json.gz");
+  const std::string whole = ets::import::read_file_bytes(gz);
+  REQUIRE(whole.size() > 2 * kPrefixBytes);
+  CHECK(ets::import::read_file_bytes(gz, 0, could_be_trace) == whole);
+
+  // gzip: 16 MiB of zeros, refused after the first kPrefixBytes inflated; it was ets.io.6 at a 1 MiB limit (read up
+  // to the limit first)
+  const std::string zgz = (scratch.path / "zeros.gz").string();
+  {
+    gzFile g = gzopen(zgz.c_str(), "wb9");
+    REQUIRE(g);
+    for (int i = 0; i < 256; ++i) REQUIRE(gzwrite(g, zeros.data(), static_cast<unsigned>(zeros.size())) > 0);
+    REQUIRE(gzclose(g) == Z_OK);
+  }
+  const std::string got = ets::import::read_file_bytes(zgz, 0, could_be_trace);
+  CHECK(got.size() >= kPrefixBytes);
+  CHECK(got.size() < kPrefixBytes + (std::size_t{1} << 20));
+  Tracer::LoadOptions capped;
+  capped.max_bytes = std::size_t{1} << 20;
+  CHECK_THROWS_WITH(Tracer::load(zgz, capped), Catch::Contains("ets.import.1"));
+
+  // a pipe that never ends (a device such as /dev/zero, or a program still writing): refused while the writer is
+  // still there. It was read until its end, which never came.
+  std::signal(SIGPIPE, SIG_IGN);
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  std::promise<void> loaded;
+  std::future<void> done = loaded.get_future();
+  bool writer_gave_up = false;
+  std::thread writer([&] {
+    for (int i = 0; i < 4; ++i)
+      if (::write(fds[1], zeros.data(), zeros.size()) <= 0) break;  // the reader closed its end
+    writer_gave_up = done.wait_for(std::chrono::seconds(30)) != std::future_status::ready;
+    ::close(fds[1]);
+  });
+  std::string error;
+  try {
+    Tracer::load("/proc/self/fd/" + std::to_string(fds[0]));
+  } catch (const ets::Error& e) {
+    error = e.id();
+  }
+  loaded.set_value();
+  ::close(fds[0]);
+  writer.join();
+  CHECK(error == "ets.import.1");
+  CHECK_FALSE(writer_gave_up);  // the load returned before the writer closed its end
 }
 
 TEST_CASE("Tracer::load with a format out-parameter names the format read, also of a file with no iterations") {
