@@ -202,24 +202,21 @@ std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes, Go
   if (max_bytes && size > max_bytes) too_large(path, max_bytes);
   std::string out;
   std::size_t total = 0;
-  if (go_on && size > kPrefixBytes) {  // its first bytes first: a file of no use is not read (nor held) whole
-    out.resize(kPrefixBytes);
-    while (total < kPrefixBytes) {
-      const std::size_t n = std::fread(&out[total], 1, kPrefixBytes - total, f.get());
+  const auto read_up_to = [&](std::size_t end) {  // into out, until `end` bytes are in or the file ends
+    out.resize(end);
+    while (total < end) {
+      const std::size_t n = std::fread(&out[total], 1, end - total, f.get());
       if (n == 0) break;
       total += n;
     }
     out.resize(total);
+  };
+  if (go_on && size > kPrefixBytes) {  // its first bytes first: a file of no use is not read (nor held) whole
+    read_up_to(kPrefixBytes);
     if (total == kPrefixBytes && !go_on(out)) return out;
   }
   out.reserve(size + 64);  // slack lets parsers pad in place
-  out.resize(size);
-  while (total < size) {
-    const std::size_t n = std::fread(&out[total], 1, size - total, f.get());
-    if (n == 0) break;
-    total += n;
-  }
-  out.resize(total);
+  read_up_to(size);
   // The size is where reading starts, not where it stops: a file that grew meanwhile, or a "regular" file that
   // reports 0 bytes (procfs, sysfs), is read to its end. (Usually the first small read finds the end at once.)
   if (total == size) {
