@@ -64,8 +64,8 @@ bool has_key(std::string_view text, std::string_view key) {
 }  // namespace
 
 bool could_be_trace(std::string_view prefix) {
-  static constexpr char kSqlite[] = "SQLite format 3";
-  if (std::memcmp(prefix.data(), kSqlite, std::min<std::size_t>(prefix.size(), 16)) == 0) return true;
+  const std::string_view sqlite("SQLite format 3", 16);  // with its NUL
+  if (prefix.substr(0, 16) == sqlite.substr(0, std::min(prefix.size(), sqlite.size()))) return true;
   const std::string_view s = skip_space(prefix);
   // Blanks so far, JSON, or fewer than the 4 KiB the CSV header is looked for in: the rest decides.
   if (s.empty() || s[0] == '{' || s.size() < kHeaderLineBound) return true;

@@ -26,8 +26,8 @@ struct Options {
 /// (decompressed) exceeds max_bytes (0 or from 2^62 on: no limit) — checked as it is read, which stops one byte
 /// past the limit, so a gzip bomb costs about the limit, not what it expands to. With `go_on`, it is asked once, when
 /// the first kPrefixBytes (decompressed) are in and more may follow, whether content starting so can be of use;
-/// where it says no, reading stops there and those bytes (at least kPrefixBytes, fewer than kPrefixBytes + 256 KiB)
-/// are returned, whole-file checks (a truncated gzip) left out.
+/// where it says no, reading stops there and those bytes are returned (kPrefixBytes; of gzip content, fewer than
+/// kPrefixBytes + 1 MiB), whole-file checks (a truncated gzip) left out.
 std::string read_file_bytes(const std::string& path, std::uint64_t max_bytes = 0,
                             bool (*go_on)(std::string_view prefix) = nullptr);
 /// How much read_file_bytes has read before it asks `go_on`.

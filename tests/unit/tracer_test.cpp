@@ -354,6 +354,8 @@ TEST_CASE("content whose first bytes are no trace is refused there, not read to 
   CHECK(could_be_trace(blanks));
   CHECK(could_be_trace(json));
   CHECK(could_be_trace(sqlite));
+  CHECK(could_be_trace(""));                           // nothing yet: the rest decides
+  CHECK(could_be_trace(std::string_view("SQLite f")));  // the start of the magic
   // what it refuses, detect_format refuses whatever follows
   for (const std::string& refused : {zeros, zip, std::string(4096, 'x')})
     for (const std::string tail : {"", "{\"traceEvents\": [", "\nop,dir,params\n", "\n{\"format\":\"ets-trace\"}\n"})
