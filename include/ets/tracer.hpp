@@ -60,14 +60,16 @@ class Tracer {
   /// Reads a trace file (Kineto / PyTorch-profiler JSON, PyTorch Execution Trace, Nsight SQLite, ETS CSV, ETS trace;
   /// plain or .gz),
   /// detecting its format from its content. Needs the compiled library ets::ets. Throws ets::Error
-  /// (ets.io.* / ets.import.* / the format's own ids, see docs/errors.md).
+  /// (ets.io.* / ets.import.* / the format's own ids, see docs/errors.md). Content whose first 64 KiB can start no
+  /// trace (a checkpoint, an archive, /dev/zero) is refused there (ets.import.1), not read on.
   static std::vector<ExecutionTrace> load(const std::string& path, const LoadOptions& options);
   static std::vector<ExecutionTrace> load(const std::string& path);
   /// As load(path, options), and sets `format` to the detected format's name (detect()'s names) once the file is
   /// recognised, also when it holds no iterations: a pipe cannot be read a second time to ask detect().
   static std::vector<ExecutionTrace> load(const std::string& path, const LoadOptions& options, std::string& format);
   /// Name of the detected format of a file ("kineto", "pytorch-et", "nsight", "ets-csv", "ets-trace", "unknown").
-  /// Reads the whole file (a pipe is consumed; JSON's telling key may come last); throws ets.io.* when it cannot be
+  /// Reads the whole file (a pipe is consumed; JSON's telling key may come last), but for content whose first 64 KiB
+  /// can start no trace ("unknown" at once); throws ets.io.* when it cannot be
   /// read. The overload with options honours max_bytes (ets.io.6 beyond it; an Nsight database is told by its first
   /// bytes and never refused); it ignores the other options.
   static std::string detect(const std::string& path);
