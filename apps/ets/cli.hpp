@@ -130,7 +130,7 @@ constexpr long long kMaxThreads = 1024;
 std::uint64_t size_option(const Args& args, const std::string& name, std::uint64_t fallback);
 
 /// The CLI's default for --max-bytes: a quarter of memory_limit_bytes() (0, no limit, when that is unknown). A
-/// trace past it (/dev/zero, a gzip bomb) is refused with ets.io.6 before it takes the host's memory.
+/// trace past it (an endless pipe, a gzip bomb) is refused with ets.io.6 before it takes the host's memory.
 std::uint64_t default_max_trace_bytes();
 
 /// What the tool adds to a failure's message where the library names an option the command line spells otherwise
