@@ -157,3 +157,27 @@ TEST_CASE("HTA trace_diff traces: torch.compile's CUDA graph and apex FusedAdam'
     }
   }
 }
+
+TEST_CASE("HTA MI250 minitoy trace: the step the profiler stopped in is named, not dropped in silence", "[shared]") {
+  ETS_REQUIRE_SHARED("kineto-gpu/hta/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+  // ProfilerStep#2 lasts 49 us and holds no operator: the profiler stopped in it. Step 1 is the one iteration.
+  const std::string path = ets_test::shared_data("kineto-gpu/hta/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+  for (const bool keep : {false, true}) {
+    INFO("keep_incomplete " << keep);
+    Tracer::LoadOptions opt;
+    opt.keep_incomplete = keep;
+    ets_test::CapturedWarnings log;
+    const auto its = Tracer::load(path, opt);
+    REQUIRE(its.size() == 1);
+    CHECK(its[0].iteration == 1);
+    CHECK(its[0].ops.size() == 12);
+    // from its first kernel (ts ...603454.206) to its own step's end (...603187.439 + 9288.291), as a last
+    // iteration does: its last kernel ended 0.11 ms before that
+    CHECK(its[0].measured_us == Approx(9288.291).margin(1e-3));
+    CHECK(its[0].sum_us() == Approx(603187.439 + 9288.291 - 603454.206).margin(1e-3));
+    REQUIRE(log.lines.size() == 1);
+    CHECK(log.lines[0].rfind("[ets.import.11]", 0) == 0);
+    CHECK(log.lines[0].find("1 step holds no operator with device work and is not returned") != std::string::npos);
+    CHECK(log.lines[0].find("step 2") != std::string::npos);
+  }
+}
