@@ -1,6 +1,7 @@
 // Op selection (outermost candidates, phases, bookkeeping filter) and the CPU / GPU per-iteration assembly.
 // Both rules make Σ(time + gap) telescope to the distance between consecutive iteration starts.
 #include "import/gpu_assembly.hpp"
+#include "import/importers.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -145,10 +145,6 @@ std::vector<ExecutionTrace> assemble_gpu(CompactAssemblyInput in, const Assembly
 std::vector<ExecutionTrace> assemble_cpu(AssemblyInput in, const AssemblyOptions& opt = {});
 std::vector<ExecutionTrace> assemble_cpu(CompactAssemblyInput in, const AssemblyOptions& opt = {});
 
-/// Warning ets.import.11: the iteration markers `steps` (their numbers, in order) hold no operator (`op_kind`: "on
-/// the training thread", "with device work") and are not returned, where other steps have ops. Silent when empty.
-void warn_unreturned_steps(const std::vector<std::int64_t>& steps, const std::string& source, const char* op_kind);
-
 /// NCCL / RCCL / gloo-style collective kernels (by name); they never count as op time (docs/trace-format.md).
 bool is_communication_kernel(std::string_view name) noexcept;
 

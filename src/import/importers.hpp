@@ -38,6 +38,11 @@ constexpr std::size_t kPrefixBytes = std::size_t{1} << 16;
 /// (past max_bytes) is thrown as it is, the same limit the traces are held to.
 std::string read_dataset_file(const std::string& path, std::uint64_t max_bytes, std::string& why);
 
+/// Warning ets.import.11: the iteration markers `steps` (their numbers, in order) hold no operator (`op_kind`: "on
+/// the training thread", "with device work", "as a descendant") and are not returned, where other steps have ops.
+/// Silent when `steps` is empty.
+void warn_unreturned_steps(const std::vector<std::int64_t>& steps, const std::string& source, const char* op_kind);
+
 /// Longest metadata string (model, family, optimizer, device, ..., each extra key and value) an imported file may
 /// carry: every iteration keeps its own copy of the metadata, so a 1 MB name in a file of 4,000 steps took 4 GB.
 constexpr std::size_t kMaxMetaField = 4096;

@@ -25,7 +25,6 @@
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
-#include "import/gpu_assembly.hpp"
 #include "import/importers.hpp"
 #include "import/op_normalize.hpp"
 #include "import/skip_links.hpp"

@@ -558,6 +558,13 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
   std::stable_sort(ops.begin(), ops.end(), [&](const OpRef& a, const OpRef& b) {
     return a.step_node != b.step_node ? a.step_node < b.step_node : nodes[a.node].id < nodes[b.node].id;
   });
+  {  // a step node with no op beneath it gives no iteration: said, where other steps have ops
+    std::vector<std::int64_t> with_ops, unreturned;
+    for (const OpRef& o : ops) with_ops.push_back(o.step_node);  // sorted: ops are in step-node order
+    for (const auto& s : steps)
+      if (!std::binary_search(with_ops.begin(), with_ops.end(), s.first)) unreturned.push_back(s.second);
+    warn_unreturned_steps(unreturned, path, "as a descendant");
+  }
   {
     std::vector<std::int64_t> numbers;
     for (const auto& s : steps) numbers.push_back(s.second);

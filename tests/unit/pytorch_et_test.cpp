@@ -523,6 +523,27 @@ TEST_CASE("ET: two ProfilerStep nodes of one number stay two iterations, with wa
   CHECK(warnings[0].find("[ets.et.6]") != std::string::npos);
 }
 
+TEST_CASE("ET: a ProfilerStep node with no op beneath it is named by warning ets.import.11, not dropped unseen") {
+  // Steps 1 and 3 hold an op each; step 2 only a view, which is no op; step 4 nothing (the profiler stopped in it)
+  const std::string et = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "[pytorch|profiler|execution_trace|thread]", "id": 1, "parent": 0, "seq_id": -1},
+    {"name": "ProfilerStep#1", "id": 2, "parent": 1, "seq_id": -1},
+    {"name": "aten::relu", "id": 3, "parent": 2, "seq_id": 1},
+    {"name": "ProfilerStep#2", "id": 4, "parent": 1, "seq_id": -1},
+    {"name": "ProfilerStep#3", "id": 5, "parent": 1, "seq_id": -1},
+    {"name": "aten::sigmoid", "id": 6, "parent": 5, "seq_id": 2},
+    {"name": "ProfilerStep#4", "id": 7, "parent": 1, "seq_id": -1}]})J";
+  ets_test::CapturedWarnings log;
+  const std::vector<ets::ExecutionTrace> t = read_et(et, "gap.json");
+  REQUIRE(t.size() == 2);
+  CHECK(t[0].iteration == 1);
+  CHECK(t[1].iteration == 3);
+  REQUIRE(log.lines.size() == 1);
+  CHECK(log.lines[0].rfind("[ets.import.11]", 0) == 0);
+  CHECK(log.lines[0].find("2 steps hold no operator as a descendant and are not returned") != std::string::npos);
+  CHECK(log.lines[0].find("steps 2, 4") != std::string::npos);
+}
+
 TEST_CASE("ET: deep nesting is read without recursion, and each node's chain of parents once") {
   // An argument nested 100,000 levels deep (200 KB): the recursive argument reader overflowed the stack (SIGSEGV,
   // through the C API as well). The op is kept; its argument is not one ETS reads.
