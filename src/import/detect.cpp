@@ -2,7 +2,6 @@
 // bytes, else a JSON key anywhere. Content decides, not the file name; the name only breaks ties the content cannot
 // (never needed so far).
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -64,8 +63,7 @@ bool has_key(std::string_view text, std::string_view key) {
 }  // namespace
 
 bool could_be_trace(std::string_view prefix) {
-  const std::string_view sqlite("SQLite format 3", 16);  // with its NUL
-  if (prefix.substr(0, 16) == sqlite.substr(0, std::min(prefix.size(), sqlite.size()))) return true;
+  if (prefix.substr(0, kSqliteMagic.size()) == kSqliteMagic.substr(0, prefix.size())) return true;
   const std::string_view s = skip_space(prefix);
   // Blanks so far, JSON, or fewer than the 4 KiB the CSV header is looked for in: the rest decides.
   if (s.empty() || s[0] == '{' || s.size() < kHeaderLineBound) return true;
@@ -74,8 +72,7 @@ bool could_be_trace(std::string_view prefix) {
 
 Format detect_format(std::string_view bytes, const std::string& path) {
   (void)path;
-  static constexpr char kSqlite[] = "SQLite format 3";  // 16 bytes with the terminating NUL
-  if (bytes.size() >= 16 && std::memcmp(bytes.data(), kSqlite, 16) == 0) return Format::NsightSqlite;
+  if (bytes.substr(0, kSqliteMagic.size()) == kSqliteMagic) return Format::NsightSqlite;
   const std::string_view s = skip_space(bytes);
   if (s.empty()) return Format::Unknown;
   if (s[0] != '{') return is_ets_csv_header(s) ? Format::EtsCsv : Format::Unknown;

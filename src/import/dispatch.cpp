@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ets/detail/cloexec_file.hpp"
@@ -25,7 +26,7 @@ bool is_sqlite(const std::string& path) {
   char head[16] = {};
   const std::size_t n = std::fread(head, 1, sizeof head, f);
   std::fclose(f);
-  return n == 16 && std::memcmp(head, "SQLite format 3", 16) == 0;
+  return std::string_view(head, n) == import::kSqliteMagic;
 }
 
 // The traces of one file as the readers return them, with TraceMeta::source_path made valid UTF-8: a file name in

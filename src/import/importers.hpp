@@ -12,6 +12,9 @@
 
 namespace ets::import {
 
+/// The first 16 bytes of every SQLite database, its NUL included: an Nsight export (or a gzipped one).
+constexpr std::string_view kSqliteMagic{"SQLite format 3", 16};
+
 /// Source formats ETS reads; detect_format() sniffs the first bytes (after gunzip).
 enum class Format { Unknown, KinetoJson, PytorchEt, NsightSqlite, EtsCsv, EtsTrace };
 const char* format_name(Format f) noexcept;

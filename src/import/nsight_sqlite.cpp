@@ -41,8 +41,6 @@ std::int64_t ns_diff(std::int64_t a, std::int64_t b, const std::string& path) {
   return d;
 }
 
-constexpr char kSqliteMagic[] = "SQLite format 3";  // 16 bytes with its NUL
-
 struct DbCloser {
   void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
 };
@@ -652,7 +650,7 @@ std::vector<ExecutionTrace> from_db(sqlite3* db, const std::string& path) {
 }
 
 void check_magic(std::string_view head, const std::string& path) {
-  if (head.size() < sizeof kSqliteMagic || std::memcmp(head.data(), kSqliteMagic, sizeof kSqliteMagic) != 0)
+  if (head.substr(0, kSqliteMagic.size()) != kSqliteMagic)
     ETS_THROW(Errc::parse, "ets.nsight.2", "'{}' is not an SQLite database (bad header)", path);
 }
 
