@@ -132,16 +132,57 @@ struct TopOp {
   std::int64_t tid = 0;
 };
 
+/// The top ops, in chunks of a fixed size. The output moves each op's record out; a chunk is freed as soon as every
+/// record the output takes from it is out. In one vector every op stayed until the last iteration was built, so the
+/// ops and the output were held side by side: a trace of bare op events peaked at twice its records.
+class TopOps {
+ public:
+  static constexpr std::size_t kChunk = 512;
+
+  void reserve(std::size_t n) { chunks_.reserve((n + kChunk - 1) / kChunk); }
+  std::size_t size() const noexcept { return size_; }
+  TopOp& operator[](std::size_t k) { return chunks_[k / kChunk][k % kChunk]; }
+  const TopOp& operator[](std::size_t k) const { return chunks_[k / kChunk][k % kChunk]; }
+  void push_back(TopOp t) {
+    if (size_ % kChunk == 0) {
+      chunks_.emplace_back();
+      chunks_.back().reserve(kChunk);
+    }
+    chunks_.back().push_back(std::move(t));
+    ++size_;
+  }
+  /// From here on only take() reads the ops, once for each slot in `slots`: chunks that hold none are freed now.
+  template <class Slots>
+  void take_only(const Slots& slots) {
+    pending_.assign(chunks_.size(), 0);
+    for (const std::size_t k : slots) ++pending_[k / kChunk];
+    for (std::size_t c = 0; c < chunks_.size(); ++c)
+      if (pending_[c] == 0) release(chunks_[c]);
+  }
+  /// The record of op k (one of take_only's slots, each taken once); its chunk goes with the last of them.
+  OpRecord take(std::size_t k) {
+    const std::size_t c = k / kChunk;
+    OpRecord r = std::move(chunks_[c][k % kChunk].rec);
+    if (--pending_[c] == 0) release(chunks_[c]);
+    return r;
+  }
+
+ private:
+  std::vector<std::vector<TopOp>> chunks_;
+  std::vector<std::size_t> pending_;  // per chunk: records not yet taken
+  std::size_t size_ = 0;
+};
+
 template <class Span>
 using ArgsLoader = std::function<void(const Span&, OpRecord&)>;
 
 template <class Span>
-std::vector<TopOp> make_top_ops(const std::vector<Span>& h, const Forest& f, std::vector<std::int64_t>& top_slot,
-                                const ArgsLoader<Span>& load_args, const std::vector<std::size_t>& launch_scopes = {}) {
-  std::vector<TopOp> ops;
+TopOps make_top_ops(const std::vector<Span>& h, const Forest& f, std::vector<std::int64_t>& top_slot,
+                    const ArgsLoader<Span>& load_args, const std::vector<std::size_t>& launch_scopes = {}) {
+  TopOps ops;
   top_slot.assign(h.size(), -1);
   {
-    std::size_t n = launch_scopes.size();  // the exact count: no regrowth, no spare capacity
+    std::size_t n = launch_scopes.size();  // the exact count: the chunk list never regrows
     for (std::size_t i = 0; i < h.size(); ++i) n += f.top[i] == static_cast<std::int64_t>(i);
     ops.reserve(n);
   }
@@ -316,7 +357,7 @@ namespace {
 template <class Span>
 std::vector<ExecutionTrace> assemble_cpu_impl(BasicAssemblyInput<Span> in, const AssemblyOptions& opt) {
   sort_steps(in.steps);
-  std::vector<TopOp> ops;
+  TopOps ops;
   {
     const Forest f = build_forest(in.host);
     std::vector<std::int64_t> top_slot;
@@ -327,39 +368,46 @@ std::vector<ExecutionTrace> assemble_cpu_impl(BasicAssemblyInput<Span> in, const
   std::int64_t tid = opt.training_tid;
   if (tid < 0) {
     std::unordered_map<std::int64_t, std::size_t> count;
-    for (const auto& t : ops) ++count[t.tid];
+    for (std::size_t k = 0; k < ops.size(); ++k) ++count[ops[k].tid];
     std::size_t best = 0;
     for (const auto& [k, c] : count)
       if (c > best || (c == best && k < tid)) best = c, tid = k;
   }
-  std::vector<TopOp*> sel;
-  for (auto& t : ops)
-    if (!t.bookkeeping && t.tid == tid) sel.push_back(&t);
-  std::stable_sort(sel.begin(), sel.end(), [&](const TopOp* a, const TopOp* b) { return a->start_us < b->start_us; });
+  std::vector<std::size_t> sel;  // slots
+  for (std::size_t k = 0; k < ops.size(); ++k)
+    if (!ops[k].bookkeeping && ops[k].tid == tid) sel.push_back(k);
+  std::stable_sort(sel.begin(), sel.end(), [&](std::size_t a, std::size_t b) { return ops[a].start_us < ops[b].start_us; });
   const bool whole = in.steps.empty();
   // Group ops by step.
-  std::vector<std::vector<TopOp*>> groups(whole ? 1 : in.steps.size());
-  for (TopOp* t : sel) {
-    const std::int64_t s = whole ? 0 : step_of(in.steps, t->start_us);
-    if (s >= 0) groups[static_cast<std::size_t>(s)].push_back(t);
+  std::vector<std::vector<std::size_t>> groups(whole ? 1 : in.steps.size());
+  for (const std::size_t k : sel) {
+    const std::int64_t s = whole ? 0 : step_of(in.steps, ops[k].start_us);
+    if (s >= 0) groups[static_cast<std::size_t>(s)].push_back(k);
   }
   release(sel);
   std::vector<ExecutionTrace> out;
   const std::size_t emitted = returned_steps(groups, whole, opt, in.meta.source_path, "on the training thread");
+  // Where each returned step's successor starts: the next step in the list, when it is adjacent and has ops (NaN
+  // when none). Read before the records move: a tail step's ops are not taken, so their chunks go first.
+  std::vector<double> next_first(emitted, kUnknown);
+  for (std::size_t g = 0; g < emitted; ++g)
+    if (g + 1 < groups.size() && !groups[g + 1].empty()) next_first[g] = ops[groups[g + 1].front()].start_us;
+  {
+    std::vector<std::size_t> taken;  // the returned steps' ops: their records move into the output
+    for (std::size_t g = 0; g < emitted; ++g) taken.insert(taken.end(), groups[g].begin(), groups[g].end());
+    ops.take_only(taken);
+  }
   for (std::size_t g = 0; g < emitted; ++g) {
     if (groups[g].empty()) continue;
-    // Successor = the next step in the list when it is adjacent and has ops.
-    const TopOp* next_first = nullptr;
-    if (g + 1 < groups.size() && !groups[g + 1].empty()) next_first = groups[g + 1].front();
     double end;
-    if (next_first) {
-      end = next_first->start_us;
+    if (!std::isnan(next_first[g])) {
+      end = next_first[g];
     } else if (!whole && std::isfinite(in.steps[g].end_us)) {
       end = in.steps[g].end_us;
     } else if (!whole && !opt.keep_incomplete) {
       continue;  // marker-derived last iteration with no end
     } else {
-      end = groups[g].back()->end_us;
+      end = ops[groups[g].back()].end_us;
     }
     ExecutionTrace tr;
     tr.meta = in.meta;
@@ -368,13 +416,14 @@ std::vector<ExecutionTrace> assemble_cpu_impl(BasicAssemblyInput<Span> in, const
     const auto& v = groups[g];
     tr.ops.reserve(v.size());
     for (std::size_t k = 0; k < v.size(); ++k) {
-      TopOp& s = *v[k];
-      const double next = k + 1 < v.size() ? v[k + 1]->start_us : std::max(end, s.start_us);
-      // each op is in one group only: its record moves (names and inputs are not copied)
-      OpRecord r = std::move(s.rec);
-      r.start_us = s.start_us;
-      r.time_us = std::max(0.0, std::min(s.end_us, next) - s.start_us);
-      r.gap_us = next - s.start_us - r.time_us;
+      const double start = ops[v[k]].start_us, span_end = ops[v[k]].end_us;
+      const double next = k + 1 < v.size() ? ops[v[k + 1]].start_us : std::max(end, start);
+      // each op is in one group only: its record moves (names and inputs are not copied), its chunk freed with the
+      // last record taken from it
+      OpRecord r = ops.take(v[k]);
+      r.start_us = start;
+      r.time_us = std::max(0.0, std::min(span_end, next) - start);
+      r.gap_us = next - start - r.time_us;
       r.kernels = 0;
       tr.ops.push_back(std::move(r));
     }
@@ -452,7 +501,7 @@ std::vector<ExecutionTrace> assemble_gpu_impl(BasicAssemblyInput<Span> in, const
       if (is_scope[i]) launch_scopes.push_back(i);
   }
   std::vector<std::int64_t> top_slot;
-  std::vector<TopOp> ops = make_top_ops(h, f, top_slot, in.load_args, launch_scopes);
+  TopOps ops = make_top_ops(h, f, top_slot, in.load_args, launch_scopes);
   // The op a span's launches belong to: its outermost candidate, or the span itself where it is a launch scope.
   auto top_of_span = [&](std::int64_t s) -> std::int64_t {
     if (s < 0) return -1;
@@ -673,6 +722,12 @@ std::vector<ExecutionTrace> assemble_gpu_impl(BasicAssemblyInput<Span> in, const
   release(iv);
   const BusyTime busy(std::move(all));
 
+  {
+    std::vector<std::size_t> taken;  // the returned steps' ops: their records move into the output
+    for (const Seq& q : seq)
+      if (q.group < emitted) taken.push_back(q.slot);
+    ops.take_only(taken);
+  }
   std::vector<ExecutionTrace> out;
   std::size_t i = 0;
   while (i < seq.size()) {
@@ -687,7 +742,7 @@ std::vector<ExecutionTrace> assemble_gpu_impl(BasicAssemblyInput<Span> in, const
     for (; i < seq.size() && seq[i].group == g; ++i) {
       const double next = window_end(i);
       // each op is in seq once: its record moves (names and inputs are not copied)
-      OpRecord r = std::move(ops[seq[i].slot].rec);
+      OpRecord r = ops.take(seq[i].slot);
       r.start_us = seq[i].start;
       r.time_us = busy.within(seq[i].start, next);
       r.gap_us = (next - seq[i].start) - r.time_us;

@@ -3,6 +3,8 @@
 // ETS_TEST_ALLOC_HOOKS is 0 and the tests that need the hooks compile out.
 #pragma once
 
+#include <malloc.h>  // malloc_usable_size: the bytes an allocation holds, for the live / peak count
+
 #include <cstddef>
 #include <cstdlib>
 #include <new>
@@ -25,6 +27,11 @@ inline thread_local long count = 0;
 inline thread_local std::size_t largest = 0;  ///< the largest allocation counted (with `counting`)
 inline thread_local Fail fail = Fail::none;  ///< next: only the next allocation throws bad_alloc; all: every one
 inline thread_local long fail_after = -1;  ///< >= 0: that many more allocations succeed, then one throws (then -1)
+/// measure: this thread's heap bytes, allocated minus freed since `live` was last zeroed, and their highest value
+/// (memory freed that was allocated before makes `live` go below 0)
+inline thread_local bool measure = false;
+inline thread_local long long live = 0;
+inline thread_local long long peak = 0;
 }  // namespace ets_test::alloc
 
 #if ETS_TEST_ALLOC_HOOKS
@@ -47,9 +54,18 @@ void* operator new(std::size_t n) {
     ++count;
     if (n > largest) largest = n;
   }
-  if (void* p = std::malloc(n ? n : 1)) return p;
+  if (void* p = std::malloc(n ? n : 1)) {
+    if (measure) {
+      live += static_cast<long long>(malloc_usable_size(p));
+      if (live > peak) peak = live;
+    }
+    return p;
+  }
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  if (p && ets_test::alloc::measure) ets_test::alloc::live -= static_cast<long long>(malloc_usable_size(p));
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
 #endif

@@ -18,6 +18,7 @@
 #include "ets/tracer.hpp"
 #include "import/importers.hpp"
 #include "import/op_normalize.hpp"
+#include "alloc_hooks.hpp"  // measures the heap an import holds at once (operator new replaced; not under ASan / TSan)
 #include "test_support.hpp"
 
 using namespace ets;
@@ -1150,3 +1151,89 @@ TEST_CASE("a JSON parser implementation this CPU cannot run is ets.import.8, not
   active = chosen;
   CHECK(ets::import::read_kineto_json(kOld, "old.json", {}).size() == 1);
 }
+
+namespace {
+// A CPU trace of `steps` ProfilerStep spans holding ops[s] bare ops each on the training thread (tid 1): op i of a step
+// starts at 3i µs into it and runs 2 µs, named aten::add or aten::mul by i's parity; `other` ops on a second thread
+// run beside each step. The steps' spans follow each other with 1 µs between them.
+std::string bare_ops_trace(const std::vector<int>& ops, int other, const std::string& ets_meta = "") {
+  std::string s = "{" + ets_meta + "\"traceEvents\": [\n";
+  double t0 = 1000;
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    const double span = 3.0 * ops[k];
+    s += fmt::format(R"({{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":1,"tid":1,"ts":{},"dur":{}}},)"
+                     "\n", k, t0, span);
+    for (int i = 0; i < ops[k]; ++i)
+      s += fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"aten::{}","pid":1,"tid":1,"ts":{},"dur":2}},)" "\n",
+                       i % 2 ? "mul" : "add", t0 + 3.0 * i);
+    for (int i = 0; i < other; ++i)
+      s += fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"aten::copy_","pid":1,"tid":2,"ts":{},"dur":1}},)" "\n",
+                       t0 + 3.0 * i + 0.5);
+    t0 += span + 1;
+  }
+  s.resize(s.size() - 2);  // the last ",\n"
+  return s + "\n]}";
+}
+}  // namespace
+
+TEST_CASE("CPU assembly across many ops: each op's record, time and gap, a second thread's and a tail step's ops left out") {
+  // Thousands of ops per step, so that the ops the output takes and those it leaves lie in many chunks of the op list
+  const std::vector<int> ops = {1300, 517, 2049, 700};
+  // n iterations, the last one closed by a tail step's first op, or (no tail) ending at its own span, 1 µs earlier
+  const auto check = [&](const std::vector<ExecutionTrace>& its, std::size_t n, bool tail) {
+    REQUIRE(its.size() == n);
+    double t0 = 0;  // times count from the trace's first event
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto& it = its[k];
+      INFO("step " << k);
+      CHECK(it.iteration == static_cast<std::int64_t>(k));
+      REQUIRE(it.ops.size() == static_cast<std::size_t>(ops[k]));
+      const bool closed = tail || k + 1 < n;  // by the next step's first op
+      for (std::size_t i = 0; i < it.ops.size(); ++i) {
+        const OpRecord& op = it.ops[i];
+        if (op.raw_name != (i % 2 ? "aten::mul" : "aten::add") || op.start_us != t0 + 3.0 * i || op.time_us != 2.0 ||
+            op.gap_us != (i + 1 < it.ops.size() || !closed ? 1.0 : 2.0)) {
+          FAIL_CHECK("op " << i << ": " << op.raw_name << " at " << op.start_us << ", time " << op.time_us << ", gap "
+                           << op.gap_us);
+          break;
+        }
+      }
+      CHECK(it.sum_us() == Approx(3.0 * ops[k] + (closed ? 1 : 0)));
+      t0 += 3.0 * ops[k] + 1;
+    }
+  };
+  check(ets::import::read_kineto_json(bare_ops_trace(ops, 300), "bare.json", {}), 4, false);
+  check(ets::import::read_kineto_json(bare_ops_trace(ops, 300, R"("ets": {"tail_steps": 1}, )"), "t.json", {}), 3,
+        true);
+}
+
+#if ETS_TEST_ALLOC_HOOKS
+TEST_CASE("a CPU trace's op list is freed as its records move into the iterations, not held beside them to the end") {
+  constexpr int kSteps = 4, kOps = 5000;  // bare op events: their records are most of what the import holds
+  const std::string doc = bare_ops_trace(std::vector<int>(kSteps, kOps), 0);
+  namespace alloc = ets_test::alloc;
+  alloc::live = alloc::peak = 0;
+  alloc::measure = true;
+  std::vector<ExecutionTrace> its;
+  try {
+    its = ets::import::read_kineto_json(doc, "bare.json", [] {
+      ets::import::Options o;
+      o.keep_incomplete = true;
+      return o;
+    }());
+  } catch (...) {
+    alloc::measure = false;
+    throw;
+  }
+  alloc::measure = false;
+  REQUIRE(its.size() == kSteps);
+  std::size_t n = 0;
+  for (const auto& it : its) n += it.ops.size();
+  REQUIRE(n == static_cast<std::size_t>(kSteps) * kOps);
+  const double records = static_cast<double>(n) * sizeof(OpRecord);
+  INFO("peak " << alloc::peak << " bytes, " << alloc::peak / records << "x the output's records");
+  // The op list (a record and the span's times per op) was held whole until the last iteration was built: over 2.1x
+  // the records at once. Now the peak is where the ops are made, beside the host spans and their nesting (~1.7x).
+  CHECK(alloc::peak < 2.0 * records);
+}
+#endif
