@@ -12,6 +12,10 @@
 
 #include <zlib.h>
 
+#if !defined(_WIN32)
+#include <unistd.h>
+#endif
+
 #include "ets/detail/cloexec_file.hpp"
 #include "ets/error.hpp"
 #include "import/importers.hpp"
@@ -121,34 +125,50 @@ std::string inflate_stream(Read&& read, const std::string& path, std::uint64_t s
   return out;
 }
 
+// Up to n bytes of what the stream has, waiting only while it has none; 0 at its end. fread waits for all it asks,
+// so a pipe read in chunks kept the reader waiting for bytes a writer that paused would not send (a gzip pipe:
+// 256 KiB of compressed input before the first bytes could be checked).
+std::size_t read_some(std::FILE* f, void* buf, std::size_t n, const std::string& path) {
+#if defined(_WIN32)
+  const std::size_t k = std::fread(buf, 1, n, f);
+  if (k == 0 && std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
+  return k;
+#else
+  for (;;) {  // on the descriptor: the stream's buffer is never used (read_stream reads through here alone)
+    const ssize_t k = ::read(::fileno(f), buf, n);
+    if (k >= 0) return static_cast<std::size_t>(k);
+    if (errno != EINTR) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}': {}", path, std::strerror(errno));
+  }
+#endif
+}
+
 // A pipe or character device (/dev/stdin, <(zcat …)): no size to ask for and no seeking. Its first two bytes say
 // whether it is gzip; gzip is inflated as it arrives (no compressed copy is held), anything else is read as is, and
-// either stops one byte past max_bytes.
+// either stops one byte past max_bytes. Each read takes what has arrived, so the first bytes are checked (go_on) as
+// soon as they are in, whoever writes the rest and whenever.
 std::string read_stream(std::FILE* f, const std::string& path, std::uint64_t max_bytes, GoOn go_on) {
   unsigned char magic[2] = {0, 0};
-  const std::size_t got = std::fread(magic, 1, 2, f);
-  if (std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
+  std::size_t got = 0;
+  for (std::size_t n; got < 2 && (n = read_some(f, magic + got, 2 - got, path)) > 0;) got += n;
   if (is_gzip(magic, got)) {
     std::size_t served = 0;  // of the magic bytes, already taken from the stream
     auto read = [&](unsigned char* buf, std::size_t n) {
       std::size_t k = 0;
       for (; served < got && k < n; ++served) buf[k++] = magic[served];
-      if (k < n) k += std::fread(buf + k, 1, n - k, f);
-      if (k == 0 && std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
-      return k;
+      return k > 0 ? k : read_some(f, buf, n, path);
     };
     return inflate_stream(read, path, kChunk * 4, max_bytes, go_on);
   }
   std::string raw(reinterpret_cast<const char*>(magic), got);
+  if (got < 2) return raw;  // the end came first
   for (;;) {
     if (max_bytes && raw.size() > max_bytes) too_large(path, max_bytes);
     std::size_t want =
         max_bytes ? static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, max_bytes + 1 - raw.size())) : kChunk;
-    // fread waits for all it asks: ask for the prefix alone first, so a writer that stops there is not waited on
     if (go_on && raw.size() < kPrefixBytes) want = std::min(want, kPrefixBytes - raw.size());
     const std::size_t old = raw.size();
     raw.resize(old + want);
-    const std::size_t n = std::fread(&raw[old], 1, want, f);
+    const std::size_t n = read_some(f, &raw[old], want, path);
     raw.resize(old + n);
     if (n == 0) break;
     if (go_on && raw.size() >= kPrefixBytes) {  // more may follow: a pipe's end is known only once it is read
@@ -156,7 +176,6 @@ std::string read_stream(std::FILE* f, const std::string& path, std::uint64_t max
       go_on = nullptr;
     }
   }
-  if (std::ferror(f)) ETS_THROW(Errc::io, "ets.io.2", "read error on '{}'", path);
   return raw;
 }
 

@@ -397,28 +397,40 @@ TEST_CASE("content whose first bytes are no trace is refused there, not read to 
   // a pipe that never ends (a device such as /dev/zero, or a program still writing): refused while the writer is
   // still there. It was read until its end, which never came.
   std::signal(SIGPIPE, SIG_IGN);
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  std::promise<void> loaded;
-  std::future<void> done = loaded.get_future();
-  bool writer_gave_up = false;
-  std::thread writer([&] {
-    for (int i = 0; i < 4; ++i)
-      if (::write(fds[1], zeros.data(), zeros.size()) <= 0) break;  // the reader closed its end
-    writer_gave_up = done.wait_for(std::chrono::seconds(30)) != std::future_status::ready;
-    ::close(fds[1]);
-  });
-  std::string error;
-  try {
-    Tracer::load("/proc/self/fd/" + std::to_string(fds[0]));
-  } catch (const ets::Error& e) {
-    error = e.id();
-  }
-  loaded.set_value();
-  ::close(fds[0]);
-  writer.join();
-  CHECK(error == "ets.import.1");
-  CHECK_FALSE(writer_gave_up);  // the load returned before the writer closed its end
+  const auto refused_while_writing = [](const std::string& payload) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    std::promise<void> loaded;
+    std::future<void> done = loaded.get_future();
+    bool writer_gave_up = false;
+    std::thread writer([&] {
+      for (std::size_t at = 0; at < payload.size();) {
+        const ssize_t n = ::write(fds[1], payload.data() + at, payload.size() - at);
+        if (n <= 0) break;  // the reader closed its end
+        at += static_cast<std::size_t>(n);
+      }
+      writer_gave_up = done.wait_for(std::chrono::seconds(30)) != std::future_status::ready;
+      ::close(fds[1]);
+    });
+    std::string error;
+    try {
+      Tracer::load("/proc/self/fd/" + std::to_string(fds[0]));
+    } catch (const ets::Error& e) {
+      error = e.id();
+    }
+    loaded.set_value();
+    ::close(fds[0]);
+    writer.join();
+    CHECK(error == "ets.import.1");
+    CHECK_FALSE(writer_gave_up);  // the load returned before the writer closed its end
+  };
+  refused_while_writing(zeros + zeros + zeros + zeros);
+  // gzip: 16 MiB of zeros in ~16 KiB. The stream was read in 256 KiB of compressed input at a time, so the reader
+  // waited for bytes that a writer pausing there would never send.
+  std::ifstream zin(zgz, std::ios::binary);
+  const std::string compressed((std::istreambuf_iterator<char>(zin)), std::istreambuf_iterator<char>());
+  REQUIRE(compressed.size() < (std::size_t{1} << 15));
+  refused_while_writing(compressed);
 }
 
 TEST_CASE("Tracer::load with a format out-parameter names the format read, also of a file with no iterations") {
