@@ -354,12 +354,28 @@ namespace {
 // The bytes check_prefix reads: magic, version, header size and file size.
 constexpr std::size_t kPrefixBytes = 24;
 
+// What a file that is no model starts like, where it is the other file every user holds: a trace passed where the
+// model goes (`ets predict --model trace.json ...`). From the first min(size, kPrefixBytes) bytes, all check_prefix
+// has; "" when none fits.
+std::string trace_hint(const std::uint8_t* data, std::uint64_t file_size) {
+  const std::uint64_t size = std::min<std::uint64_t>(file_size, kPrefixBytes);
+  const char* kind = nullptr;
+  std::uint64_t i = 0;
+  while (i < size && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) ++i;
+  if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b) kind = "gzip data";
+  else if (size >= 16 && std::memcmp(data, "SQLite format 3", 16) == 0) kind = "an SQLite database";
+  else if (i < size && data[i] == '{') kind = "JSON";
+  if (!kind) return "";
+  return fmt::format(": it starts as {}, like a trace; traces are read by Tracer::load (`ets predict TRACE`)", kind);
+}
+
 // The checks that need only the first min(size, kPrefixBytes) bytes of a file of `size` bytes (magic, version, the
 // size the header gives), so that load_model can refuse a file that is no model, or not this size, before it reads
 // the rest (up to 2 GiB).
 void check_prefix(const std::uint8_t* data, std::uint64_t size) {
   ETS_CHECK(size >= 8, Errc::parse, "ets.model.4", "model file is truncated: {} bytes, not even the magic fits", size);
-  ETS_CHECK(std::memcmp(data, kMagic, 8) == 0, Errc::parse, "ets.model.2", "not an ETS model file (bad magic)");
+  ETS_CHECK(std::memcmp(data, kMagic, 8) == 0, Errc::parse, "ets.model.2", "not an ETS model file (bad magic){}",
+            trace_hint(data, size));
   ETS_CHECK(size >= 12, Errc::parse, "ets.model.4", "model file is truncated: {} bytes, the version does not fit", size);
   const auto major = static_cast<std::uint16_t>(le(data + 8, 2));
   const auto minor = static_cast<std::uint16_t>(le(data + 10, 2));

@@ -299,6 +299,23 @@ TEST_CASE("bad magic, missing file and inconsistent content have their own ids")
   auto b = ets::serialize_model(sample_model(5));
   b[0] = 'X';
   CHECK(error_id(b) == "ets.model.2");
+  CHECK(error_message(b).find("like a trace") == std::string::npos);
+  // a trace passed where the model goes says so: from the file (a gzipped Kineto trace) and from memory
+  try {
+    ets::load_model(ets_test::fixture("cpu_small_mlp.json.gz"));
+    FAIL("a trace loaded as a model");
+  } catch (const ets::Error& e) {
+    CHECK(e.id() == "ets.model.2");
+    CHECK_THAT(e.what(), Catch::Contains("starts as gzip data, like a trace") && Catch::Contains("cpu_small_mlp"));
+  }
+  const auto bytes_of = [](std::string s) {
+    s.resize(std::max<std::size_t>(s.size(), 200), ' ');
+    return std::vector<std::uint8_t>(s.begin(), s.end());
+  };
+  CHECK(error_message(bytes_of("\n  {\"traceEvents\": []}")).find("starts as JSON, like a trace") != std::string::npos);
+  CHECK(error_message(bytes_of(std::string("SQLite format 3\0", 16))).find("an SQLite database, like a trace") !=
+        std::string::npos);
+  CHECK(error_message(bytes_of("op,dir,params\n")).find("like a trace") == std::string::npos);  // nothing to say
   try {
     ets::load_model("/nonexistent/dir/m.etsm");
     FAIL();

@@ -124,6 +124,14 @@ TEST_CASE("Tracer::load: missing file, unknown format, gzip round trip") {
   const auto junk = (dir / "junk.txt").string();
   std::ofstream(junk) << "not a trace";
   CHECK_THROWS_WITH(Tracer::load(junk), Catch::Contains("ets.import.1"));
+  CHECK_THROWS_WITH(Tracer::load(junk), !Catch::Contains("model"));
+  // a model passed where a trace goes is named (a small one, read whole, and a large one, refused by its first bytes)
+  for (const char* model : {"gru_f5_h7_trained.etsm", "../../models/default.etsm"}) {
+    const std::string m = ets_test::fixture(model);
+    REQUIRE(fs::exists(m));
+    INFO(m << ", " << fs::file_size(m) << " bytes");
+    CHECK_THROWS_WITH(Tracer::load(m), Catch::Contains("[ets.import.1]") && Catch::Contains("is an ETS model file"));
+  }
   // A truncated gzip stream is an error, not a crash.
   const std::string gz = ets_test::fixture("cpu_small_mlp.json.gz");
   std::ifstream in(gz, std::ios::binary);
