@@ -134,6 +134,14 @@ Args parse(const Spec& spec, const std::vector<std::string>& argv) {
   if (args.positional.size() > spec.max_positional)
     throw std::invalid_argument("unexpected argument '" + args.positional[spec.max_positional] +
                                 "'; usage: ets " + spec.usage);
+  // "-" is standard input, as for most tools (a file named "-" is "./-"). Every positional argument is a trace.
+  // Standard input can be read once: a second "-" would find it spent.
+  std::size_t stdin_args = 0;
+  for (auto& p : args.positional)
+    if (p == "-") {
+      if (++stdin_args > 1) throw std::invalid_argument("'-' (standard input) is given twice; it can be read once");
+      p = "/dev/stdin";
+    }
   return args;
 }
 

@@ -287,6 +287,20 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"inspect of {os.path.basename(source)} on a pipe: {p.stdout[:300]} against {q.stdout[:300]}")
         except ValueError as e:
             failures.append(f"inspect of {os.path.basename(source)} on a pipe is not JSON ({e}): {p.stdout[:200]}")
+    # "-" is standard input (once): the same prediction as of the file itself
+    with open(trace, "rb") as fh:
+        p = subprocess.run([ets, "predict", "-", "--model", model_a, "--json"], stdin=fh, capture_output=True, text=True)
+    q = subprocess.run([ets, "predict", trace, "--model", model_a, "--json"], capture_output=True, text=True)
+    try:
+        piped, direct = json.loads(p.stdout), json.loads(q.stdout)
+        check(p.returncode == 0 and piped["predicted_us"] == direct["predicted_us"] and piped["ops"] == direct["ops"],
+              f"predict - (standard input): {p.stdout[:300]} against {q.stdout[:300]}")
+    except ValueError as e:
+        failures.append(f"predict - (standard input) is not JSON ({e}): rc {p.returncode} {p.stderr[:200]}")
+    with open(trace, "rb") as fh:
+        p = subprocess.run([ets, "inspect", "-", "-"], stdin=fh, capture_output=True, text=True)
+    check(p.returncode == 2 and "'-' (standard input) is given twice" in p.stderr,
+          f"inspect - -: rc {p.returncode} {p.stderr[:200]}")
     # a measurement the trace says was taken on other hardware is shown, but no error is computed against it
     other_hw = edited_copy("other_hw.etst", (r'"environment":"[^"]*"', '"environment":"some-other-gpu"'))
     p = subprocess.run([ets, "predict", other_hw, "--model", model_a, "--json"], capture_output=True, text=True)
