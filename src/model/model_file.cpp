@@ -365,8 +365,13 @@ std::string trace_hint(const std::uint8_t* data, std::uint64_t file_size) {
   if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b) kind = "gzip data";
   else if (size >= 16 && std::memcmp(data, "SQLite format 3", 16) == 0) kind = "an SQLite database";
   else if (i < size && data[i] == '{') kind = "JSON";
-  if (!kind) return "";
-  return fmt::format(": it starts as {}, like a trace; traces are read by Tracer::load (`ets predict TRACE`)", kind);
+  if (kind)
+    return fmt::format(": it starts as {}, like a trace; traces are read by Tracer::load (`ets predict TRACE`)", kind);
+  // a PyTorch checkpoint: torch.save writes a zip archive (a pickle before torch 1.6)
+  if ((size >= 4 && std::memcmp(data, "PK\x03\x04", 4) == 0) || (size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5))
+    return ": it starts as a zip archive or a pickle, as torch.save writes; a PyTorch BiLSTM's state_dict becomes an "
+           ".etsm through tools/export_etsm.py";
+  return "";
 }
 
 // The checks that need only the first min(size, kPrefixBytes) bytes of a file of `size` bytes (magic, version, the

@@ -316,6 +316,10 @@ TEST_CASE("bad magic, missing file and inconsistent content have their own ids")
   CHECK(error_message(bytes_of(std::string("SQLite format 3\0", 16))).find("an SQLite database, like a trace") !=
         std::string::npos);
   CHECK(error_message(bytes_of("op,dir,params\n")).find("like a trace") == std::string::npos);  // nothing to say
+  CHECK(error_message(bytes_of("op,dir,params\n")).find("torch.save") == std::string::npos);
+  // a PyTorch checkpoint: a zip archive (torch.save since 1.6), or a pickle before
+  CHECK(error_message(bytes_of("PK\x03\x04" "archive/data.pkl")).find("as torch.save writes") != std::string::npos);
+  CHECK(error_message(bytes_of("\x80\x02\x8a\x0a" "l")).find("export_etsm.py") != std::string::npos);
   try {
     ets::load_model("/nonexistent/dir/m.etsm");
     FAIL();
