@@ -506,3 +506,56 @@ TEST_CASE("communication kernels are recognised by name") {
   CHECK(is_communication_kernel("ncclDevKernel_AllGather_RING_LL"));
   CHECK_FALSE(is_communication_kernel("volta_sgemm_128x64_nn"));
 }
+
+TEST_CASE("GPU assembly across many ops: each op's record, kernels, time and gap; host-only ops and a tail step left out") {
+  // Thousands of ops, so that the ops the output takes and those it leaves lie in many chunks of the op list: per
+  // step, op i launches at 10i + 1 µs into the step and its kernel runs [10i + 5, 10i + 9); every seventh op launches
+  // nothing (no device work: not an op of the GPU rule).
+  const std::vector<int> ops = {1300, 517, 2049, 700};
+  AssemblyInput in;
+  std::int64_t corr = 0;
+  double t0 = 0;
+  for (std::size_t s = 0; s < ops.size(); ++s) {
+    const double len = 10.0 * ops[s] + 100;
+    in.steps.push_back({static_cast<std::int64_t>(s), t0, t0 + len, len});
+    for (int i = 0; i < ops[s]; ++i) {
+      in.host.push_back(span(i % 2 ? "aten::mul" : "aten::add", t0 + 10 * i, t0 + 10 * i + 3));
+      if (i % 7 == 6) continue;
+      in.launches.push_back(launch(++corr, t0 + 10 * i + 1));
+      in.device.push_back(kernel(t0 + 10 * i + 5, t0 + 10 * i + 9, corr));
+    }
+    t0 += len;
+  }
+  const auto check = [&](const std::vector<ExecutionTrace>& its, std::size_t n, bool tail) {
+    REQUIRE(its.size() == n);
+    double s0 = 0;
+    for (std::size_t s = 0; s < n; ++s) {
+      INFO("step " << s);
+      const auto& it = its[s];
+      CHECK(it.iteration == static_cast<std::int64_t>(s));
+      std::vector<int> with_kernel;
+      for (int i = 0; i < ops[s]; ++i)
+        if (i % 7 != 6) with_kernel.push_back(i);
+      REQUIRE(it.ops.size() == with_kernel.size());
+      for (std::size_t k = 0; k < it.ops.size(); ++k) {
+        const OpRecord& op = it.ops[k];
+        const int i = with_kernel[k];
+        // to the next op's kernel, the next step's first kernel (5 µs into it), or (last, no tail) the step's end
+        const double next = k + 1 < it.ops.size() ? s0 + 10 * with_kernel[k + 1] + 5
+                            : tail || s + 1 < n   ? s0 + 10.0 * ops[s] + 100 + 5
+                                                  : s0 + 10.0 * ops[s] + 100;
+        if (op.raw_name != (i % 2 ? "aten::mul" : "aten::add") || op.kernels != 1 || op.start_us != s0 + 10 * i + 5 ||
+            op.time_us != Approx(4) || op.gap_us != Approx(next - (s0 + 10 * i + 9))) {
+          FAIL_CHECK("op " << k << " (" << i << "): " << op.raw_name << " at " << op.start_us << ", " << op.kernels
+                           << " kernels, time " << op.time_us << ", gap " << op.gap_us << " (next at " << next << ")");
+          break;
+        }
+      }
+      s0 += 10.0 * ops[s] + 100;
+    }
+  };
+  check(assemble_gpu(in), 4, false);
+  AssemblyOptions tail;
+  tail.tail_steps = 1;
+  check(assemble_gpu(in, tail), 3, true);
+}
