@@ -77,8 +77,11 @@ std::vector<ExecutionTrace> read_nsight_sqlite(const std::string& path, const Op
 /// The same from the database's bytes (e.g. a gunzipped .sqlite.gz); deserialized in memory, nothing written.
 std::vector<ExecutionTrace> read_nsight_sqlite_bytes(std::string_view bytes, const std::string& path, const Options& opt);
 /// PyTorch Execution Trace JSON (schema 1.0.x / chakra 1.1.x): one iteration per ProfilerStep# node (else one),
-/// ops without timings (time 0, measured_us unknown, meta.extra["timings"] = "absent").
-std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options& opt);
+/// ops without timings (time 0, measured_us unknown, meta.extra["timings"] = "absent"). `readable`: how many bytes
+/// from bytes.data() may be read (the buffer's capacity); with simdjson's padding past the text among them, the
+/// text is parsed in place instead of copied (0: bytes.size()).
+std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options& opt,
+                                            std::size_t readable = 0);
 
 namespace detail {
 /// Kineto reader internals, exposed for tests: the top-level "traceEvents" array's '[' and ']' and the commas that

@@ -401,15 +401,19 @@ OpRecord record_of(const Node& n, bool* backward = nullptr) {
 
 }  // namespace
 
-std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options&) {
+std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options&,
+                                            std::size_t readable) {
   require_runnable_json_parser();
   std::string schema;
   std::vector<Node> nodes;
   bool have_nodes = false;
   try {
-    const simdjson::padded_string json(bytes.data(), bytes.size());
+    // The document is parsed whole (its index: 4 bytes per byte of text); a padded copy of the text beside it is made
+    // only where the caller's buffer has no room for the padding (Tracer::load's has: read_file_bytes reserves it).
+    const bool in_place = readable >= bytes.size() + simdjson::SIMDJSON_PADDING;
+    const simdjson::padded_string copy = in_place ? simdjson::padded_string() : simdjson::padded_string(bytes.data(), bytes.size());
     od::parser parser;
-    od::document doc = parser.iterate(json);
+    od::document doc = in_place ? parser.iterate(bytes.data(), bytes.size(), readable) : parser.iterate(copy);
     od::object root;
     if (doc.get_object().get(root))
       ETS_THROW(Errc::parse, "ets.et.2", "'{}' is not a PyTorch Execution Trace (not a JSON object)", path);

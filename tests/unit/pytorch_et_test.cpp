@@ -16,7 +16,9 @@
 #include "ets/error.hpp"
 #include "ets/log.hpp"
 #include "ets/trace.hpp"
+#include "ets/tracer.hpp"
 #include "import/importers.hpp"
+#include "alloc_hooks.hpp"  // measures the heap a read holds at once (operator new replaced; not under ASan / TSan)
 #include "test_support.hpp"
 
 namespace {
@@ -631,4 +633,38 @@ TEST_CASE("ET and Kineto traces of one run give the same ops, phases, shapes and
       CHECK(count_named(et[it], "conv2d", ets::Phase::Backward) == count_named(et[it], "conv2d", ets::Phase::Forward));
     }
   }
+}
+
+TEST_CASE("an ET whose buffer has room for simdjson's padding is parsed in place, not copied") {
+  std::string text = ets::import::read_file_bytes(ets_test::fixture("et_pair_lbfgs.et.json.gz"));
+  text.reserve(text.size() + 64);  // what read_file_bytes leaves for the parsers (simdjson's padding is 64 bytes)
+  const auto copied = ets::import::read_pytorch_et(text, "et.json", {});
+  const auto in_place = ets::import::read_pytorch_et(text, "et.json", {}, text.capacity());
+  REQUIRE_FALSE(copied.empty());
+  CHECK(in_place == copied);
+  // too little room past the text: copied, as without a size
+  CHECK(ets::import::read_pytorch_et(text, "et.json", {}, text.size() + 63) == copied);
+  // through Tracer::load (a buffer read_file_bytes sized): the same
+  const auto loaded = ets::Tracer::load(ets_test::fixture("et_pair_lbfgs.et.json.gz"));
+  REQUIRE(loaded.size() == copied.size());
+  CHECK(loaded.front().ops == copied.front().ops);
+#if ETS_TEST_ALLOC_HOOKS
+  namespace alloc = ets_test::alloc;
+  const auto peak_of = [&](std::size_t readable) {
+    alloc::live = alloc::peak = 0;
+    alloc::measure = true;
+    try {
+      ets::import::read_pytorch_et(text, "et.json", {}, readable);
+    } catch (...) {
+      alloc::measure = false;
+      throw;
+    }
+    alloc::measure = false;
+    return alloc::peak;
+  };
+  const long long with_copy = peak_of(0), without = peak_of(text.capacity());
+  INFO("peak " << with_copy << " bytes with the copy, " << without << " without; the text is " << text.size());
+  // the copy was held beside simdjson's index while the document was read: about its whole size at the peak
+  CHECK(with_copy - without >= static_cast<long long>(0.9 * static_cast<double>(text.size())));
+#endif
 }
