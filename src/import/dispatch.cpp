@@ -73,8 +73,10 @@ std::vector<ExecutionTrace> read_any(const std::string& path, const Tracer::Load
     case import::Format::KinetoJson: return import::read_kineto_json(text, path, opt);
     case import::Format::EtsCsv: return import::read_ets_csv(text, path, opt);
     case import::Format::EtsTrace: return import::read_ets_trace(text, path, opt);
-    case import::Format::PytorchEt:  // parsed in place: the buffer's slack past the text holds simdjson's padding
-      return import::read_pytorch_et(text, path, opt, bytes.capacity() - static_cast<std::size_t>(text.data() - bytes.data()));
+    case import::Format::PytorchEt: {  // parsed in place: the buffer's slack past the text holds simdjson's padding
+      const std::size_t readable = bytes.capacity() - static_cast<std::size_t>(text.data() - bytes.data());
+      return import::read_pytorch_et(text, path, opt, readable);
+    }
     case import::Format::NsightSqlite: return import::read_nsight_sqlite_bytes(bytes, path, opt);  // a gzipped database
     case import::Format::Unknown: break;
   }

@@ -376,7 +376,8 @@ std::vector<ExecutionTrace> assemble_cpu_impl(BasicAssemblyInput<Span> in, const
   std::vector<std::size_t> sel;  // slots
   for (std::size_t k = 0; k < ops.size(); ++k)
     if (!ops[k].bookkeeping && ops[k].tid == tid) sel.push_back(k);
-  std::stable_sort(sel.begin(), sel.end(), [&](std::size_t a, std::size_t b) { return ops[a].start_us < ops[b].start_us; });
+  std::stable_sort(sel.begin(), sel.end(),
+                   [&](std::size_t a, std::size_t b) { return ops[a].start_us < ops[b].start_us; });
   const bool whole = in.steps.empty();
   // Group ops by step.
   std::vector<std::vector<std::size_t>> groups(whole ? 1 : in.steps.size());

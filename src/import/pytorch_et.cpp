@@ -411,7 +411,8 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
     // The document is parsed whole (its index: 4 bytes per byte of text); a padded copy of the text beside it is made
     // only where the caller's buffer has no room for the padding (Tracer::load's has: read_file_bytes reserves it).
     const bool in_place = readable >= bytes.size() + simdjson::SIMDJSON_PADDING;
-    const simdjson::padded_string copy = in_place ? simdjson::padded_string() : simdjson::padded_string(bytes.data(), bytes.size());
+    const simdjson::padded_string copy =
+        in_place ? simdjson::padded_string() : simdjson::padded_string(bytes.data(), bytes.size());
     od::parser parser;
     od::document doc = in_place ? parser.iterate(bytes.data(), bytes.size(), readable) : parser.iterate(copy);
     od::object root;

@@ -354,9 +354,9 @@ namespace {
 // The bytes check_prefix reads: magic, version, header size and file size.
 constexpr std::size_t kPrefixBytes = 24;
 
-// What a file that is no model starts like, where it is the other file every user holds: a trace passed where the
-// model goes (`ets predict --model trace.json ...`). From the first min(size, kPrefixBytes) bytes, all check_prefix
-// has; "" when none fits.
+// What a file that is no model starts like, where it is one of the other files a user holds: a trace passed where
+// the model goes (`ets predict --model trace.json ...`), or a PyTorch checkpoint. From the first min(size,
+// kPrefixBytes) bytes, all check_prefix has; "" when none fits.
 std::string trace_hint(const std::uint8_t* data, std::uint64_t file_size) {
   const std::uint64_t size = std::min<std::uint64_t>(file_size, kPrefixBytes);
   const char* kind = nullptr;
@@ -368,7 +368,9 @@ std::string trace_hint(const std::uint8_t* data, std::uint64_t file_size) {
   if (kind)
     return fmt::format(": it starts as {}, like a trace; traces are read by Tracer::load (`ets predict TRACE`)", kind);
   // a PyTorch checkpoint: torch.save writes a zip archive (a pickle before torch 1.6)
-  if ((size >= 4 && std::memcmp(data, "PK\x03\x04", 4) == 0) || (size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5))
+  const bool zip = size >= 4 && std::memcmp(data, "PK\x03\x04", 4) == 0;
+  const bool pickle = size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5;  // PROTO opcode, protocol 2-5
+  if (zip || pickle)
     return ": it starts as a zip archive or a pickle, as torch.save writes; a PyTorch BiLSTM's state_dict becomes an "
            ".etsm through tools/export_etsm.py";
   return "";

@@ -507,7 +507,7 @@ TEST_CASE("communication kernels are recognised by name") {
   CHECK_FALSE(is_communication_kernel("volta_sgemm_128x64_nn"));
 }
 
-TEST_CASE("GPU assembly across many ops: each op's record, kernels, time and gap; host-only ops and a tail step left out") {
+TEST_CASE("GPU assembly across many ops: each op's record, kernels, time, gap; host-only ops, a tail step left out") {
   // Thousands of ops, so that the ops the output takes and those it leaves lie in many chunks of the op list: per
   // step, op i launches at 10i + 1 µs into the step and its kernel runs [10i + 5, 10i + 9); every seventh op launches
   // nothing (no device work: not an op of the GPU rule).

@@ -1176,7 +1176,7 @@ std::string bare_ops_trace(const std::vector<int>& ops, int other, const std::st
 }
 }  // namespace
 
-TEST_CASE("CPU assembly across many ops: each op's record, time and gap, a second thread's and a tail step's ops left out") {
+TEST_CASE("CPU assembly across many ops: each op's record, time, gap; a second thread's, a tail step's ops left out") {
   // Thousands of ops per step, so that the ops the output takes and those it leaves lie in many chunks of the op list
   const std::vector<int> ops = {1300, 517, 2049, 700};
   // n iterations, the last one closed by a tail step's first op, or (no tail) ending at its own span, 1 µs earlier
