@@ -13,6 +13,7 @@
 #include "ets/error.hpp"
 #include "ets/tracer.hpp"
 #include "import/importers.hpp"
+#include "import/json_cpu_check.hpp"
 
 namespace ets {
 namespace {
@@ -63,7 +64,7 @@ std::vector<ExecutionTrace> read_any(const std::string& path, const Tracer::Load
     if (format) *format = import::format_name(import::Format::NsightSqlite);
     return import::read_nsight_sqlite(path, opt);
   }
-  const std::string bytes = import::read_file_bytes(path, options.max_bytes, import::could_be_trace);
+  std::string bytes = import::read_file_bytes(path, options.max_bytes, import::could_be_trace);
   // A UTF-8 BOM is not JSON: the readers start after it. (Only the BOM: leading blank lines stay, so the .etst and
   // CSV readers' line numbers in errors still match the file; JSON parsers skip whitespace themselves.)
   const std::string_view text = import::skip_bom(bytes);
@@ -73,9 +74,10 @@ std::vector<ExecutionTrace> read_any(const std::string& path, const Tracer::Load
     case import::Format::KinetoJson: return import::read_kineto_json(text, path, opt);
     case import::Format::EtsCsv: return import::read_ets_csv(text, path, opt);
     case import::Format::EtsTrace: return import::read_ets_trace(text, path, opt);
-    case import::Format::PytorchEt: {  // parsed in place: the buffer's slack past the text holds simdjson's padding
-      const std::size_t readable = bytes.capacity() - static_cast<std::size_t>(text.data() - bytes.data());
-      return import::read_pytorch_et(text, path, opt, readable);
+    case import::Format::PytorchEt: {  // parsed in place, not copied, with the padding in the buffer's slack
+      const std::size_t offset = static_cast<std::size_t>(text.data() - bytes.data());
+      import::pad_with_zeros(bytes);
+      return import::read_pytorch_et(std::string_view(bytes).substr(offset), path, opt, bytes.capacity() - offset);
     }
     case import::Format::NsightSqlite: return import::read_nsight_sqlite_bytes(bytes, path, opt);  // a gzipped database
     case import::Format::Unknown: break;

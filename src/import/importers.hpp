@@ -78,8 +78,8 @@ std::vector<ExecutionTrace> read_nsight_sqlite(const std::string& path, const Op
 std::vector<ExecutionTrace> read_nsight_sqlite_bytes(std::string_view bytes, const std::string& path, const Options& opt);
 /// PyTorch Execution Trace JSON (schema 1.0.x / chakra 1.1.x): one iteration per ProfilerStep# node (else one),
 /// ops without timings (time 0, measured_us unknown, meta.extra["timings"] = "absent"). `readable`: how many bytes
-/// from bytes.data() may be read (the buffer's capacity); with simdjson's padding past the text among them, the
-/// text is parsed in place instead of copied (0: bytes.size()).
+/// from bytes.data() may be read (the buffer's capacity); where they hold simdjson's padding past the text, as
+/// zeros, the text is parsed in place instead of copied (0: bytes.size(): copied).
 std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options& opt,
                                             std::size_t readable = 0);
 

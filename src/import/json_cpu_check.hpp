@@ -21,4 +21,14 @@ inline void require_runnable_json_parser() {
             forced ? " (SIMDJSON_FORCE_IMPLEMENTATION=" + std::string(forced) + ")" : std::string());
 }
 
+/// Puts simdjson's padding past `s`'s text, as zeros, in its capacity (size unchanged), so that the text is parsed in
+/// place exactly as from a padded copy. The parser reads past the text: with a '}' instead of the NUL a std::string
+/// keeps there, a fuzzed "{]}" was ets.et.2, not ets.et.1; beyond that NUL, a reused buffer holds the bytes of the
+/// text before it. A buffer read_file_bytes filled has room: nothing is reallocated.
+inline void pad_with_zeros(std::string& s) {
+  const std::size_t size = s.size();
+  s.append(simdjson::SIMDJSON_PADDING, '\0');
+  s.resize(size);  // the zeros stay in the capacity
+}
+
 }  // namespace ets::import

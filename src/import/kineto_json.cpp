@@ -1027,7 +1027,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
           const std::size_t end = layout.cuts[r];
           run.assign(1, '[');
           run.append(bytes.data() + begin, end - begin).push_back(']');
-          run.reserve(run.size() + simdjson::SIMDJSON_PADDING);
+          pad_with_zeros(run);
           c.text_base = run.data() + 1;  // run = '[' + bytes[begin, end) + ']'
           c.text_offset = begin;
           od::document events;
@@ -1187,7 +1187,7 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
     if (span.args_offset > bytes.size() || span.args_size > bytes.size() - span.args_offset)
       ETS_THROW(Errc::parse, "ets.kineto.1", "'{}': deferred arguments outside the trace text", path);
     buf->assign(bytes.data() + span.args_offset, span.args_size);
-    buf->reserve(buf->size() + simdjson::SIMDJSON_PADDING);
+    pad_with_zeros(*buf);
     Args args;
     try {
       od::document d = parser->iterate(buf->data(), buf->size(), buf->capacity());
