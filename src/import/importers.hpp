@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "ets/trace.hpp"
+#include "file_magic.hpp"
 
 namespace ets::import {
 
-/// The first 16 bytes of every SQLite database, its NUL included: an Nsight export (or a gzipped one).
-constexpr std::string_view kSqliteMagic{"SQLite format 3", 16};
+using ets::detail::kSqliteMagic;  // src/file_magic.hpp, shared with the model reader
 
 /// Source formats ETS reads; detect_format() sniffs the first bytes (after gunzip).
 enum class Format { Unknown, KinetoJson, PytorchEt, NsightSqlite, EtsCsv, EtsTrace };

@@ -45,7 +45,9 @@ std::uint64_t file_size(std::FILE* f) {
   return n > 0 ? static_cast<std::uint64_t>(n) : 0;
 }
 
-bool is_gzip(const unsigned char* p, std::size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
+bool is_gzip(const unsigned char* p, std::size_t n) {
+  return ets::detail::is_gzip(std::string_view(reinterpret_cast<const char*>(p), n));
+}
 
 // The gzip trailer's ISIZE (size mod 2^32) is a good first reservation when it is plausible; the string still grows
 // if it lies. `trailer`: the file's last 4 bytes, or null when there is no usable trailer.

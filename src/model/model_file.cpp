@@ -19,6 +19,7 @@
 #include "ets/detail/crc32c.hpp"
 #include "ets/detail/output_file.hpp"
 #include "ets/error.hpp"
+#include "file_magic.hpp"
 
 namespace ets {
 namespace {
@@ -358,18 +359,17 @@ constexpr std::size_t kPrefixBytes = 24;
 // the model goes (`ets predict --model trace.json ...`), or a PyTorch checkpoint. From the first min(size,
 // kPrefixBytes) bytes, all check_prefix has; "" when none fits.
 std::string trace_hint(const std::uint8_t* data, std::uint64_t file_size) {
-  const std::uint64_t size = std::min<std::uint64_t>(file_size, kPrefixBytes);
+  const std::string_view head(reinterpret_cast<const char*>(data),
+                              static_cast<std::size_t>(std::min<std::uint64_t>(file_size, kPrefixBytes)));
   const char* kind = nullptr;
-  std::uint64_t i = 0;
-  while (i < size && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) ++i;
-  if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b) kind = "gzip data";
-  else if (size >= 16 && std::memcmp(data, "SQLite format 3", 16) == 0) kind = "an SQLite database";
-  else if (i < size && data[i] == '{') kind = "JSON";
+  if (detail::is_gzip(head)) kind = "gzip data";
+  else if (head.substr(0, detail::kSqliteMagic.size()) == detail::kSqliteMagic) kind = "an SQLite database";
+  else if (detail::skip_blanks(head).substr(0, 1) == "{") kind = "JSON";
   if (kind)
     return fmt::format(": it starts as {}, like a trace; traces are read by Tracer::load (`ets predict TRACE`)", kind);
   // a PyTorch checkpoint: torch.save writes a zip archive (a pickle before torch 1.6)
-  const bool zip = size >= 4 && std::memcmp(data, "PK\x03\x04", 4) == 0;
-  const bool pickle = size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5;  // PROTO opcode, protocol 2-5
+  const bool zip = head.substr(0, 4) == std::string_view("PK\x03\x04", 4);
+  const bool pickle = head.size() >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5;  // PROTO, protocol 2-5
   if (zip || pickle)
     return ": it starts as a zip archive or a pickle, as torch.save writes; a PyTorch BiLSTM's state_dict becomes an "
            ".etsm through tools/export_etsm.py";
