@@ -83,7 +83,8 @@ std::vector<ExecutionTrace> read_any(const std::string& path, const Tracer::Load
     case import::Format::Unknown: break;
   }
   // The one file every user of ETS also holds: a model passed where a trace goes (e.g. `ets predict model.etsm`).
-  ETS_CHECK(bytes.compare(0, 8, "ETSMODEL") != 0, Errc::unsupported, "ets.import.1",
+  ETS_CHECK(std::string_view(bytes).substr(0, ets::detail::kEtsModelMagic.size()) != ets::detail::kEtsModelMagic,
+            Errc::unsupported, "ets.import.1",
             "'{}' is an ETS model file (.etsm), not a trace: models are loaded by Predictor::add_model or load_model "
             "(`ets predict --model`)",
             path);

@@ -24,7 +24,7 @@
 namespace ets {
 namespace {
 
-constexpr char kMagic[8] = {'E', 'T', 'S', 'M', 'O', 'D', 'E', 'L'};
+constexpr std::string_view kMagic = detail::kEtsModelMagic;
 constexpr char kEndMagic[8] = {'E', 'T', 'S', 'M', '_', 'E', 'N', 'D'};
 constexpr std::size_t kHeaderBytes = 64;
 constexpr std::uint64_t kMaxFileBytes = ModelFile::kMaxBytes;
@@ -281,7 +281,7 @@ std::vector<std::uint8_t> serialize_model(const ModelFile& m) {
   }
 
   Writer wr;
-  wr.raw(kMagic, 8);
+  wr.raw(kMagic.data(), kMagic.size());
   wr.u16(ModelFile::kMajor);
   wr.u16(ModelFile::kMinor);
   wr.u32(kHeaderBytes);
@@ -381,8 +381,8 @@ std::string trace_hint(const std::uint8_t* data, std::uint64_t file_size) {
 // the rest (up to 2 GiB).
 void check_prefix(const std::uint8_t* data, std::uint64_t size) {
   ETS_CHECK(size >= 8, Errc::parse, "ets.model.4", "model file is truncated: {} bytes, not even the magic fits", size);
-  ETS_CHECK(std::memcmp(data, kMagic, 8) == 0, Errc::parse, "ets.model.2", "not an ETS model file (bad magic){}",
-            trace_hint(data, size));
+  ETS_CHECK(std::memcmp(data, kMagic.data(), kMagic.size()) == 0, Errc::parse, "ets.model.2",
+            "not an ETS model file (bad magic){}", trace_hint(data, size));
   ETS_CHECK(size >= 12, Errc::parse, "ets.model.4", "model file is truncated: {} bytes, the version does not fit", size);
   const auto major = static_cast<std::uint16_t>(le(data + 8, 2));
   const auto minor = static_cast<std::uint16_t>(le(data + 10, 2));
