@@ -84,15 +84,23 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
                                             std::size_t readable = 0);
 
 namespace detail {
-/// Kineto reader internals, exposed for tests: the top-level "traceEvents" array's '[' and ']' and the commas that
-/// cut it into runs of at least `chunk` bytes.
-struct KinetoEventsLayout {
+/// Where the array under top-level key `key` of a JSON object lies: its '[' and ']' and the commas that cut it into
+/// runs of whole elements of at least `chunk` bytes, which the Kineto ("traceEvents") and Execution Trace ("nodes")
+/// readers parse one run at a time, each as a small document of its own.
+struct ArrayRuns {
   std::size_t open = std::string_view::npos, close = std::string_view::npos;
   std::vector<std::size_t> cuts;
 };
-/// false: a layout the chunked reader does not handle (it then parses the file whole). `fast` = the block scan the
-/// reader uses; otherwise the byte-by-byte reference it must agree with.
-bool kineto_find_events(std::string_view bytes, std::size_t chunk, bool fast, KinetoEventsLayout& out);
+/// false: a layout the readers do not cut (an escaped key before the array, root not an object, an unterminated
+/// string, no such array, a cut beside a missing element): they then parse the file whole. `fast` = the block scan
+/// the readers use; otherwise the byte-by-byte reference it must agree with (kineto_scan_test).
+bool find_array_runs(std::string_view bytes, std::string_view key, std::size_t chunk, bool fast, ArrayRuns& out);
+/// The run size that parses a document whole, unscanned (read_kineto_json_runs below).
+inline constexpr std::size_t kWholeDocument = static_cast<std::size_t>(-1);
+/// read_kineto_json with its "traceEvents" cut into runs of at least `run_bytes` (read_kineto_json's: 512 KiB), or
+/// parsed whole (and checked whole first) with kWholeDocument: the fuzzer checks that both read valid JSON alike.
+std::vector<ExecutionTrace> read_kineto_json_runs(std::string_view bytes, const std::string& path, const Options& opt,
+                                                  std::size_t run_bytes);
 }  // namespace detail
 
 }  // namespace ets::import

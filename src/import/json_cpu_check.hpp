@@ -21,6 +21,10 @@ inline void require_runnable_json_parser() {
             forced ? " (SIMDJSON_FORCE_IMPLEMENTATION=" + std::string(forced) + ")" : std::string());
 }
 
+/// The text (padded: simdjson's padding past `size`) checked as JSON by a full parse, except the range of its
+/// numbers (1e999 is JSON, and the readers' rules read it): SUCCESS, or simdjson's error for it.
+simdjson::error_code check_json(simdjson::dom::parser& strict, const char* data, std::size_t size);
+
 /// Puts simdjson's padding past `s`'s text, as zeros, in its capacity (size unchanged), so that the text is parsed in
 /// place exactly as from a padded copy. The parser reads past the text: with a '}' instead of the NUL a std::string
 /// keeps there, a fuzzed "{]}" was ets.et.2, not ets.et.1; beyond that NUL, a reused buffer holds the bytes of the

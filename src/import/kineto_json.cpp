@@ -16,9 +16,6 @@
 #include <vector>
 
 #include <simdjson.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "parse_number.hpp"
 #include "ets/error.hpp"
@@ -170,55 +167,6 @@ std::int64_t get_int(od::value v, std::int64_t fallback) {
   double d;
   if (!v.get_double().get(d)) return to_i64(d, fallback);
   return fallback;
-}
-
-// Whether t is a number by JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-bool json_number_grammar(std::string_view t) {
-  std::size_t i = 0;
-  const auto digits = [&] {
-    const std::size_t from = i;
-    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
-    return i > from;
-  };
-  if (i < t.size() && t[i] == '-') ++i;
-  if (i < t.size() && t[i] == '0') ++i;
-  else if (!digits()) return false;
-  if (i < t.size() && t[i] == '.' && (++i, !digits())) return false;
-  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
-    ++i;
-    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
-    if (!digits()) return false;
-  }
-  return i == t.size();
-}
-
-// The JSON text checked for everything but the range of its numbers: simdjson's full parse refuses a number it
-// cannot hold (1e999, 10^23 written as digits) as it refuses a broken one, and stops there. Such numbers are JSON,
-// and the rules read them on purpose (a "dur" of 1e999 is clamped, ets.kineto.5; an absurd "ts" dropped,
-// ets.kineto.11). So where the full parse fails on a number, every token that starts like a number must follow
-// the grammar, and the text is parsed again with each one written as 0. Only text that fails that way pays this.
-simdjson::error_code check_json(simdjson::dom::parser& strict, const char* data, std::size_t size) {
-  simdjson::error_code err = strict.parse(data, size, false).error();
-  if (err != simdjson::NUMBER_ERROR) return err;
-  std::string text(data, size);
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (in_string) {
-      if (ch == '\\') ++i;
-      else if (ch == '"') in_string = false;
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
-      std::size_t e = i;
-      while (e < text.size() && !std::strchr(",:[]{}\" \t\r\n", text[e])) ++e;
-      if (!json_number_grammar(std::string_view(text).substr(i, e - i))) return simdjson::NUMBER_ERROR;
-      text[i] = '0';
-      std::fill(text.begin() + static_cast<std::ptrdiff_t>(i) + 1, text.begin() + static_cast<std::ptrdiff_t>(e), ' ');
-      i = e - 1;
-    }
-  }
-  return strict.parse(text).error();
 }
 
 // A loop over an ondemand array or object yields an error once where the text is not JSON (a key without ':', a
@@ -818,198 +766,29 @@ void read_meta_object(od::object obj, Meta& m) {
   }
 }
 
-// Where the top-level "traceEvents" array lies, cut into runs of whole events of about kChunkBytes. Each run is
-// parsed as its own small document, so the parser's index and string buffers stay O(chunk) instead of O(file)
+// The top-level "traceEvents" array is parsed in runs of whole events of about kChunkBytes, each as its own small
+// document (detail::find_array_runs): the parser's index and string buffers stay O(chunk) instead of O(file)
 // (about 2.5× the file for one whole-file parse) and no padded copy of the file is made. Runs are small enough
 // that the parser's buffers (~5× the run) stay in cache and are reused: 8 MiB runs spent ~40% of the import in
-// page faults on fresh buffers (bench/import_throughput.cpp). A layout this scan does not recognise (escaped
+// page faults on fresh buffers (bench/import_throughput.cpp). A layout the scan does not recognise (escaped
 // key, root not an object, unterminated string) falls back to one whole parse.
 #ifndef ETS_KINETO_CHUNK_BYTES
 #define ETS_KINETO_CHUNK_BYTES (std::size_t{512} << 10)
 #endif
 constexpr std::size_t kChunkBytes = ETS_KINETO_CHUNK_BYTES;
 
-using EventsLayout = detail::KinetoEventsLayout;
-
-// Byte-by-byte reference scan. With stop_at_open it returns as soon as the events array's '[' is found (the block
-// scan below takes over from there).
-bool find_events_scalar(std::string_view s, std::size_t chunk, EventsLayout& out, bool stop_at_open) {
-  const std::size_t n = s.size();
-  int depth = 0;
-  std::size_t key_begin = 0, key_end = 0;  // last string closed at depth 1
-  bool key_is_events = false, after_colon = false;
-  std::size_t run_start = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const char ch = s[i];
-    switch (ch) {
-      case '"': {
-        const std::size_t b = ++i;
-        while (i < n && s[i] != '"') i += s[i] == '\\' ? 2 : 1;
-        if (i >= n) return false;
-        if (depth == 1) key_begin = b, key_end = i, after_colon = false;
-        break;
-      }
-      case ':':
-        if (depth == 1) {
-          key_is_events = s.substr(key_begin, key_end - key_begin) == "traceEvents";
-          after_colon = true;
-        }
-        break;
-      case '{':
-      case '[':
-        if (depth == 0 && ch != '{') return false;
-        if (depth == 1 && ch == '[' && after_colon && key_is_events && out.open == std::string_view::npos) {
-          out.open = i, run_start = i + 1;
-          if (stop_at_open) return true;
-        }
-        after_colon = false;
-        ++depth;
-        break;
-      case '}':
-      case ']':
-        --depth;
-        if (depth == 1 && ch == ']' && out.open != std::string_view::npos && out.close == std::string_view::npos) {
-          out.close = i;
-          return true;
-        }
-        if (depth <= 0) return false;
-        break;
-      case ',':
-        if (depth == 2 && out.open != std::string_view::npos && i - run_start >= chunk)
-          out.cuts.push_back(i), run_start = i + 1;
-        after_colon = false;
-        break;
-      default:
-        break;
-    }
-  }
-  return false;
-}
-
-// Inside the events array only three things matter: string state, bracket depth, and depth-2 commas once a run is
-// long enough. 64-byte blocks get quote and bracket masks (SSE2: every x86-64), strings come from a prefix XOR of
-// the quote mask, and depth moves by popcounts; a block is walked bit by bit only where a cut or the closing ']'
-// may lie, and byte by byte only if it holds a backslash. The byte-by-byte scan cost as much as simdjson's parse.
-struct BodyScan {
-  std::string_view s;
-  std::size_t chunk;
-  EventsLayout& out;
-  int depth = 2;  // inside the root object and the events array
-  bool in_str = false, esc = false;
-  std::size_t run_start = 0;
-
-  enum Result { More, Closed, Bad };
-
-  Result structural(std::size_t i, char ch) {
-    switch (ch) {
-      case '{':
-      case '[':
-        ++depth;
-        break;
-      case '}':
-      case ']':
-        --depth;
-        if (depth == 1 && ch == ']') {
-          out.close = i;
-          return Closed;
-        }
-        if (depth <= 0) return Bad;
-        break;
-      case ',':
-        if (depth == 2 && i - run_start >= chunk) out.cuts.push_back(i), run_start = i + 1;
-        break;
-      default:
-        break;
-    }
-    return More;
-  }
-
-  Result bytes(std::size_t a, std::size_t b) {
-    for (std::size_t i = a; i < b; ++i) {
-      const char ch = s[i];
-      if (in_str) {
-        if (esc) esc = false;
-        else if (ch == '\\') esc = true;
-        else if (ch == '"') in_str = false;
-        continue;
-      }
-      if (ch == '"') in_str = true;
-      else if (const Result r = structural(i, ch); r != More) return r;
-    }
-    return More;
-  }
-
-  bool run(std::size_t from) {
-    run_start = from;
-    std::size_t i = from;
-    const std::size_t n = s.size();
-#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), open = _mm_set1_epi8('{'),
-                  close = _mm_set1_epi8('}'), comma = _mm_set1_epi8(','), lower = _mm_set1_epi8(0x20);
-    for (; i + 64 <= n; i += 64) {
-      std::uint64_t q = 0, bs = 0, op = 0, cl = 0, cm = 0;
-      for (int k = 0; k < 4; ++k) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i + 16 * k));
-        const __m128i folded = _mm_or_si128(v, lower);  // '[' -> '{', ']' -> '}'; nothing else maps there
-        const auto mask = [&](__m128i eq) {
-          return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(eq))) << (16 * k);
-        };
-        q |= mask(_mm_cmpeq_epi8(v, quote));
-        bs |= mask(_mm_cmpeq_epi8(v, bslash));
-        op |= mask(_mm_cmpeq_epi8(folded, open));
-        cl |= mask(_mm_cmpeq_epi8(folded, close));
-        cm |= mask(_mm_cmpeq_epi8(v, comma));
-      }
-      if (bs != 0 || esc) {
-        if (const Result r = bytes(i, i + 64); r != More) return r == Closed;
-        continue;
-      }
-      std::uint64_t inside = q;  // prefix XOR: bit j = inside a string after byte j
-      inside ^= inside << 1, inside ^= inside << 2, inside ^= inside << 4;
-      inside ^= inside << 8, inside ^= inside << 16, inside ^= inside << 32;
-      if (in_str) inside = ~inside;
-      in_str = (inside >> 63) != 0;
-      op &= ~inside, cl &= ~inside, cm &= ~inside;
-      const int closes = __builtin_popcountll(cl);
-      const bool may_cut = cm != 0 && i + 63 - run_start >= chunk;
-      if (depth - closes >= 2 && !may_cut) {
-        depth += __builtin_popcountll(op) - closes;
-        continue;
-      }
-      for (std::uint64_t m = op | cl | cm; m != 0; m &= m - 1) {
-        const std::size_t j = i + static_cast<std::size_t>(__builtin_ctzll(m));
-        if (const Result r = structural(j, s[j]); r != More) return r == Closed;
-      }
-    }
-#endif
-    return bytes(i, n) == Closed;
-  }
-};
-
-bool find_events(std::string_view s, std::size_t chunk, EventsLayout& out, bool fast) {
-  if (!fast) return find_events_scalar(s, chunk, out, false);
-  if (!find_events_scalar(s, chunk, out, true) || out.open == std::string_view::npos) return false;
-  BodyScan scan{s, chunk, out};
-  return scan.run(out.open + 1);
-}
-
 }  // namespace
 
 namespace detail {
-bool kineto_find_events(std::string_view bytes, std::size_t chunk, bool fast, KinetoEventsLayout& out) {
-  out = KinetoEventsLayout{};
-  return find_events(bytes, chunk, out, fast);
-}
-}  // namespace detail
-
-std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::string& path, const Options& opt) {
+std::vector<ExecutionTrace> read_kineto_json_runs(std::string_view bytes, const std::string& path, const Options& opt,
+                                                  std::size_t run_bytes) {
   require_runnable_json_parser();
   Collected c;
   Meta meta;
   bool saw_events = false;
   {
-    EventsLayout layout;
-    const bool chunked = find_events(bytes, kChunkBytes, layout, true);
+    ArrayRuns layout;
+    const bool chunked = run_bytes != kWholeDocument && find_array_runs(bytes, "traceEvents", run_bytes, true, layout);
     od::parser parser;
     // Chunked: the events first, run by run, then the rest of the file with an empty "traceEvents":[] in place.
     std::string skeleton;
@@ -1311,6 +1090,12 @@ std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::
   if (out.empty())
     ETS_THROW(Errc::invalid_trace, "ets.kineto.3", "'{}' holds no iteration with operators (pid {})", path, pid);
   return out;
+}
+
+}  // namespace detail
+
+std::vector<ExecutionTrace> read_kineto_json(std::string_view bytes, const std::string& path, const Options& opt) {
+  return detail::read_kineto_json_runs(bytes, path, opt, kChunkBytes);
 }
 
 }  // namespace ets::import

@@ -245,8 +245,8 @@ TEST_CASE("a file whose events the scan does not cut is checked whole, numbers o
            R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 200, "dur": 100},)" +
            R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 210, "dur": 5}]})";
   };
-  ets::import::detail::KinetoEventsLayout layout;
-  REQUIRE_FALSE(ets::import::detail::kineto_find_events(doc("5", "120", ","), 1 << 19, true, layout));
+  ets::import::detail::ArrayRuns layout;
+  REQUIRE_FALSE(ets::import::detail::find_array_runs(doc("5", "120", ","), "traceEvents", 1 << 19, true, layout));
   {
     const ets_test::CapturedWarnings log;
     const auto its = ets::import::read_kineto_json(doc("1e999", "99999999999999999999999", ","), "big.json", {});
@@ -262,6 +262,29 @@ TEST_CASE("a file whose events the scan does not cut is checked whole, numbers o
   CHECK(ets_test::error_id([&] { ets::import::read_kineto_json(doc("1e999", "12.", ","), "x.json", {}); }) ==
         "ets.kineto.1");
   CHECK(ets_test::error_id([&] { ets::import::read_kineto_json(doc("5", "120", ""), "x.json", {}); }) == "ets.kineto.1");
+  // JSON nested deeper than simdjson's default limit (1,024 levels) is JSON to the whole check, as it is to the runs,
+  // which read such a file: an op's argument 5,000 levels deep (the check said "too deep" and refused the file).
+  const std::string nested = std::string(5000, '[') + std::string(5000, ']');
+  const std::string deep = doc("5, \"args\": {\"x\": " + nested + "}", "120", ",");
+  CHECK(ets::import::read_kineto_json(deep, "deep.json", {}).size() == 2);
+}
+
+TEST_CASE("a missing event (',]', ',,') is refused whatever the file's size, where a run is cut beside it too") {
+  // The runs are cut at commas once ~512 KiB long: when the last comma, before a missing last event, is cut, the
+  // last run held nothing but blanks, which read as no events, and the file was taken as it stood. The same file
+  // with a shorter last event was refused. Both are now parsed whole, and refused.
+  const auto event = [](const char* name, int ts, const std::string& pad) {
+    return fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "{}", "pid": 1, "tid": 1, "ts": {}, "dur": 10, )"
+                       R"("args": {{"pad": "{}"}}}})", name, ts, pad);
+  };
+  for (const std::size_t pad : {std::size_t{10}, std::size_t{600000}})
+    for (const char* missing : {",]", ",,"}) {
+      INFO("pad " << pad << ", missing event: " << missing);
+      std::string doc = R"({"traceEvents": [)" + event("ProfilerStep#1", 0, "") + "," + event("aten::relu", 1, "") +
+                        "," + event("ProfilerStep#2", 100, "") + "," + event("aten::add", 120, std::string(pad, 'x'));
+      doc += std::string(missing) == ",]" ? ",]}" : ",," + event("aten::relu", 150, "") + "]}";
+      CHECK(ets_test::error_id([&] { ets::import::read_kineto_json(doc, "missing.json", {}); }) == "ets.kineto.1");
+    }
 }
 
 TEST_CASE("Kineto reader errors") {

@@ -1,7 +1,7 @@
 // ets-test-labels: unit
-// The Kineto reader's block scan (where "traceEvents" lies and where to cut it into runs) against its byte-by-byte
-// reference, on generated documents full of the things that trip such scans: brackets, commas and quotes inside
-// strings, escapes at block edges, long strings, nesting, and damaged copies.
+// The JSON readers' block scan (where a top-level array such as Kineto's "traceEvents" lies and where to cut it into
+// runs) against its byte-by-byte reference, on generated documents full of the things that trip such scans:
+// brackets, commas and quotes inside strings, escapes at block edges, long strings, nesting, and damaged copies.
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -12,8 +12,11 @@
 
 namespace {
 
-using ets::import::detail::KinetoEventsLayout;
-using ets::import::detail::kineto_find_events;
+using ets::import::detail::ArrayRuns;
+
+bool kineto_find_events(const std::string& doc, std::size_t chunk, bool fast, ArrayRuns& out) {
+  return ets::import::detail::find_array_runs(doc, "traceEvents", chunk, fast, out);
+}
 
 std::string random_string(std::mt19937& rng) {
   static const std::string alphabet = "ab{}[],:\" \\x09_#.";
@@ -62,7 +65,7 @@ std::string random_document(std::mt19937& rng) {
 }
 
 void check_same(const std::string& doc, std::size_t chunk) {
-  KinetoEventsLayout fast, ref;
+  ArrayRuns fast, ref;
   const bool ok_fast = kineto_find_events(doc, chunk, true, fast);
   const bool ok_ref = kineto_find_events(doc, chunk, false, ref);
   REQUIRE(ok_fast == ok_ref);
@@ -83,7 +86,7 @@ TEST_CASE("Kineto block scan agrees with the byte-by-byte scan on valid document
                               std::size_t{4096}, std::size_t{1} << 20}) {
       check_same(doc, chunk);
     }
-    KinetoEventsLayout l;
+    ArrayRuns l;
     REQUIRE(kineto_find_events(doc, 500, true, l));  // every generated document is valid and has the array
     REQUIRE(doc[l.open] == '[');
     REQUIRE(doc[l.close] == ']');
@@ -111,7 +114,7 @@ TEST_CASE("Kineto block scan agrees with the byte-by-byte scan on damaged docume
 }
 
 TEST_CASE("Kineto block scan: documents without a usable events array are refused") {
-  KinetoEventsLayout l;
+  ArrayRuns l;
   CHECK_FALSE(kineto_find_events("[1, 2]", 0, true, l));
   CHECK_FALSE(kineto_find_events("{\"traceEvents\": [{\"a\": \"unterminated}]}", 0, true, l));
   CHECK_FALSE(kineto_find_events("{\"other\": [1, 2]}", 0, true, l));
@@ -119,4 +122,28 @@ TEST_CASE("Kineto block scan: documents without a usable events array are refuse
   REQUIRE(kineto_find_events("{\"traceEvents\": [{\"n\": \"]\\\"]\"}, {}]}", 0, true, l));
   CHECK(l.open == 16);
   CHECK(l.cuts == std::vector<std::size_t>{30});
+}
+
+TEST_CASE("Array scan: the key is the caller's, and an escaped top-level key before the array means a whole parse") {
+  using ets::import::detail::find_array_runs;
+  ArrayRuns l;
+  const std::string et = "{\"schema\": \"1.0.1\", \"nodes\": [{\"id\": 1}, {\"id\": 2}], \"pid\": 7}";
+  for (bool fast : {true, false}) {
+    REQUIRE(find_array_runs(et, "nodes", 0, fast, l));
+    CHECK(l.open == et.find('['));
+    CHECK(l.close == et.rfind(']'));
+    CHECK(l.cuts == std::vector<std::size_t>{et.find("}, {") + 1});
+    CHECK_FALSE(find_array_runs(et, "traceEvents", 0, fast, l));
+    // "no\u0064es" reads as "nodes": its array, first in the file, must not be read after the plain key's
+    CHECK_FALSE(find_array_runs("{\"no\\u0064es\": [], \"nodes\": [1]}", "nodes", 0, fast, l));
+    // after the array, an escaped key is read after it anyway, in file order
+    CHECK(find_array_runs("{\"nodes\": [1], \"no\\u0064es\": []}", "nodes", 0, fast, l));
+    // a cut beside a missing element would leave a blank run, an empty array to the parser: parsed whole instead
+    CHECK_FALSE(find_array_runs("{\"nodes\": [{}, {},\n ]}", "nodes", 0, fast, l));
+    CHECK_FALSE(find_array_runs("{\"nodes\": [ , {}]}", "nodes", 0, fast, l));
+    CHECK_FALSE(find_array_runs("{\"nodes\": [{}, , {}]}", "nodes", 0, fast, l));
+    CHECK(find_array_runs("{\"nodes\": [{}, , {}]}", "nodes", 1000, fast, l));  // no cut there: the parser sees it
+    CHECK(find_array_runs("{\"nodes\": [ ]}", "nodes", 0, fast, l));  // an empty array is no missing element
+    CHECK(l.cuts.empty());
+  }
 }
