@@ -77,9 +77,10 @@ std::vector<ExecutionTrace> read_nsight_sqlite(const std::string& path, const Op
 /// The same from the database's bytes (e.g. a gunzipped .sqlite.gz); deserialized in memory, nothing written.
 std::vector<ExecutionTrace> read_nsight_sqlite_bytes(std::string_view bytes, const std::string& path, const Options& opt);
 /// PyTorch Execution Trace JSON (schema 1.0.x / chakra 1.1.x): one iteration per ProfilerStep# node (else one),
-/// ops without timings (time 0, measured_us unknown, meta.extra["timings"] = "absent"). `readable`: how many bytes
-/// from bytes.data() may be read (the buffer's capacity); where they hold simdjson's padding past the text, as
-/// zeros, the text is parsed in place instead of copied (0: bytes.size(): copied).
+/// ops without timings (time 0, measured_us unknown, meta.extra["timings"] = "absent"). The "nodes" array is parsed
+/// in runs of about 512 KiB (detail::find_array_runs); a file the scan cannot cut is parsed whole. `readable`: how
+/// many bytes from bytes.data() may be read (the buffer's capacity); where they hold simdjson's padding past the
+/// text, as zeros, a whole parse reads the text in place instead of a copy (0: bytes.size(): copied).
 std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options& opt,
                                             std::size_t readable = 0);
 
@@ -95,12 +96,16 @@ struct ArrayRuns {
 /// string, no such array, a cut beside a missing element): they then parse the file whole. `fast` = the block scan
 /// the readers use; otherwise the byte-by-byte reference it must agree with (kineto_scan_test).
 bool find_array_runs(std::string_view bytes, std::string_view key, std::size_t chunk, bool fast, ArrayRuns& out);
-/// The run size that parses a document whole, unscanned (read_kineto_json_runs below).
+/// The run size that parses a document whole, unscanned (read_*_runs below).
 inline constexpr std::size_t kWholeDocument = static_cast<std::size_t>(-1);
 /// read_kineto_json with its "traceEvents" cut into runs of at least `run_bytes` (read_kineto_json's: 512 KiB), or
 /// parsed whole (and checked whole first) with kWholeDocument: the fuzzer checks that both read valid JSON alike.
 std::vector<ExecutionTrace> read_kineto_json_runs(std::string_view bytes, const std::string& path, const Options& opt,
                                                   std::size_t run_bytes);
+/// read_pytorch_et with its "nodes" cut into runs of at least `run_bytes` (read_pytorch_et's: 512 KiB), or parsed
+/// whole with kWholeDocument: the tests and the fuzzer check that both read every input alike.
+std::vector<ExecutionTrace> read_pytorch_et_runs(std::string_view bytes, const std::string& path, std::size_t readable,
+                                                 std::size_t run_bytes);
 }  // namespace detail
 
 }  // namespace ets::import

@@ -24,6 +24,10 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
+// The nodes are parsed in runs of about this many bytes, each as a small document (as the Kineto reader's events):
+// the parser's buffers then stay in cache, and its index is not 4 bytes per byte of the whole file.
+constexpr std::size_t kEtRunBytes = std::size_t{512} << 10;
+
 struct Node {
   std::int64_t id = -1;
   std::int64_t parent = -1;
@@ -401,31 +405,78 @@ OpRecord record_of(const Node& n, bool* backward = nullptr) {
 
 }  // namespace
 
-std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options&,
-                                            std::size_t readable) {
+namespace detail {
+std::vector<ExecutionTrace> read_pytorch_et_runs(std::string_view bytes, const std::string& path, std::size_t readable,
+                                                 std::size_t run_bytes) {
   require_runnable_json_parser();
   std::string schema;
   std::vector<Node> nodes;
   bool have_nodes = false;
   try {
-    // The document is parsed whole (its index: 4 bytes per byte of text); a padded copy of the text beside it is made
-    // only where the caller's buffer has no room for the padding (Tracer::load's has: read_file_bytes reserves it).
-    const bool in_place = readable >= bytes.size() + simdjson::SIMDJSON_PADDING;
-    const simdjson::padded_string copy =
-        in_place ? simdjson::padded_string() : simdjson::padded_string(bytes.data(), bytes.size());
     od::parser parser;
-    od::document doc = in_place ? parser.iterate(bytes.data(), bytes.size(), readable) : parser.iterate(copy);
-    od::object root;
-    if (doc.get_object().get(root))
-      ETS_THROW(Errc::parse, "ets.et.2", "'{}' is not a PyTorch Execution Trace (not a JSON object)", path);
-    for (auto field : root) {
-      const std::string_view key = field.unescaped_key();
-      if (key == "schema") {
-        schema = std::string(std::string_view(field.value().get_string()));
-      } else if (key == "nodes") {
-        have_nodes = true;
-        for (auto e : field.value().get_array()) nodes.push_back(read_node(e.get_object()));
+    // The root object's fields; "nodes" may come more than once, and its nodes are read in file order.
+    const auto read_fields = [&](od::object root, std::vector<Node>& into) {
+      for (auto field : root) {
+        const std::string_view key = field.unescaped_key();
+        if (key == "schema") {
+          schema = std::string(std::string_view(field.value().get_string()));
+        } else if (key == "nodes") {
+          have_nodes = true;
+          for (auto e : field.value().get_array()) into.push_back(read_node(e.get_object()));
+        }
       }
+    };
+    const auto not_an_object = [&] {
+      ETS_THROW(Errc::parse, "ets.et.2", "'{}' is not a PyTorch Execution Trace (not a JSON object)", path);
+    };
+    // Text that is not JSON is refused before it is read: the lazy parse passes damage in a value it skips, and
+    // where a run is cut changes what it skips (a stray ']' read as the end of the nodes), so a damaged file would
+    // read otherwise by its size.
+    simdjson::dom::parser strict;
+    const auto require_json = [&](const char* data, std::size_t size) {
+      if (const auto err = check_json(strict, data, size)) throw simdjson::simdjson_error(err);
+    };
+    ArrayRuns runs;
+    if (run_bytes != kWholeDocument && find_array_runs(bytes, "nodes", run_bytes, true, runs)) {
+      // The nodes are read run by run, each run a small document of its own, so that the parser's index (4 bytes
+      // per byte of text) is sized to a run, not to the file; the rest of the file, with "nodes":[] in the array's
+      // place, is read first. Text that is not JSON is ets.et.1 either way; what valid JSON gives is the same.
+      std::vector<Node> later;  // the nodes of "nodes" keys after the array the runs hold
+      {
+        std::string rest;
+        rest.reserve(bytes.size() - (runs.close - runs.open) + 1 + simdjson::SIMDJSON_PADDING);
+        rest.append(bytes.data(), runs.open + 1).append(bytes.substr(runs.close));
+        pad_with_zeros(rest);
+        require_json(rest.data(), rest.size());
+        od::document doc = parser.iterate(rest.data(), rest.size(), rest.capacity());
+        od::object root;
+        if (doc.get_object().get(root)) not_an_object();  // cannot be, once checked: the scan found a '{' root
+        read_fields(root, later);
+      }
+      runs.cuts.push_back(runs.close);
+      std::string run;
+      for (std::size_t begin = runs.open + 1, r = 0; r < runs.cuts.size(); begin = runs.cuts[r++] + 1) {
+        run.assign(1, '[');
+        run.append(bytes.data() + begin, runs.cuts[r] - begin).push_back(']');
+        pad_with_zeros(run);
+        require_json(run.data(), run.size());
+        od::document doc = parser.iterate(run.data(), run.size(), run.capacity());
+        for (auto e : doc.get_array()) nodes.push_back(read_node(e.get_object()));
+      }
+      nodes.insert(nodes.end(), std::make_move_iterator(later.begin()), std::make_move_iterator(later.end()));
+    } else {
+      // Whole: a padded copy of the text is made only where the caller's buffer has no room for the padding
+      // (Tracer::load's has: read_file_bytes reserves it).
+      const bool in_place = readable >= bytes.size() + simdjson::SIMDJSON_PADDING;
+      const simdjson::padded_string copy =
+          in_place ? simdjson::padded_string() : simdjson::padded_string(bytes.data(), bytes.size());
+      const char* text = in_place ? bytes.data() : copy.data();
+      require_json(text, bytes.size());
+      strict = simdjson::dom::parser();  // its buffers (~14 bytes per byte of text) go before the lazy parse's
+      od::document doc = in_place ? parser.iterate(bytes.data(), bytes.size(), readable) : parser.iterate(copy);
+      od::object root;
+      if (doc.get_object().get(root)) not_an_object();
+      read_fields(root, nodes);
     }
   } catch (const simdjson::simdjson_error& e) {
     ETS_THROW(Errc::parse, "ets.et.1", "'{}': malformed or unexpected JSON in a PyTorch Execution Trace ({})", path,
@@ -624,6 +675,12 @@ std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::s
     out.back().ops.push_back(std::move(rec));
   }
   return out;
+}
+}  // namespace detail
+
+std::vector<ExecutionTrace> read_pytorch_et(std::string_view bytes, const std::string& path, const Options&,
+                                            std::size_t readable) {
+  return detail::read_pytorch_et_runs(bytes, path, readable, kEtRunBytes);
 }
 
 }  // namespace ets::import

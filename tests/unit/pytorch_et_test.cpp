@@ -635,16 +635,18 @@ TEST_CASE("ET and Kineto traces of one run give the same ops, phases, shapes and
   }
 }
 
-TEST_CASE("an ET whose buffer has room for simdjson's padding is parsed in place, not copied") {
+TEST_CASE("an ET parsed whole is read in place where its buffer has room for simdjson's padding, not copied") {
+  using ets::import::detail::kWholeDocument;
+  using ets::import::detail::read_pytorch_et_runs;
   std::string text = ets::import::read_file_bytes(ets_test::fixture("et_pair_lbfgs.et.json.gz"));
   text.reserve(text.size() + 64);  // what read_file_bytes leaves for the parsers (simdjson's padding is 64 bytes)
-  const auto copied = ets::import::read_pytorch_et(text, "et.json", {});
-  const auto in_place = ets::import::read_pytorch_et(text, "et.json", {}, text.capacity());
+  const auto copied = read_pytorch_et_runs(text, "et.json", 0, kWholeDocument);
+  const auto in_place = read_pytorch_et_runs(text, "et.json", text.capacity(), kWholeDocument);
   REQUIRE_FALSE(copied.empty());
   CHECK(in_place == copied);
   // too little room past the text: copied, as without a size
-  CHECK(ets::import::read_pytorch_et(text, "et.json", {}, text.size() + 63) == copied);
-  // through Tracer::load (a buffer read_file_bytes sized): the same
+  CHECK(read_pytorch_et_runs(text, "et.json", text.size() + 63, kWholeDocument) == copied);
+  // through Tracer::load (a buffer read_file_bytes sized, its nodes parsed in runs): the same
   const auto loaded = ets::Tracer::load(ets_test::fixture("et_pair_lbfgs.et.json.gz"));
   REQUIRE(loaded.size() == copied.size());
   CHECK(loaded.front().ops == copied.front().ops);
@@ -654,7 +656,7 @@ TEST_CASE("an ET whose buffer has room for simdjson's padding is parsed in place
     alloc::live = alloc::peak = 0;
     alloc::measure = true;
     try {
-      ets::import::read_pytorch_et(text, "et.json", {}, readable);
+      read_pytorch_et_runs(text, "et.json", readable, kWholeDocument);
     } catch (...) {
       alloc::measure = false;
       throw;
@@ -666,5 +668,115 @@ TEST_CASE("an ET whose buffer has room for simdjson's padding is parsed in place
   INFO("peak " << with_copy << " bytes with the copy, " << without << " without; the text is " << text.size());
   // the copy was held beside simdjson's index while the document was read: about its whole size at the peak
   CHECK(with_copy - without >= static_cast<long long>(0.9 * static_cast<double>(text.size())));
+#endif
+}
+
+namespace {
+// What a read gives: its iterations, or its error's id. (Cut into runs, an error may give another reason: a whole
+// parse indexes the whole text first, so a later run's invalid UTF-8 is found before an earlier run's lost comma.)
+std::pair<std::vector<ets::ExecutionTrace>, std::string> read_et_runs(const std::string& text, std::size_t run_bytes) {
+  try {
+    return {ets::import::detail::read_pytorch_et_runs(text, "et.json", 0, run_bytes), ""};
+  } catch (const ets::Error& e) {
+    return {{}, e.id()};
+  }
+}
+}  // namespace
+
+TEST_CASE("an ET's nodes parsed in runs read as the whole document does, with the parser sized to a run") {
+  using ets::import::detail::kWholeDocument;
+  for (const char* name : {"et_pair_lbfgs.et.json.gz", "et_pair_sgd.et.json.gz"}) {
+    INFO(name);
+    const std::string text = ets::import::read_file_bytes(ets_test::fixture(name));
+    ets::import::detail::ArrayRuns runs;
+    REQUIRE(ets::import::detail::find_array_runs(text, "nodes", 4096, true, runs));
+    CHECK(runs.cuts.size() > 20);  // the small runs below really cut the nodes
+    const auto whole = read_et_runs(text, kWholeDocument);
+    REQUIRE(whole.second.empty());
+    REQUIRE_FALSE(whole.first.empty());
+    for (std::size_t run_bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{1} << 19}) {
+      INFO("runs of " << run_bytes << " bytes");
+      CHECK(read_et_runs(text, run_bytes) == whole);
+    }
+    CHECK(read_et(text, "et.json") == whole.first);  // read_pytorch_et: runs of 512 KiB
+    // Damaged copies: each read alike, iterations or error, whether cut into runs or not.
+    const std::size_t from = runs.open + 1, span = runs.close - from;
+    int refused = 0;
+    for (int k = 1; k <= 24; ++k) {
+      std::string bad = text;
+      const std::size_t at = from + span * static_cast<std::size_t>(k) / 25;
+      switch (k % 4) {
+        case 0: bad[at] = '}'; break;
+        case 1: bad.erase(at, 1); break;
+        case 2: bad[at] = ','; break;
+        default: bad.insert(at, "]"); break;
+      }
+      INFO("damage " << k << " at byte " << at);
+      const auto damaged_whole = read_et_runs(bad, kWholeDocument);
+      refused += !damaged_whole.second.empty();
+      CHECK(read_et_runs(bad, 4096) == damaged_whole);
+      CHECK(read_et_runs(bad, 0) == damaged_whole);
+    }
+    CHECK(refused >= 6);  // the damage is read as errors as well as read past
+    // A missing element (",]", ",,", "[,"): refused as a whole parse refuses it, though a cut there leaves a run
+    // of blanks, which would parse as an empty array. (Fuzzing found it.)
+    for (const auto& [pos, insert] : {std::pair<std::size_t, const char*>{runs.close, ","},
+                                      {text.find("},{", from + span / 2) + 1, ","}, {from, ","}}) {
+      std::string bad = text;
+      bad.insert(pos, insert);
+      INFO("',' inserted at byte " << pos);
+      const auto damaged_whole = read_et_runs(bad, kWholeDocument);
+      CHECK(damaged_whole.second == "ets.et.1");
+      CHECK(read_et_runs(bad, 0) == damaged_whole);
+      CHECK(read_et_runs(bad, 4096) == damaged_whole);
+    }
+    // A stray ']' between two nodes ends the array for the scan, a node before it lost a comma, and the text is cut
+    // off later: not JSON, refused before any node is read, however the nodes are cut. (Fuzzing found it: the runs
+    // read the broken node first, ets.et.1, where a lazy whole parse found its root unclosed first, ets.et.2.)
+    for (int k = 1; k <= 4; ++k) {
+      std::string bad = text;
+      const std::size_t stray = bad.find("},{", from + span * static_cast<std::size_t>(k) / 5) + 1;
+      bad.insert(stray, "]");
+      const std::size_t comma = bad.rfind(",\"id\":", stray);
+      REQUIRE(comma > from);
+      bad[comma] = ' ';
+      bad.resize(bad.find("},", stray + span / 10) + 2);
+      INFO("lost comma at byte " << comma << ", stray ']' at " << stray << ", cut at " << bad.size());
+      const auto damaged_whole = read_et_runs(bad, kWholeDocument);
+      CHECK(damaged_whole.second == "ets.et.1");
+      CHECK(read_et_runs(bad, 4096) == damaged_whole);
+      CHECK(read_et_runs(bad, 0) == damaged_whole);
+    }
+    // Damage in a value the reader never reads (an output's list opened with '{', closed with ']') is refused too:
+    // a lazy parse passed it, and whether it did depended on where a run was cut. (Fuzzing found it.)
+    {
+      std::string bad = text;
+      const std::size_t outputs = bad.find("\"outputs\":[[", from + span / 2) + 11;
+      bad[outputs] = '{';
+      INFO("outputs damaged at byte " << outputs);
+      CHECK(read_et_runs(bad, kWholeDocument).second == "ets.et.1");
+      CHECK(read_et_runs(bad, 4096).second == "ets.et.1");
+      CHECK(read_et_runs(bad, 0).second == "ets.et.1");
+    }
+  }
+#if ETS_TEST_ALLOC_HOOKS
+  // The parser's index (4 bytes per byte of what it parses) and string buffer are sized to a run, not to the file.
+  namespace alloc = ets_test::alloc;
+  std::string text = ets::import::read_file_bytes(ets_test::fixture("et_pair_lbfgs.et.json.gz"));
+  const auto peak_of = [&](std::size_t run_bytes) {
+    alloc::live = alloc::peak = 0;
+    alloc::measure = true;
+    try {
+      ets::import::detail::read_pytorch_et_runs(text, "et.json", text.capacity(), run_bytes);
+    } catch (...) {
+      alloc::measure = false;
+      throw;
+    }
+    alloc::measure = false;
+    return alloc::peak;
+  };
+  const long long whole = peak_of(kWholeDocument), in_runs = peak_of(4096);
+  INFO("peak " << whole << " bytes parsed whole (in place), " << in_runs << " in runs; the text is " << text.size());
+  CHECK(whole - in_runs >= static_cast<long long>(3 * text.size()));
 #endif
 }
