@@ -4,7 +4,7 @@
 // (no buffer size given) and in place, from a buffer whose padding holds a NUL and then bytes that would close or
 // continue JSON (a std::string's terminator and whatever its capacity held: the Kineto reader's reused buffers); and
 // with its "nodes" cut into runs, as read_pytorch_et does (one run at fuzzing sizes) and in runs of a few bytes. Cut
-// into runs, an error has the same id, but its reason may be another: a whole parse indexes the whole text before
+// into runs, an error has the same id, but its reason may be another: a whole parse checks the whole text before
 // it reads a node, so a later run's invalid UTF-8 is found before an earlier run's missing comma.
 #include <cstddef>
 #include <cstdint>

@@ -673,7 +673,7 @@ TEST_CASE("an ET parsed whole is read in place where its buffer has room for sim
 
 namespace {
 // What a read gives: its iterations, or its error's id. (Cut into runs, an error may give another reason: a whole
-// parse indexes the whole text first, so a later run's invalid UTF-8 is found before an earlier run's lost comma.)
+// parse checks the whole text first, so a later run's invalid UTF-8 is found before an earlier run's lost comma.)
 std::pair<std::vector<ets::ExecutionTrace>, std::string> read_et_runs(const std::string& text, std::size_t run_bytes) {
   try {
     return {ets::import::detail::read_pytorch_et_runs(text, "et.json", 0, run_bytes), ""};
