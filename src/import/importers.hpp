@@ -96,6 +96,11 @@ struct ArrayRuns {
 /// string, no such array, a cut beside a missing element): they then parse the file whole. `fast` = the block scan
 /// the readers use; otherwise the byte-by-byte reference it must agree with (kineto_scan_test).
 bool find_array_runs(std::string_view bytes, std::string_view key, std::size_t chunk, bool fast, ArrayRuns& out);
+/// The array's elements in bytes[begin, end) (from after '[' or a cut to the next cut or ']') as a JSON array of their
+/// own in `out` (reused from run to run), simdjson's padding in its capacity.
+void array_run_text(std::string_view bytes, std::size_t begin, std::size_t end, std::string& out);
+/// The text with the array's elements left out ("key":[]), simdjson's padding in its capacity.
+std::string text_without_array(std::string_view bytes, const ArrayRuns& runs);
 /// The run size that parses a document whole, unscanned (read_*_runs below).
 inline constexpr std::size_t kWholeDocument = static_cast<std::size_t>(-1);
 /// read_kineto_json with its "traceEvents" cut into runs of at least `run_bytes` (read_kineto_json's: 512 KiB), or

@@ -2,6 +2,7 @@
 // runs of whole elements that the readers parse one at a time as small documents of their own.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #endif
 
 #include "import/importers.hpp"
+#include "import/json_cpu_check.hpp"
 
 namespace ets::import {
 namespace {
@@ -190,11 +192,28 @@ bool find_array_runs(std::string_view bytes, std::string_view key, std::size_t c
   if (!find_runs(bytes, key, chunk, out, fast)) return false;
   // A cut next to a missing element (",,", "[," or ",]") would leave a run of blanks, which parses as an empty
   // array: the error a whole parse reports would pass unseen. Such a text is parsed whole.
+  const auto blank = [&](std::size_t begin, std::size_t end) {
+    return ets::detail::skip_blanks(bytes.substr(begin, end - begin)).empty();
+  };
   std::size_t begin = out.open + 1;
   for (std::size_t r = 0; r < out.cuts.size(); begin = out.cuts[r++] + 1) {
-    if (bytes.find_first_not_of(" \t\n\r", begin) >= out.cuts[r]) return false;
+    if (blank(begin, out.cuts[r])) return false;
   }
-  return out.cuts.empty() || bytes.find_first_not_of(" \t\n\r", begin) < out.close;
+  return out.cuts.empty() || !blank(begin, out.close);
+}
+
+void array_run_text(std::string_view bytes, std::size_t begin, std::size_t end, std::string& out) {
+  out.assign(1, '[');
+  out.append(bytes.data() + begin, end - begin).push_back(']');
+  pad_with_zeros(out);
+}
+
+std::string text_without_array(std::string_view bytes, const ArrayRuns& runs) {
+  std::string text;
+  text.reserve(bytes.size() - (runs.close - runs.open) + 1 + simdjson::SIMDJSON_PADDING);
+  text.append(bytes.data(), runs.open + 1).append(bytes.substr(runs.close));
+  pad_with_zeros(text);
+  return text;
 }
 }  // namespace detail
 

@@ -791,11 +791,7 @@ std::vector<ExecutionTrace> read_kineto_json_runs(std::string_view bytes, const 
     const bool chunked = run_bytes != kWholeDocument && find_array_runs(bytes, "traceEvents", run_bytes, true, layout);
     od::parser parser;
     // Chunked: the events first, run by run, then the rest of the file with an empty "traceEvents":[] in place.
-    std::string skeleton;
-    if (chunked) {
-      skeleton.reserve(bytes.size() - (layout.close - layout.open) + 1);
-      skeleton.append(bytes.data(), layout.open + 1).append(bytes.substr(layout.close));
-    }
+    const std::string skeleton = chunked ? text_without_array(bytes, layout) : std::string();
     const std::string_view top = chunked ? std::string_view(skeleton) : bytes;
     try {
       if (chunked) {
@@ -804,9 +800,7 @@ std::vector<ExecutionTrace> read_kineto_json_runs(std::string_view bytes, const 
         std::string run;
         for (std::size_t r = 0; r < layout.cuts.size(); ++r) {
           const std::size_t end = layout.cuts[r];
-          run.assign(1, '[');
-          run.append(bytes.data() + begin, end - begin).push_back(']');
-          pad_with_zeros(run);
+          array_run_text(bytes, begin, end, run);
           c.text_base = run.data() + 1;  // run = '[' + bytes[begin, end) + ']'
           c.text_offset = begin;
           od::document events;

@@ -443,10 +443,7 @@ std::vector<ExecutionTrace> read_pytorch_et_runs(std::string_view bytes, const s
       // place, is read first. Text that is not JSON is ets.et.1 either way; what valid JSON gives is the same.
       std::vector<Node> later;  // the nodes of "nodes" keys after the array the runs hold
       {
-        std::string rest;
-        rest.reserve(bytes.size() - (runs.close - runs.open) + 1 + simdjson::SIMDJSON_PADDING);
-        rest.append(bytes.data(), runs.open + 1).append(bytes.substr(runs.close));
-        pad_with_zeros(rest);
+        const std::string rest = text_without_array(bytes, runs);
         require_json(rest.data(), rest.size());
         od::document doc = parser.iterate(rest.data(), rest.size(), rest.capacity());
         od::object root;
@@ -456,9 +453,7 @@ std::vector<ExecutionTrace> read_pytorch_et_runs(std::string_view bytes, const s
       runs.cuts.push_back(runs.close);
       std::string run;
       for (std::size_t begin = runs.open + 1, r = 0; r < runs.cuts.size(); begin = runs.cuts[r++] + 1) {
-        run.assign(1, '[');
-        run.append(bytes.data() + begin, runs.cuts[r] - begin).push_back(']');
-        pad_with_zeros(run);
+        array_run_text(bytes, begin, runs.cuts[r], run);
         require_json(run.data(), run.size());
         od::document doc = parser.iterate(run.data(), run.size(), run.capacity());
         for (auto e : doc.get_array()) nodes.push_back(read_node(e.get_object()));
