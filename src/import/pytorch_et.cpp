@@ -1,7 +1,9 @@
 // Reader for PyTorch Execution Traces (ExecutionTraceObserver JSON, schema 1.0.x and chakra 1.1.x): the operator
 // graph without timings; one ExecutionTrace per ProfilerStep# (or one in all), time 0, measured_us unknown.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -28,17 +30,96 @@ namespace od = simdjson::ondemand;
 // the parser's buffers then stay in cache, and its index is not 4 bytes per byte of the whole file.
 constexpr std::size_t kEtRunBytes = std::size_t{512} << 10;
 
+// Every node is held until the iterations are built, and a file's nodes repeat a few hundred distinct names,
+// argument types and values (GPT-2's 27,000 nodes: 263). So a node is a fixed 72 bytes: its text is kept once per
+// distinct string (StringPool) and its arguments in one arena for all nodes (ArgArena), not in strings and vectors
+// of its own, which took ~600 bytes a node (17 MB for those 27,000 nodes, beside 24 MB of text).
+class StringPool {
+ public:
+  // The id of `s` (0: the empty string), the same for equal text.
+  std::size_t id(std::string_view s) {
+    if (s.empty()) return 0;
+    if (const auto it = ids_.find(s); it != ids_.end()) return it->second;
+    const std::string_view kept = store_.emplace_back(s);
+    views_.push_back(kept);
+    ids_.emplace(kept, views_.size() - 1);
+    return views_.size() - 1;
+  }
+  std::string_view operator[](std::size_t id) const { return views_[id]; }
+
+ private:
+  std::deque<std::string> store_;  // a deque: the views stay valid as it grows
+  std::deque<std::string_view> views_{std::string_view()};
+  std::unordered_map<std::string_view, std::size_t> ids_;
+};
+
+// One node's arguments as they are read, and as an op's record reads them back: per argument, as the ET spells
+// them, its type ("Tensor(float)", "Int"), its value as text where it is an int or an int list ("" otherwise), its
+// shape (empty unless a flat int list) and, for a list of tensors, the first one's shape. Missing entries (a
+// file with fewer types than shapes) read as empty.
+struct NodeArgs {
+  std::vector<std::string_view> types, concrete;
+  std::vector<std::vector<std::int64_t>> shapes, list_first;
+};
+
+// All nodes' arguments, one after another: per argument its type's and value's pool ids, then the shape's length
+// and dims, then the first listed tensor's. A deque grows without copying what it holds.
+class ArgArena {
+ public:
+  std::size_t size() const { return words_.size(); }
+  void put(std::int64_t w) { words_.push_back(w); }
+  void put(const std::vector<std::int64_t>& dims) {
+    put(static_cast<std::int64_t>(dims.size()));
+    words_.insert(words_.end(), dims.begin(), dims.end());
+  }
+  // The `count` arguments stored from `at` on.
+  void read(std::size_t at, std::size_t count, const StringPool& pool, NodeArgs& out) const {
+    out = NodeArgs{};
+    const auto dims = [&](std::vector<std::int64_t>& d) {
+      const auto n = static_cast<std::size_t>(words_[at++]);
+      d.assign(words_.begin() + static_cast<std::ptrdiff_t>(at), words_.begin() + static_cast<std::ptrdiff_t>(at + n));
+      at += n;
+    };
+    for (std::size_t i = 0; i < count; ++i) {
+      out.types.push_back(pool[static_cast<std::size_t>(words_[at++])]);
+      out.concrete.push_back(pool[static_cast<std::size_t>(words_[at++])]);
+      dims(out.shapes.emplace_back());
+      dims(out.list_first.emplace_back());
+    }
+  }
+
+ private:
+  std::deque<std::int64_t> words_;
+};
+
 struct Node {
   std::int64_t id = -1;
   std::int64_t parent = -1;
   std::int64_t seq = -1;
   std::int64_t scope = -1;  // RecordScope; 7 = USER_SCOPE, a record_function label (Kineto's user_annotation)
-  std::string name;
-  std::vector<std::vector<std::int64_t>> shapes;  // per argument; empty unless a flat int list
-  std::vector<std::vector<std::int64_t>> list_first;  // per argument: a list of tensors' first shape, else empty
-  std::vector<std::string> types;                 // per argument, as the ET spells them ("Tensor(float)", "Int")
-  std::vector<std::string> concrete;              // per argument: ints / int lists as text, "" otherwise
-  std::uint8_t devices = 0;                       // kOnCpu / kOnGpu: where its tensor arguments live
+  std::string_view name;    // in the reader's StringPool
+  std::size_t args = 0;     // where its arguments start in the reader's ArgArena
+  std::size_t arg_count = 0;
+  std::uint8_t devices = 0;  // kOnCpu / kOnGpu: where its tensor arguments live
+};
+using Nodes = std::deque<Node>;  // grows without copying the nodes it holds
+
+// What the node reader keeps across nodes: the pool and arena the nodes point into, and one node's arguments while
+// they are read (its keys may come in any order, and a repeated key replaces what the last one gave).
+struct NodeStore {
+  StringPool pool;
+  ArgArena arena;
+  struct Reading {
+    std::vector<std::size_t> types, concrete;  // pool ids
+    std::vector<std::vector<std::int64_t>> shapes, list_first;
+    std::uint8_t devices = 0;
+  } reading;
+
+  NodeArgs args_of(const Node& n) const {
+    NodeArgs a;
+    arena.read(n.args, n.arg_count, pool, a);
+    return a;
+  }
 };
 
 // A tensor argument's value ends with its device ("cpu", "cuda:0"; ROCm builds say "cuda" too). kOnGpu stands for
@@ -110,13 +191,16 @@ std::vector<std::int64_t> flat_ints(od::value v) {
   return out;
 }
 
-void read_values(od::value v, Node& n) {
-  n.concrete.clear();
-  for (auto e : v.get_array()) n.concrete.push_back(concrete_text(e.value(), n.devices));
+using Reading = NodeStore::Reading;
+
+void read_values(od::value v, NodeStore& st) {
+  Reading& r = st.reading;
+  r.concrete.clear();
+  for (auto e : v.get_array()) r.concrete.push_back(st.pool.id(concrete_text(e.value(), r.devices)));
 }
-void read_devices(od::value v, Node& n) {
+void read_devices(od::value v, Reading& r) {
   if (v.type() != od::json_type::array) return;
-  for (auto e : v.get_array()) concrete_text(e.value(), n.devices);
+  for (auto e : v.get_array()) concrete_text(e.value(), r.devices);
 }
 // One argument's shape: a flat int list (a tensor's), or a list of them (a list of tensors': its first is kept).
 void read_shape(od::value v, std::vector<std::int64_t>& flat, std::vector<std::int64_t>& first) {
@@ -136,20 +220,21 @@ void read_shape(od::value v, std::vector<std::int64_t>& flat, std::vector<std::i
   }
   if (nested) flat.clear();
 }
-void read_shapes(od::value v, Node& n) {
-  n.shapes.clear();
-  n.list_first.clear();
+void read_shapes(od::value v, Reading& r) {
+  r.shapes.clear();
+  r.list_first.clear();
   for (auto e : v.get_array()) {
-    n.shapes.emplace_back();
-    n.list_first.emplace_back();
-    read_shape(e.value(), n.shapes.back(), n.list_first.back());
+    r.shapes.emplace_back();
+    r.list_first.emplace_back();
+    read_shape(e.value(), r.shapes.back(), r.list_first.back());
   }
 }
-void read_types(od::value v, Node& n) {
-  n.types.clear();
+void read_types(od::value v, NodeStore& st) {
+  Reading& r = st.reading;
+  r.types.clear();
   for (auto e : v.get_array()) {
     std::string_view s;
-    n.types.emplace_back(e.value().get_string().get(s) ? std::string_view() : s);
+    r.types.push_back(e.value().get_string().get(s) ? 0 : st.pool.id(s));
   }
 }
 
@@ -161,15 +246,22 @@ std::int64_t int_or_first(od::value v) {
   return v.get_int64();
 }
 
-Node read_node(od::object obj) {
+// One node; its arguments go to the store's arena (see Node).
+Node read_node(od::object obj, NodeStore& st) {
   Node n;
+  Reading& r = st.reading;
+  r.types.clear();
+  r.concrete.clear();
+  r.shapes.clear();
+  r.list_first.clear();
+  r.devices = 0;
   for (auto field : obj) {
     const std::string_view key = field.unescaped_key();
     od::value v = field.value();
     if (key == "id") {
       n.id = v.get_int64();
     } else if (key == "name") {
-      n.name = std::string(std::string_view(v.get_string()));
+      n.name = st.pool[st.pool.id(std::string_view(v.get_string()))];
     } else if (key == "parent" || key == "ctrl_deps") {
       n.parent = int_or_first(v);
     } else if (key == "seq_id") {
@@ -180,24 +272,24 @@ Node read_node(od::object obj) {
       if (v.type() == od::json_type::object) {  // chakra: {"values", "shapes", "types"}
         for (auto f : v.get_object()) {
           const std::string_view k = f.unescaped_key();
-          if (k == "values") read_values(f.value(), n);
-          else if (k == "shapes") read_shapes(f.value(), n);
-          else if (k == "types") read_types(f.value(), n);
+          if (k == "values") read_values(f.value(), st);
+          else if (k == "shapes") read_shapes(f.value(), r);
+          else if (k == "types") read_types(f.value(), st);
         }
       } else {
-        read_values(v, n);
+        read_values(v, st);
       }
     } else if (key == "outputs") {  // only where its tensors live (a CPU op's results are CPU tensors)
       if (v.type() == od::json_type::object) {
         for (auto f : v.get_object())
-          if (std::string_view(f.unescaped_key()) == "values") read_devices(f.value(), n);
+          if (std::string_view(f.unescaped_key()) == "values") read_devices(f.value(), r);
       } else {
-        read_devices(v, n);
+        read_devices(v, r);
       }
     } else if (key == "input_shapes") {
-      read_shapes(v, n);
+      read_shapes(v, r);
     } else if (key == "input_types") {
-      read_types(v, n);
+      read_types(v, st);
     } else if (key == "attrs" && v.type() == od::json_type::array) {
       for (auto a : v.get_array()) {
         std::string_view name;
@@ -212,6 +304,16 @@ Node read_node(od::object obj) {
         if (have && name == "scope") n.scope = value;
       }
     }
+  }
+  n.devices = r.devices;
+  n.args = st.arena.size();
+  n.arg_count = std::max({r.types.size(), r.shapes.size(), r.concrete.size()});
+  const std::vector<std::int64_t> none;
+  for (std::size_t i = 0; i < n.arg_count; ++i) {
+    st.arena.put(static_cast<std::int64_t>(i < r.types.size() ? r.types[i] : 0));
+    st.arena.put(static_cast<std::int64_t>(i < r.concrete.size() ? r.concrete[i] : 0));
+    st.arena.put(i < r.shapes.size() ? r.shapes[i] : none);
+    st.arena.put(i < r.list_first.size() ? r.list_first[i] : none);
   }
   return n;
 }
@@ -263,7 +365,7 @@ bool neutral_namespace(std::string_view name) {
 // preparation, a scalar's item()); or an aten op of that kind, an autograd node (its evaluate_function,
 // AccumulateGrad) or a collective, whose aten descendants are all of that kind and which holds no op of another
 // namespace (fbgemm::, a custom op's). Names without a namespace are labels ("AddBackward0", "record_param_comms").
-bool no_device_work(const Node& top, const std::vector<Node>& nodes, const std::vector<std::size_t>& descendants) {
+bool no_device_work(const Node& top, const Nodes& nodes, const std::vector<std::size_t>& descendants) {
   std::uint8_t devices = top.devices;
   for (std::size_t d : descendants) devices |= nodes[d].devices;
   if (devices == kOnCpu) return true;
@@ -317,7 +419,7 @@ bool is_thread_node(std::string_view name) {
          name.substr(name.size() - tail.size()) == tail;
 }
 
-std::vector<Chain> parent_chains(const std::vector<Node>& nodes,
+std::vector<Chain> parent_chains(const Nodes& nodes,
                                  const std::unordered_map<std::int64_t, std::size_t>& by_id) {
   enum : unsigned char { unseen, on_path, done };
   std::vector<unsigned char> state(nodes.size(), unseen);
@@ -356,13 +458,13 @@ std::vector<Chain> parent_chains(const std::vector<Node>& nodes,
 }
 
 // ET argument types to the Kineto spellings fill_from_args understands (tensors by dtype, the rest by kind).
-RawArgs raw_args(const Node& n) {
+RawArgs raw_args(const NodeArgs& n) {
   RawArgs a;
   const std::size_t count = std::max({n.types.size(), n.shapes.size(), n.concrete.size()});
   for (std::size_t i = 0; i < count; ++i) {
-    const std::string ty = i < n.types.size() ? n.types[i] : std::string();
+    const std::string ty(i < n.types.size() ? n.types[i] : std::string_view());
     std::vector<std::int64_t> dims = i < n.shapes.size() ? n.shapes[i] : std::vector<std::int64_t>{};
-    std::string conc = i < n.concrete.size() ? n.concrete[i] : std::string();
+    std::string conc(i < n.concrete.size() ? n.concrete[i] : std::string_view());
     if (starts_with(ty, "Tensor(") && ty.size() > 8) {
       a.types.push_back(dtype_name(parse_dtype(std::string_view(ty).substr(7, ty.size() - 8))));
       conc.clear();
@@ -378,10 +480,11 @@ RawArgs raw_args(const Node& n) {
 
 // A node's own record: normalised name, inputs and hyper-parameters from its arguments, its sequence number;
 // `backward`: whether the name is a backward op's.
-OpRecord record_of(const Node& n, bool* backward = nullptr) {
+OpRecord record_of(const Node& n, const NodeStore& st, bool* backward = nullptr) {
   OpRecord rec;
-  rec.raw_name = n.name;
-  RawArgs args = raw_args(n);
+  rec.raw_name = std::string(n.name);
+  const NodeArgs own = st.args_of(n);
+  RawArgs args = raw_args(own);
   const auto rank = [&](std::size_t i) { return args.dims.size() > i ? static_cast<int>(args.dims[i].size()) : -1; };
   bool bwd = false;
   rec.name = normalize_op_name_by_args(n.name, &bwd, rank(1), rank(2));
@@ -393,10 +496,10 @@ OpRecord record_of(const Node& n, bool* backward = nullptr) {
   if (rec.name == "lstm" && !bwd) {
     const std::size_t params = recurrent_weights_argument(args.types);
     const std::size_t hx = params - 1;  // params >= 1 where there is a weights list
-    if (params < args.types.size() && args.types[hx] == "GenericList" && hx < n.list_first.size() &&
-        !n.list_first[hx].empty()) {
+    if (params < args.types.size() && args.types[hx] == "GenericList" && hx < own.list_first.size() &&
+        !own.list_first[hx].empty()) {
       args.types[hx] = "TensorList";
-      args.dims[hx] = n.list_first[hx];
+      args.dims[hx] = own.list_first[hx];
     }
   }
   fill_from_args(rec, args);
@@ -410,19 +513,20 @@ std::vector<ExecutionTrace> read_pytorch_et_runs(std::string_view bytes, const s
                                                  std::size_t run_bytes) {
   require_runnable_json_parser();
   std::string schema;
-  std::vector<Node> nodes;
+  NodeStore store;
+  Nodes nodes;
   bool have_nodes = false;
   try {
     od::parser parser;
     // The root object's fields; "nodes" may come more than once, and its nodes are read in file order.
-    const auto read_fields = [&](od::object root, std::vector<Node>& into) {
+    const auto read_fields = [&](od::object root, Nodes& into) {
       for (auto field : root) {
         const std::string_view key = field.unescaped_key();
         if (key == "schema") {
           schema = std::string(std::string_view(field.value().get_string()));
         } else if (key == "nodes") {
           have_nodes = true;
-          for (auto e : field.value().get_array()) into.push_back(read_node(e.get_object()));
+          for (auto e : field.value().get_array()) into.push_back(read_node(e.get_object(), store));
         }
       }
     };
@@ -441,7 +545,7 @@ std::vector<ExecutionTrace> read_pytorch_et_runs(std::string_view bytes, const s
       // The nodes are read run by run, each run a small document of its own, so that the parser's index (4 bytes
       // per byte of text) is sized to a run, not to the file; the rest of the file, with "nodes":[] in the array's
       // place, is read first. Text that is not JSON is ets.et.1 either way; what valid JSON gives is the same.
-      std::vector<Node> later;  // the nodes of "nodes" keys after the array the runs hold
+      Nodes later;  // the nodes of "nodes" keys after the array the runs hold
       {
         const std::string rest = text_without_array(bytes, runs);
         require_json(rest.data(), rest.size());
@@ -456,7 +560,7 @@ std::vector<ExecutionTrace> read_pytorch_et_runs(std::string_view bytes, const s
         array_run_text(bytes, begin, runs.cuts[r], run);
         require_json(run.data(), run.size());
         od::document doc = parser.iterate(run.data(), run.size(), run.capacity());
-        for (auto e : doc.get_array()) nodes.push_back(read_node(e.get_object()));
+        for (auto e : doc.get_array()) nodes.push_back(read_node(e.get_object(), store));
       }
       nodes.insert(nodes.end(), std::make_move_iterator(later.begin()), std::make_move_iterator(later.end()));
     } else {
@@ -645,7 +749,7 @@ std::vector<ExecutionTrace> read_pytorch_et_runs(std::string_view bytes, const s
     }
     const Node& n = nodes[o.node];
     bool backward_name = false;
-    OpRecord rec = record_of(n, &backward_name);
+    OpRecord rec = record_of(n, store, &backward_name);
     // An op without tensor inputs or a sequence number of its own (an evaluate_function node) takes them from its
     // first descendants that have them (`members`, in id order), as the Kineto reader does.
     bool have_inputs = !rec.inputs.empty();
@@ -653,7 +757,7 @@ std::vector<ExecutionTrace> read_pytorch_et_runs(std::string_view bytes, const s
       if (have_inputs && rec.sequence >= 0) break;
       if (rec.sequence < 0 && nodes[d].seq >= 0) rec.sequence = nodes[d].seq;
       if (have_inputs) continue;
-      OpRecord r = record_of(nodes[d]);
+      OpRecord r = record_of(nodes[d], store);
       if (r.inputs.empty()) continue;
       have_inputs = true;
       rec.inputs = std::move(r.inputs);

@@ -780,3 +780,120 @@ TEST_CASE("an ET's nodes parsed in runs read as the whole document does, with th
   CHECK(whole - in_runs >= static_cast<long long>(3 * text.size()));
 #endif
 }
+
+namespace {
+// An ET of one op and `labels` record_function labels (no ops), each with three arguments: a [2, 3, k] tensor, an
+// Int and an int list, as torch writes them.
+std::string et_of_labels(int labels) {
+  std::string et = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "[pytorch|profiler|execution_trace|thread]", "id": 1, "parent": 0, "seq_id": -1, "inputs": [],
+     "input_shapes": [], "input_types": []},
+    {"name": "aten::relu", "id": 2, "parent": 1, "seq_id": -1, "inputs": [[5, 6, 0, 24, 4, "cpu"]],
+     "input_shapes": [[2, 3, 4]], "input_types": ["Tensor(float)"]})J";
+  for (int k = 0; k < labels; ++k)
+    et += fmt::format(R"J(,
+    {{"name": "forward label", "id": {}, "parent": 1, "seq_id": -1, "inputs": [[1, 2, 0, 24, 4, "cpu"], 3, [4, 5]],
+     "input_shapes": [[2, 3, {}], [], []], "input_types": ["Tensor(float)", "Int", "GenericList[Int]"]}})J",
+                      k + 3, k);
+  return et + "]}";
+}
+}  // namespace
+
+TEST_CASE("an ET node's arguments read back as the node gave them, whichever node shares its text") {
+  // Two nodes of one name with other shapes and values; keys in another order; a repeated key (the last wins); more
+  // shapes than types (an argument without a type is no tensor); an escaped name reads as its text.
+  const std::string et = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "[pytorch|profiler|execution_trace|thread]", "id": 1, "parent": 0, "inputs": [], "input_shapes": [],
+     "input_types": []},
+    {"name": "aten::conv2d", "id": 2, "parent": 1, "seq_id": 7,
+     "inputs": [[1, 2, 0, 24, 4, "cpu"], [3, 4, 0, 24, 4, "cpu"], "<None>", [2, 2], [1, 1], [1, 1], 1],
+     "input_shapes": [[8, 3, 32, 32], [16, 3, 3, 3], [], [], [], [], []],
+     "input_types": ["Tensor(float)", "Tensor(float)", "None", "GenericList[Int]", "GenericList[Int]",
+                     "GenericList[Int]", "Int"]},
+    {"name": "aten::conv\u0032d", "id": 3, "parent": 1, "seq_id": 8,
+     "input_types": ["Tensor(float)", "Tensor(float)", "None", "GenericList[Int]", "GenericList[Int]",
+                     "GenericList[Int]", "Int"],
+     "input_shapes": [[9, 9, 9, 9]],
+     "inputs": [[1, 2, 0, 24, 4, "cpu"], [3, 4, 0, 24, 4, "cpu"], "<None>", [1, 1], [0, 0], [1, 1], 1],
+     "input_shapes": [[4, 16, 8, 8], [32, 16, 1, 1], [], [], [], [], []]},
+    {"name": "aten::add", "id": 4, "parent": 1, "seq_id": 9,
+     "inputs": [[1, 2, 0, 24, 4, "cpu"], [1, 2, 0, 24, 4, "cpu"]], "input_shapes": [[4, 5], [4, 5], [6]],
+     "input_types": ["Tensor(float)", "Tensor(float)"]}]})J";
+  const auto t = read_et(et, "args.json");
+  REQUIRE(t.size() == 1);
+  REQUIRE(t[0].ops.size() == 3);
+  const auto& a = t[0].ops[0];
+  const auto& b = t[0].ops[1];
+  CHECK(a.raw_name == "aten::conv2d");
+  CHECK(b.raw_name == "aten::conv2d");
+  CHECK(a.sequence == 7);
+  CHECK(b.sequence == 8);
+  REQUIRE(a.inputs.size() == 2);
+  REQUIRE(b.inputs.size() == 2);
+  CHECK(a.inputs[0].dims == std::vector<std::int64_t>{8, 3, 32, 32});
+  CHECK(a.inputs[1].dims == std::vector<std::int64_t>{16, 3, 3, 3});
+  CHECK(b.inputs[0].dims == std::vector<std::int64_t>{4, 16, 8, 8});  // the second "input_shapes"
+  CHECK(b.inputs[1].dims == std::vector<std::int64_t>{32, 16, 1, 1});
+  CHECK(a.hyper.get(ets::Hyper::StrideH) == 2);
+  CHECK(b.hyper.get(ets::Hyper::StrideH) == 1);
+  CHECK(a.hyper.get(ets::Hyper::PadH) == 1);
+  CHECK(b.hyper.get(ets::Hyper::PadH) == 0);
+  const auto& add = t[0].ops[2];
+  REQUIRE(add.inputs.size() == 2);  // the third shape has no type: no tensor
+  CHECK(add.inputs[1].dims == std::vector<std::int64_t>{4, 5});
+
+  // Many nodes, each with a shape of its own: each label's arguments are its own, across the arena's growth and the
+  // runs (its shapes reach an op's record only through ops, so the labels sit under an op here).
+  std::string many = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "[pytorch|profiler|execution_trace|thread]", "id": 1, "parent": 0, "inputs": [], "input_shapes": [],
+     "input_types": []})J";
+  for (int k = 0; k < 3000; ++k)
+    many += fmt::format(R"J(,
+    {{"name": "autograd::engine::evaluate_function: ReluBackward0", "id": {}, "parent": 1, "seq_id": {}, "inputs": [],
+     "input_shapes": [], "input_types": []}},
+    {{"name": "aten::threshold_backward", "id": {}, "parent": {}, "seq_id": -1,
+     "inputs": [[1, 2, 0, 24, 4, "cpu"], [1, 2, 0, 24, 4, "cpu"], 0], "input_shapes": [[{}, 3], [{}, 3], []],
+     "input_types": ["Tensor(float)", "Tensor(float)", "Int"]}})J",
+                        2 * k + 2, k, 2 * k + 3, 2 * k + 2, k + 1, k + 1);
+  many += "]}";
+  for (std::size_t run_bytes : {ets::import::detail::kWholeDocument, std::size_t{4096}}) {
+    INFO("runs of " << run_bytes << " bytes");
+    const auto m = ets::import::detail::read_pytorch_et_runs(many, "many.json", 0, run_bytes);
+    REQUIRE(m.size() == 1);
+    REQUIRE(m[0].ops.size() == 3000);
+    int own = 0;
+    for (std::size_t k = 0; k < 3000; ++k) {
+      const auto& op = m[0].ops[k];
+      own += op.sequence == static_cast<std::int64_t>(k) && op.inputs.size() == 2 &&
+             op.inputs[0].dims == std::vector<std::int64_t>{static_cast<std::int64_t>(k) + 1, 3};
+    }
+    CHECK(own == 3000);
+  }
+}
+
+TEST_CASE("an ET's nodes are held in a few hundred bytes each, however many strings and lists they hold") {
+  // 20,000 more nodes of three arguments each cost each what the reader keeps per node (its record, its arguments'
+  // ids and dims, and the assembly's index), not strings and vectors of their own: ~810 bytes a node before, ~340 now.
+  REQUIRE_NOTHROW(read_et(et_of_labels(2), "labels.json"));
+#if ETS_TEST_ALLOC_HOOKS
+  namespace alloc = ets_test::alloc;
+  const auto peak_of = [](int labels) {
+    const std::string text = et_of_labels(labels);
+    alloc::live = alloc::peak = 0;
+    alloc::measure = true;
+    try {
+      ets::import::detail::read_pytorch_et_runs(text, "labels.json", 0, 4096);
+    } catch (...) {
+      alloc::measure = false;
+      throw;
+    }
+    alloc::measure = false;
+    return alloc::peak;
+  };
+  const long long small = peak_of(10000), large = peak_of(30000);
+  const double per_node = static_cast<double>(large - small) / 20000.0;
+  INFO("peak " << small << " bytes for 10,000 labels, " << large << " for 30,000: " << per_node << " per node");
+  CHECK(per_node > 50.0);  // the measure sees the nodes at all
+  CHECK(per_node < 450.0);
+#endif
+}
