@@ -97,6 +97,9 @@ TEST_CASE("format detection by content") {
   // the key searcher goes on past a match that is a value, and past blanks before the ':'
   CHECK(detect_format("{\"a\": \"traceEvents\", \"traceEvents\" \n\t: [", "x") == Format::KinetoJson);
   CHECK(detect_format("{\"traceEvents\"\"traceEvents\":[", "x") == Format::KinetoJson);
+  CHECK(detect_format("{\"traceEvents\"", "x") == Format::Unknown);  // the key at the very end, no ':'
+  CHECK(detect_format("{\"traceEvents\" ", "x") == Format::Unknown);
+  CHECK(detect_format("{\"traceEvent", "x") == Format::Unknown);  // shorter than the key
   // a JSON key is looked for in the whole text: after megabytes of strings, and an ET's "schema" after its "nodes"
   std::string padded = "{\"deviceProperties\": [";
   for (int i = 0; i < 200000; ++i) padded += "\"traceEvents_\", ";
