@@ -842,8 +842,8 @@ TEST_CASE("an ET node's arguments read back as the node gave them, whichever nod
   REQUIRE(add.inputs.size() == 2);  // the third shape has no type: no tensor
   CHECK(add.inputs[1].dims == std::vector<std::int64_t>{4, 5});
 
-  // Many nodes, each with a shape of its own: each label's arguments are its own, across the arena's growth and the
-  // runs (its shapes reach an op's record only through ops, so the labels sit under an op here).
+  // Many nodes, each with a shape of its own, read back as their own across the arena's growth and the runs: each
+  // evaluate_function op takes its inputs from the threshold_backward node beneath it.
   std::string many = R"J({"schema": "1.0.1", "pid": 1, "nodes": [
     {"name": "[pytorch|profiler|execution_trace|thread]", "id": 1, "parent": 0, "inputs": [], "input_shapes": [],
      "input_types": []})J";
