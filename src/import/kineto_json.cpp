@@ -791,8 +791,7 @@ std::vector<ExecutionTrace> read_kineto_json_runs(std::string_view bytes, const 
     const bool chunked = run_bytes != kWholeDocument && find_array_runs(bytes, "traceEvents", run_bytes, true, layout);
     od::parser parser;
     // Chunked: the events first, run by run, then the rest of the file with an empty "traceEvents":[] in place.
-    const std::string skeleton = chunked ? text_without_array(bytes, layout) : std::string();
-    const std::string_view top = chunked ? std::string_view(skeleton) : bytes;
+    const std::string skeleton = chunked ? text_without_array(bytes, layout) : std::string();  // padded: read in place
     try {
       if (chunked) {
         layout.cuts.push_back(layout.close);
@@ -840,12 +839,15 @@ std::vector<ExecutionTrace> read_kineto_json_runs(std::string_view bytes, const 
           begin = end + 1;
         }
       }
-      simdjson::padded_string buf(top.data(), top.size());
+      // A whole file is copied for simdjson's padding; the skeleton has it already.
+      const simdjson::padded_string copy =
+          chunked ? simdjson::padded_string() : simdjson::padded_string(bytes.data(), bytes.size());
+      const std::string_view top = chunked ? std::string_view(skeleton) : std::string_view(copy);
       // Events met here are deferred as the runs' are: the whole file's, or (chunked) those of a second
       // "traceEvents" key, which lies after the first one's array, so skeleton offset p is source offset
       // p + (close - open - 1). (Read without deferral, their input shapes were dropped: a file's ops kept or lost
       // their shapes by its size.)
-      c.text_base = buf.data();
+      c.text_base = top.data();
       c.text_offset = chunked ? layout.close - layout.open - 1 : 0;
       {
         // The lazy parse below checks little of what it skips. A whole file gets here when the scan above did not
@@ -853,11 +855,12 @@ std::vector<ExecutionTrace> read_kineto_json_runs(std::string_view bytes, const 
         // a full parse checks it first (and the rest of a chunked file, which is small). Its buffers go before the
         // lazy parse takes its own. (Checking every run of a chunked file so cost 13-25% of the import.)
         simdjson::dom::parser whole_check;
-        if (const auto err = check_json(whole_check, buf.data(), buf.size()))
+        if (const auto err = check_json(whole_check, top.data(), top.size()))
           ETS_THROW(Errc::parse, "ets.kineto.1", "'{}' is not a readable Kineto JSON trace: {}", path,
                     simdjson::error_message(err));
       }
-      od::document doc = parser.iterate(buf);
+      const std::size_t readable = chunked ? skeleton.capacity() : copy.size() + simdjson::SIMDJSON_PADDING;
+      od::document doc = parser.iterate(top.data(), top.size(), readable);
       od::object root = doc.get_object();
       for (auto field : root) {
         std::string_view k = field.unescaped_key();
