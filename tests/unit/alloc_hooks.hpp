@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <new>
+#include <utility>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define ETS_TEST_ALLOC_HOOKS 0
@@ -32,6 +33,19 @@ inline thread_local long fail_after = -1;  ///< >= 0: that many more allocations
 inline thread_local bool measure = false;
 inline thread_local long long live = 0;
 inline thread_local long long peak = 0;
+
+/// The highest heap this thread holds while `f()` runs, counted from 0 at its start (`measure` is off again however f
+/// ends, so an exception does not leave the hooks counting).
+template <class F>
+long long peak_while(F&& f) {
+  live = peak = 0;
+  measure = true;
+  struct Off {
+    ~Off() { measure = false; }
+  } off;
+  std::forward<F>(f)();
+  return peak;
+}
 }  // namespace ets_test::alloc
 
 #if ETS_TEST_ALLOC_HOOKS

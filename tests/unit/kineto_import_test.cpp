@@ -1235,28 +1235,18 @@ TEST_CASE("a CPU trace's op list is freed as its records move into the iteration
   constexpr int kSteps = 4, kOps = 5000;  // bare op events: their records are most of what the import holds
   const std::string doc = bare_ops_trace(std::vector<int>(kSteps, kOps), 0);
   namespace alloc = ets_test::alloc;
-  alloc::live = alloc::peak = 0;
-  alloc::measure = true;
+  ets::import::Options keep;
+  keep.keep_incomplete = true;
   std::vector<ExecutionTrace> its;
-  try {
-    its = ets::import::read_kineto_json(doc, "bare.json", [] {
-      ets::import::Options o;
-      o.keep_incomplete = true;
-      return o;
-    }());
-  } catch (...) {
-    alloc::measure = false;
-    throw;
-  }
-  alloc::measure = false;
+  const long long peak = alloc::peak_while([&] { its = ets::import::read_kineto_json(doc, "bare.json", keep); });
   REQUIRE(its.size() == kSteps);
   std::size_t n = 0;
   for (const auto& it : its) n += it.ops.size();
   REQUIRE(n == static_cast<std::size_t>(kSteps) * kOps);
   const double records = static_cast<double>(n) * sizeof(OpRecord);
-  INFO("peak " << alloc::peak << " bytes, " << alloc::peak / records << "x the output's records");
+  INFO("peak " << peak << " bytes, " << peak / records << "x the output's records");
   // The op list (a record and the span's times per op) was held whole until the last iteration was built: over 2.1x
   // the records at once. Now the peak is where the ops are made, beside the host spans and their nesting (~1.7x).
-  CHECK(alloc::peak < 2.0 * records);
+  CHECK(peak < 2.0 * records);
 }
 #endif

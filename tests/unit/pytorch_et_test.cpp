@@ -653,16 +653,7 @@ TEST_CASE("an ET parsed whole is read in place where its buffer has room for sim
 #if ETS_TEST_ALLOC_HOOKS
   namespace alloc = ets_test::alloc;
   const auto peak_of = [&](std::size_t readable) {
-    alloc::live = alloc::peak = 0;
-    alloc::measure = true;
-    try {
-      read_pytorch_et_runs(text, "et.json", readable, kWholeDocument);
-    } catch (...) {
-      alloc::measure = false;
-      throw;
-    }
-    alloc::measure = false;
-    return alloc::peak;
+    return alloc::peak_while([&] { read_pytorch_et_runs(text, "et.json", readable, kWholeDocument); });
   };
   const long long with_copy = peak_of(0), without = peak_of(text.capacity());
   INFO("peak " << with_copy << " bytes with the copy, " << without << " without; the text is " << text.size());
@@ -764,16 +755,8 @@ TEST_CASE("an ET's nodes parsed in runs read as the whole document does, with th
   namespace alloc = ets_test::alloc;
   std::string text = ets::import::read_file_bytes(ets_test::fixture("et_pair_lbfgs.et.json.gz"));
   const auto peak_of = [&](std::size_t run_bytes) {
-    alloc::live = alloc::peak = 0;
-    alloc::measure = true;
-    try {
-      ets::import::detail::read_pytorch_et_runs(text, "et.json", text.capacity(), run_bytes);
-    } catch (...) {
-      alloc::measure = false;
-      throw;
-    }
-    alloc::measure = false;
-    return alloc::peak;
+    return alloc::peak_while(
+        [&] { ets::import::detail::read_pytorch_et_runs(text, "et.json", text.capacity(), run_bytes); });
   };
   const long long whole = peak_of(kWholeDocument), in_runs = peak_of(4096);
   INFO("peak " << whole << " bytes parsed whole (in place), " << in_runs << " in runs; the text is " << text.size());
@@ -879,16 +862,7 @@ TEST_CASE("an ET's nodes are held in a few hundred bytes each, however many stri
   namespace alloc = ets_test::alloc;
   const auto peak_of = [](int labels) {
     const std::string text = et_of_labels(labels);
-    alloc::live = alloc::peak = 0;
-    alloc::measure = true;
-    try {
-      ets::import::detail::read_pytorch_et_runs(text, "labels.json", 0, 4096);
-    } catch (...) {
-      alloc::measure = false;
-      throw;
-    }
-    alloc::measure = false;
-    return alloc::peak;
+    return alloc::peak_while([&] { ets::import::detail::read_pytorch_et_runs(text, "labels.json", 0, 4096); });
   };
   const long long small = peak_of(10000), large = peak_of(30000);
   const double per_node = static_cast<double>(large - small) / 20000.0;
