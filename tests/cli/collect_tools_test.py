@@ -458,9 +458,12 @@ for cid in ids:
                             **({"tail_steps": a.tail_steps} if a.tail_steps else {}))}
     if os.environ.get("STUB_ENV"):
         rec["env"] = {"environment": os.environ["STUB_ENV"]}
-    if os.environ.get("STUB_SPEED"):  # JSON list of machine slowness factors, one per worker process (= pass)
-        f = json.load(open(os.environ["STUB_SPEED"]))
-        rec["probe"] = {"before": {"gemm_ms": 3.0 * f[0], "small_ops_ms": 2.0 * f[0]}}
+    if os.environ.get("STUB_SPEED"):  # JSON list of machine slowness factors, one per worker process (= pass); an
+        # entry may be {config: factor or [before, after]} (1.0 for the configs it does not name)
+        f = json.load(open(os.environ["STUB_SPEED"]))[0]
+        f = f.get(cid, 1.0) if isinstance(f, dict) else f
+        f = f if isinstance(f, list) else [f]
+        rec["probe"] = {w: {"gemm_ms": 3.0 * x, "small_ops_ms": 2.0 * x} for w, x in zip(("before", "after"), f)}
     json.dump(rec, open(os.path.join(d, "pass%d.status.json" % a.p), "w"))
     print("DONE %s 1 0.01" % cid, flush=True)
     if os.environ.get("STUB_DIE_AFTER") == cid:  # dies between configs, its marker still naming the finished one
@@ -794,6 +797,67 @@ check(r.returncode == 3 and "stopped" in r.stderr and len(aside(stop_out, 2)) ==
 r = gated(stop_out, [1.01], "--speed-retries", "0")
 check(r.returncode == 0 and units_to_run(r.stderr) == len(ids) and len(speed_events(stop_out)) == 4,
       f"a later run resumes with pass 2 only, against the kept reference: rc {r.returncode} {r.stderr[-300:]}")
+# ---- the config gate: a configuration whose own probes (before or after it) ran more than --config-gate slower than
+# the reference is run again in a fresh worker, alone with the others it caught, while the block's medians stay at
+# speed; after --config-retries re-runs its last pass is kept, its slowness recorded. Faster is not a slow spell.
+def config_events(out):
+    path = os.path.join(out, "collect", "run.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as fh:
+        return [e for e in map(json.loads, fh) if e.get("ev") == "config_speed"]
+
+
+def config_aside(out, cid, p):
+    d = os.path.join(out, "raw", cid)
+    return sorted(f for f in (os.listdir(d) if os.path.isdir(d) else [])
+                  if f.startswith(f"pass{p}.slow-config-") and f.endswith(".status.json"))
+
+
+cg_out = os.path.join(work, "config-gate")
+r = gated(cg_out, [1.0, {"mlp-0001": [1.0, 1.4]}, 1.0], "--config-pause", "0")
+sts = stub_statuses(cg_out) if r.returncode == 0 else {}
+check(r.returncode == 0 and [e["ok"] for e in speed_events(cg_out)] == [True, True] and
+      [e["again"] for e in config_events(cg_out)] == [{"mlp-0001": 0.4}] and
+      len(config_aside(cg_out, "mlp-0001", 2)) == 1 and not config_aside(cg_out, "mlp-0002", 2) and
+      not config_aside(cg_out, "mlp-0001", 1),
+      f"a pass slow after its configuration is run again, alone: rc {r.returncode} {config_events(cg_out)} "
+      f"{r.stderr[-300:]}")
+check(sts and "after" not in sts[("mlp-0001", 2)]["probe"] and sts[("mlp-0001", 2)]["pid"] not in
+      (sts[("mlp-0002", 2)]["pid"], sts[("mlp-0001", 1)]["pid"]) and
+      all("config_slow" not in st.get("speed_judged", {}) for st in sts.values()) and
+      all(st.get("speed_judged") for st in sts.values()),
+      f"the pass kept is the re-run's, in a worker of its own, judged: {sts}")
+kept_aside = config_aside(cg_out, "mlp-0001", 2)
+aside_st = json.load(open(os.path.join(cg_out, "raw", "mlp-0001", kept_aside[0]))) if kept_aside else {}
+check(math.isclose(aside_st.get("probe", {}).get("after", {}).get("gemm_ms", 0), 4.2),
+      f"the slow pass is kept aside: {aside_st}")
+r = gated(cg_out, [1.0], "--config-pause", "0")
+check(r.returncode == 0 and units_to_run(r.stderr) == 0 and len(config_events(cg_out)) == 1,
+      f"a resumed run has nothing to do: rc {r.returncode} {r.stderr[-300:]}")
+cg_out = os.path.join(work, "config-gate-keep")
+slow1 = {"mlp-0001": [1.0, 1.5]}
+r = gated(cg_out, [1.0, slow1, slow1, slow1], "--config-pause", "0", "--config-retries", "2")
+sts = stub_statuses(cg_out) if r.returncode == 0 else {}
+check(r.returncode == 0 and len(config_aside(cg_out, "mlp-0001", 2)) == 2 and
+      [e["again"] for e in config_events(cg_out)] == [{"mlp-0001": 0.5}] * 2 and
+      config_events(cg_out)[-1].get("kept") == {} and
+      sts.get(("mlp-0001", 2), {}).get("speed_judged", {}).get("config_slow") == 0.5 and
+      "config_slow" not in sts.get(("mlp-0002", 2), {}).get("speed_judged", {"config_slow": 1}),
+      f"after --config-retries re-runs the last pass is kept, its slowness recorded: rc {r.returncode} "
+      f"{config_events(cg_out)} {sts} {r.stderr[-300:]}")
+for out, factors, extra, why in (
+        ("config-gate-fast", [1.0, {"mlp-0002": [1.0, 0.7]}], [], "a pass faster than the reference"),
+        ("config-gate-off", [1.0, slow1], ["--config-gate", "0"], "--config-gate 0"),
+        ("config-gate-within", [1.0, {"mlp-0001": [1.0, 1.08]}], [], "8% slower, within the default 10%")):
+    r = gated(os.path.join(work, out), factors, "--config-pause", "0", *extra)
+    check(r.returncode == 0 and not config_events(os.path.join(work, out)) and
+          not any(config_aside(os.path.join(work, out), cid, 2) for cid in ids),
+          f"{why} is not run again: rc {r.returncode} {r.stderr[-300:]}")
+for extra in (["--config-gate", "-0.1"], ["--config-retries", "-1"], ["--config-pause", "-1"]):
+    r = gated(os.path.join(work, "config-gate-bad"), [1.0], *extra)
+    check(r.returncode == 2 and extra[0] in r.stderr and not os.path.exists(os.path.join(work, "config-gate-bad")),
+          f"collect {extra} is refused: rc {r.returncode} {r.stderr[-300:]}")
 # a reference taken in a slow spell: every pass at the usual speed is then off, and a resume could never pass;
 # --invalidate over the spell drops it with the passes (it lists the passes it came from), and the next gated pass
 # sets a new one

@@ -16,6 +16,10 @@ whose probe medians lie further than that from the environment's reference (the 
 OUT/speed_ref.json beside the labels, or --speed-ref) ran while the machine was faster or slower than the rest of the
 collection: it is set aside (raw/<id>/pass<N>.slow-<time>.*), the collector pauses --speed-pause minutes and runs it
 again, and after --speed-retries such runs it stops (exit 3), to be resumed later.
+
+Config gate (--config-gate, default 10%): a configuration whose own probes, right before or right after it, ran more
+than that slower than the reference met a slow spell too short to move the block's medians: its pass is set aside
+(raw/<id>/pass<N>.slow-config-<time>.*) and run again in a fresh worker, at most --config-retries times.
 """
 from __future__ import annotations
 
@@ -367,12 +371,41 @@ class Collector:
             st["speed_judged"] = verdict
             atomic_write(os.path.join(self.raw, cid, f"pass{p}.status.json"), json.dumps(st, indent=1, sort_keys=True))
 
+    def slow_configs(self, ids: list, p: int, ref: dict) -> dict:
+        """{config: slowness} of the passes p of ids whose own probes, before or after the configuration, ran more
+        than --config-gate slower than the reference (E.pass_slowness)."""
+        out = {}
+        for cid in ids:
+            slow = E.pass_slowness(self.status(cid, p), ref)
+            if slow is not None and slow > self.a.config_gate:
+                out[cid] = slow
+        return out
+
+    def config_reruns(self, cid: str, p: int) -> int:
+        """How often pass p of cid was set aside by the per-config gate (its pass<p>.slow-config-* files): counted
+        from the files, so that a resumed run does not start the count again."""
+        d = os.path.join(self.raw, cid)
+        try:
+            names = os.listdir(d)
+        except OSError:
+            return 0
+        return sum(1 for f in names if f.startswith(f"pass{p}.slow-config-") and f.endswith(".status.json"))
+
     def gated_pass(self, block: list, p: int, progress: Progress, rng: random.Random) -> str:
         """Runs pass p of the block's configs that need it, in a fresh shuffled order, until the probes of every pass
         p of the block not judged yet (this attempt's, and any that finished before an interruption) match the
         reference speed: "" then, "speed" when the retries ran out, "environment:<id>" when it ran in an environment
-        other than the dataset's (set aside, before its speed is judged or becomes a reference)."""
-        for attempt in range(self.a.speed_retries + 1):
+        other than the dataset's (set aside, before its speed is judged or becomes a reference).
+
+        Two gates. The block gate compares the medians of the pass's probes with the reference: a machine slower or
+        faster for the whole pass. The config gate (--config-gate) then looks at each configuration's own probes,
+        before and after it: a slow spell of a few seconds (a host that switches speed, docs/dataset.md) spoils the
+        configurations it overlaps and leaves the block's medians alone. Those passes are set aside as
+        pass<p>.slow-config-* and run again in a fresh worker, at most --config-retries times each; after that the
+        last one is kept, its slowness recorded in its status (speed_judged.config_slow)."""
+        attempt = 0  # block-gate retries used
+        rerun = False  # this attempt re-runs configurations the config gate set aside
+        while True:
             ids = [cid for cid in block if self.needs_pass(cid, p)]
             rng.shuffle(ids)  # a fresh order per pass: slow spells hit different configs each time
             if ids:
@@ -390,23 +423,43 @@ class Collector:
             ref = self.speed_reference(env, got, judge, p)
             rel = {k: got[k] / ref[k] - 1.0 for k in E.SPEED_PROBES}
             off = {k: v for k, v in rel.items() if abs(v) > self.a.speed_gate}
-            self.log(ev="speed", **{"pass": p}, configs=len(judge), ran=len(ids), environment=env, attempt=attempt,
-                     **{k: round(got[k], 4) for k in E.SPEED_PROBES}, **{k + "_rel": round(v, 4) for k, v in rel.items()},
-                     ok=not off)
-            if not off:
-                self.mark_judged(judge, p, {"t": round(time.time(), 3), "environment": env, "attempt": attempt,
-                                            **{k + "_rel": round(v, 4) for k, v in rel.items()}})
-                return ""
-            desc = ", ".join(f"{k} {100 * v:+.1f}%" for k, v in off.items())
-            sys.stderr.write(f"\ncollect: pass {p} of {len(judge)} configs ran off the reference speed ({desc}; gate "
-                             f"±{100 * self.a.speed_gate:.0f}%): set aside\n")
-            self.set_aside(judge, p, "slow")
-            if attempt < self.a.speed_retries:
+            if not rerun:
+                # a re-run of a few configurations is judged one by one below: the median of their probes is no
+                # measure of the machine over a pass
+                self.log(ev="speed", **{"pass": p}, configs=len(judge), ran=len(ids), environment=env,
+                         attempt=attempt, **{k: round(got[k], 4) for k in E.SPEED_PROBES},
+                         **{k + "_rel": round(v, 4) for k, v in rel.items()}, ok=not off)
+            if off and not rerun:
+                desc = ", ".join(f"{k} {100 * v:+.1f}%" for k, v in off.items())
+                sys.stderr.write(f"\ncollect: pass {p} of {len(judge)} configs ran off the reference speed ({desc}; "
+                                 f"gate ±{100 * self.a.speed_gate:.0f}%): set aside\n")
+                self.set_aside(judge, p, "slow")
+                if attempt >= self.a.speed_retries:
+                    return "speed"
+                attempt += 1
                 sys.stderr.write(f"collect: pausing {self.a.speed_pause:g} min, then running it again "
-                                 f"({attempt + 1}/{self.a.speed_retries})\n")
+                                 f"({attempt}/{self.a.speed_retries})\n")
                 progress.total += len(judge)
                 time.sleep(60.0 * self.a.speed_pause)
-        return "speed"
+                continue
+            verdict = {"t": round(time.time(), 3), "environment": env, "attempt": attempt,
+                       **{k + "_rel": round(v, 4) for k, v in rel.items()}}
+            slow = self.slow_configs(judge, p, ref) if self.a.config_gate > 0 else {}
+            again = sorted(c for c in slow if self.config_reruns(c, p) < self.a.config_retries)
+            for cid in judge:
+                if cid in again:
+                    continue
+                self.mark_judged([cid], p, dict(verdict, config_slow=round(slow[cid], 4)) if cid in slow else verdict)
+            if not again:
+                return ""
+            self.log(ev="config_speed", **{"pass": p}, environment=env, gate=self.a.config_gate,
+                     again={c: round(slow[c], 4) for c in again},
+                     kept={c: round(v, 4) for c, v in slow.items() if c not in again})
+            self.set_aside(again, p, "slow-config")
+            progress.total += len(again)
+            rerun = True
+            if self.a.config_pause > 0:
+                time.sleep(self.a.config_pause)
 
     # ---- labelling
     def label(self, cfg: dict) -> bool:
@@ -873,6 +926,13 @@ def main(argv=None) -> int:
     ap.add_argument("--speed-pause", type=float, default=5.0, help="minutes to wait before re-running a slow pass")
     ap.add_argument("--speed-retries", type=int, default=6,
                     help="re-runs of a slow pass before the collector stops (exit 3; resumable)")
+    ap.add_argument("--config-gate", type=float, default=None,
+                    help="re-run a configuration's pass whose own probes, before or after it, ran more than this "
+                         "fraction slower than the reference (default 0.10, 0 with --quick; 0: off)")
+    ap.add_argument("--config-retries", type=int, default=3,
+                    help="re-runs of one configuration's slow pass; then its last pass is kept (default 3)")
+    ap.add_argument("--config-pause", type=float, default=5.0,
+                    help="seconds to wait before re-running the configurations the config gate set aside")
     ap.add_argument("--no-label", action="store_true", help="collect raw passes only")
     ap.add_argument("--prune-raw", action="store_true", help="delete raw JSON of labelled configs (keeps a 5%% sample)")
     ap.add_argument("--quick", action="store_true", help="CI / dry run: 1 warm-up, 5 iterations, 2 passes, small block")
@@ -881,8 +941,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     # What the user did not give: --quick's small values (a dry run's labels are not kept, so no speed gate either),
     # else the defaults. An explicit value always wins.
-    quick = {"warmup": 1, "iters": 5, "max_iter_s": 1.0, "passes": 2, "speed_gate": 0.0}
-    defaults = {"warmup": 3, "iters": 6, "max_iter_s": 2.0, "passes": 3, "speed_gate": 0.05}
+    quick = {"warmup": 1, "iters": 5, "max_iter_s": 1.0, "passes": 2, "speed_gate": 0.0, "config_gate": 0.0}
+    defaults = {"warmup": 3, "iters": 6, "max_iter_s": 2.0, "passes": 3, "speed_gate": 0.05, "config_gate": 0.10}
     for name, default in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, quick[name] if args.quick else default)
@@ -910,6 +970,9 @@ def main(argv=None) -> int:
         ap.error("--limit must be ≥ 0 (0: no limit)")
     if not 0 <= args.speed_gate < 1 or args.speed_pause < 0 or args.speed_retries < 0:
         ap.error("--speed-gate takes a fraction in [0, 1); --speed-pause and --speed-retries must be ≥ 0")
+    if not 0 <= args.config_gate < 10 or args.config_retries < 0 or not 0 <= args.config_pause < 3600:
+        ap.error("--config-gate takes a fraction ≥ 0 (0: off); --config-retries must be ≥ 0 and --config-pause "
+                 "0 to 3600 seconds")
     if args.speed_ref:
         try:
             args.speed_ref = [float(x) for x in args.speed_ref.split(",")]

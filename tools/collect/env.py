@@ -109,6 +109,26 @@ def pass_probe(status: dict):
     return {k: float(before[k]) for k in SPEED_PROBES}
 
 
+def pass_slowness(status: dict, ref: dict):
+    """How much slower than ref ({probe: ms}) the worst of a successful pass's probes ran, taken before and after
+    its configuration (0.2: 20% slower; negative when every probe ran faster), or None without a complete probe.
+    A slow spell that starts or ends during the configuration shows in one of the two."""
+    probe = (status or {}).get("probe") or {}
+    if not (status or {}).get("ok"):
+        return None
+    worst = None
+    for when in ("before", "after"):
+        got = probe.get(when)
+        if not isinstance(got, dict):
+            continue
+        if not all(isinstance(got.get(k), (int, float)) and isinstance(ref.get(k), (int, float)) and ref[k] > 0
+                   for k in SPEED_PROBES):
+            return None
+        rel = max(float(got[k]) / float(ref[k]) - 1.0 for k in SPEED_PROBES)
+        worst = rel if worst is None else max(worst, rel)
+    return worst
+
+
 def pass_settings(warmup: int, iters: int, isolated: bool, heap_mb: int, rt: bool = False,
                   tail_steps: int = 0) -> dict:
     """The settings a pass records in its status and a collection compares before it counts the pass as done; the
