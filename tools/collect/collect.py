@@ -397,12 +397,12 @@ class Collector:
         reference speed: "" then, "speed" when the retries ran out, "environment:<id>" when it ran in an environment
         other than the dataset's (set aside, before its speed is judged or becomes a reference).
 
-        Two gates. The block gate compares the medians of the pass's probes with the reference: a machine slower or
-        faster for the whole pass. The config gate (--config-gate) then looks at each configuration's own probes,
-        before and after it: a slow spell of a few seconds (a host that switches speed, docs/dataset.md) spoils the
-        configurations it overlaps and leaves the block's medians alone. Those passes are set aside as
-        pass<p>.slow-config-* and run again in a fresh worker, at most --config-retries times each; after that the
-        last one is kept, its slowness recorded in its status (speed_judged.config_slow)."""
+        Two gates. The config gate (--config-gate) looks at each configuration's own probes, before and after it: a
+        slow spell of a few seconds (a host that switches speed, docs/dataset.md) spoils the configurations it
+        overlaps. The block gate compares the medians of the other configurations' probes with the reference: a
+        machine slower or faster for the whole pass (a pass with every configuration slow is one). A spell's passes
+        are set aside as pass<p>.slow-config-* and run again in a fresh worker, at most --config-retries times each;
+        after that the last one is kept, its slowness recorded in its status (speed_judged.config_slow)."""
         attempt = 0  # block-gate retries used
         rerun = False  # this attempt re-runs configurations the config gate set aside
         while True:
@@ -421,6 +421,13 @@ class Collector:
                 return ""  # gate off, or no probes to judge by (every pass failed, or an old worker)
             env, got = speed
             ref = self.speed_reference(env, got, judge, p)
+            # The block gate judges the machine's speed over the pass by the configurations that met no slow spell:
+            # spells short enough for the config gate to catch one by one would otherwise move the medians (many
+            # configurations in spells make a block look 7% slow) and send the whole block round again.
+            slow = self.slow_configs(judge, p, ref) if self.a.config_gate > 0 else {}
+            clean = self.pass_speed([c for c in judge if c not in slow], p) if slow else None
+            if clean is not None:
+                got = clean[1]
             rel = {k: got[k] / ref[k] - 1.0 for k in E.SPEED_PROBES}
             off = {k: v for k, v in rel.items() if abs(v) > self.a.speed_gate}
             if not rerun:
@@ -428,7 +435,8 @@ class Collector:
                 # measure of the machine over a pass
                 self.log(ev="speed", **{"pass": p}, configs=len(judge), ran=len(ids), environment=env,
                          attempt=attempt, **{k: round(got[k], 4) for k in E.SPEED_PROBES},
-                         **{k + "_rel": round(v, 4) for k, v in rel.items()}, ok=not off)
+                         **{k + "_rel": round(v, 4) for k, v in rel.items()}, ok=not off,
+                         **({"in_spells": len(slow)} if slow else {}))
             if off and not rerun:
                 desc = ", ".join(f"{k} {100 * v:+.1f}%" for k, v in off.items())
                 sys.stderr.write(f"\ncollect: pass {p} of {len(judge)} configs ran off the reference speed ({desc}; "
@@ -444,7 +452,6 @@ class Collector:
                 continue
             verdict = {"t": round(time.time(), 3), "environment": env, "attempt": attempt,
                        **{k + "_rel": round(v, 4) for k, v in rel.items()}}
-            slow = self.slow_configs(judge, p, ref) if self.a.config_gate > 0 else {}
             again = sorted(c for c in slow if self.config_reruns(c, p) < self.a.config_retries)
             for cid in judge:
                 if cid in again:
