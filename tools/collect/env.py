@@ -100,33 +100,26 @@ def prefault_heap(mib: int) -> float:
 SPEED_PROBES = ("gemm_ms", "small_ops_ms")  # worker.speed_probe's figures, recorded in every pass status
 
 
-def pass_probe(status: dict):
-    """{probe: ms} timed before a successful pass's configuration (status: a pass<N>.status.json), or None when the
-    pass failed or carries no complete probe."""
-    before = ((status or {}).get("probe") or {}).get("before") or {}
-    if not (status or {}).get("ok") or not all(isinstance(before.get(k), (int, float)) for k in SPEED_PROBES):
+def pass_probe(status: dict, when: str = "before"):
+    """{probe: ms} timed `when` ("before" or "after") a successful pass's configuration (status: a
+    pass<N>.status.json), or None when the pass failed or carries no complete probe there."""
+    got = ((status or {}).get("probe") or {}).get(when) or {}
+    if not (status or {}).get("ok") or not all(isinstance(got.get(k), (int, float)) for k in SPEED_PROBES):
         return None
-    return {k: float(before[k]) for k in SPEED_PROBES}
+    return {k: float(got[k]) for k in SPEED_PROBES}
 
 
 def pass_slowness(status: dict, ref: dict):
     """How much slower than ref ({probe: ms}) the worst of a successful pass's probes ran, taken before and after
     its configuration (0.2: 20% slower; negative when every probe ran faster), or None without a complete probe.
     A slow spell that starts or ends during the configuration shows in one of the two."""
-    probe = (status or {}).get("probe") or {}
-    if not (status or {}).get("ok"):
+    if not all(isinstance(ref.get(k), (int, float)) and ref[k] > 0 for k in SPEED_PROBES):
         return None
-    worst = None
-    for when in ("before", "after"):
-        got = probe.get(when)
-        if not isinstance(got, dict):
-            continue
-        if not all(isinstance(got.get(k), (int, float)) and isinstance(ref.get(k), (int, float)) and ref[k] > 0
-                   for k in SPEED_PROBES):
-            return None
-        rel = max(float(got[k]) / float(ref[k]) - 1.0 for k in SPEED_PROBES)
-        worst = rel if worst is None else max(worst, rel)
-    return worst
+    taken = [w for w in ("before", "after") if isinstance(((status or {}).get("probe") or {}).get(w), dict)]
+    probes = [pass_probe(status, w) for w in taken]
+    if not probes or None in probes:
+        return None
+    return max(got[k] / float(ref[k]) - 1.0 for got in probes for k in SPEED_PROBES)
 
 
 def pass_settings(warmup: int, iters: int, isolated: bool, heap_mb: int, rt: bool = False,
