@@ -8,10 +8,12 @@
 #include <ctime>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "ets/aggregator.hpp"
 #include "ets/bilstm_predictor.hpp"
 #include "ets/detail/ascii.hpp"
 #include "ets/detail/fnv1a.hpp"
@@ -40,6 +42,9 @@ void label_norm(const FeatureSpec& spec, int ch, double& mean, double& scale) {
   mean = m.mean;
   scale = m.stdev;
 }
+
+// Validation traces encoded per batch: bounded pieces, as Evaluator::predict makes them.
+constexpr std::size_t kValChunkTraces = 64;
 
 // ets.train.8 unless 0 <= power <= 2 (NaN included): checked by train() before any fitting, and by loss_weights().
 void check_loss_time_power(double power) {
@@ -169,10 +174,41 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
     // weighted labels are other labels: a checkpoint of an unweighted run must not resume into this one
     topt.run_tag = detail::fnv1a(&opt.loss_time_power, sizeof opt.loss_time_power, topt.run_tag);
   }
+  // Validation scores the weights with the trainer's own forward pass on windows encoded once, in chunks of 64
+  // traces (as Evaluator::predict batches them). Its kernels use the widest instruction set the CPU runs, picked at
+  // run time; BiLstmPredictor's follow the build's flags, SSE2 in a portable x86-64 build, which made a validation of
+  // the shipped recipe take a quarter of its 15-minute budget. The two agree to float rounding.
+  struct ValChunk {
+    std::size_t first = 0;
+    WindowBatch batch;
+  };
+  std::vector<ValChunk> val_chunks;
+  std::unique_ptr<Trainer> val_forward;
+  std::unique_ptr<Aggregator> val_aggregator;
   if (own_validation) {
+    for (std::size_t b = 0; b < val.size(); b += kValChunkTraces) {
+      std::vector<const ExecutionTrace*> ptrs;
+      for (std::size_t i = b; i < std::min(val.size(), b + kValChunkTraces); ++i) ptrs.push_back(&val[i]);
+      val_chunks.push_back({b, encoder.encode(ptrs)});
+    }
+    Trainer::Options fopt;  // only the forward pass's threads and chunking matter
+    fopt.threads = topt.threads;
+    fopt.batch = topt.batch;
+    val_forward = std::make_unique<Trainer>(Trainer::init(cfg, 0), fopt);
+    val_aggregator = std::make_unique<Aggregator>(encoder.spec());
     topt.validate = [&](const LstmWeights& w) {
       try {
-        return Evaluator::mre(w, encoder, val, opt.threads);
+        std::vector<double> predicted(val.size()), truth(val.size());
+        for (const auto& c : val_chunks) {
+          const std::vector<float> y = val_forward->forward(w, c.batch);
+          const std::size_t n = std::min(val.size() - c.first, kValChunkTraces);
+          const auto preds = val_aggregator->aggregate_all(c.batch, y, static_cast<int>(n));
+          for (std::size_t i = 0; i < n; ++i) {
+            predicted[c.first + i] = preds[i].iteration_us;
+            truth[c.first + i] = Evaluator::truth_us(val[c.first + i]);
+          }
+        }
+        return Evaluator::metrics(predicted, truth).mre;
       } catch (const Error& e) {
         // predictions too large to denormalise: the weights diverged even if the loss is still finite
         if (e.id() != "ets.aggregate.3") throw;
