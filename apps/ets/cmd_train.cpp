@@ -84,6 +84,7 @@ int run_train(const Args& a) {
   const double budget_s = 60.0 * number_option(a, "--max-minutes", 15.0);
   if (budget_s < 0) throw std::invalid_argument("--max-minutes must be >= 0 (0 = no time budget)");
   t.anneal_within_budget = a.flag("--anneal-to-budget");
+  o.features.backward_twin = !a.flag("--no-backward-twin");
   if (t.anneal_within_budget && budget_s == 0)
     throw std::invalid_argument("--anneal-to-budget follows the time budget: it needs --max-minutes > 0");
   t.max_windows_per_epoch = integer_option(a, "--max-windows", 0, 0, std::numeric_limits<long long>::max());
@@ -246,10 +247,10 @@ const Register train_cmd{Command{
     Spec{"train --data DIR --out M.etsm [--epochs N] [--batch B] [--lr X] [--hidden H] [--layers L] [--cell lstm|gru] "
          "[--width W] "
          "[--stride S] [--seed N] [--threads T] [--patience P] [--max-minutes M] [--max-windows N] [--weight-decay X] "
-         "[--clip X] [--ema D] [--loss-weight P] [--anneal-to-budget] [--checkpoint PATH [--resume]] [--train-split S] "
+         "[--clip X] [--ema D] [--loss-weight P] [--anneal-to-budget] [--no-backward-twin] [--checkpoint PATH [--resume]] [--train-split S] "
          "[--val-split S] "
          "[--environment E] [--commit C] [--max-bytes SIZE] [--quiet] [--json]",
-         {"--resume", "--quiet", "--json", "--anneal-to-budget"},
+         {"--resume", "--quiet", "--json", "--anneal-to-budget", "--no-backward-twin"},
          {"--data", "--out", "--epochs", "--batch", "--lr", "--hidden", "--layers", "--cell", "--width", "--stride", "--seed",
           "--threads", "--patience", "--max-minutes", "--max-windows", "--weight-decay", "--clip", "--ema",
           "--loss-weight", "--checkpoint", "--train-split", "--val-split", "--environment", "--commit", "--max-bytes"},
@@ -276,6 +277,7 @@ const Register train_cmd{Command{
            "weigh each op's loss by ((time + gap) / mean)^P, clipped to [0.1, 10]; P in [0, 2] (default 0: off)"},
           {"--anneal-to-budget",
            "the cosine decay follows the time budget when ahead of the steps, reaching its floor at its end"},
+          {"--no-backward-twin", "describe a backward op by itself, not by its forward twin (the features of models before it)"},
           {"--checkpoint PATH", "write a checkpoint to PATH after every validation"},
           {"--resume", "continue from the --checkpoint file if it exists"},
           {"--train-split S", "split of DIR to train on (default train)"},

@@ -19,6 +19,14 @@ struct FeatureOptions {
   int dims_per_input = 4;
   /// |z| cap for per-op-type hyper-parameter z-scores: an unseen-large value must not saturate the LSTM.
   double hyper_clip = 10.0;
+  /// A backward op is described by its forward twin: the forward op of the same iteration with the same autograd
+  /// sequence number and the same type. Its inputs, hyper-parameters, FLOPs and bytes are the twin's; its type,
+  /// phase and labels stay its own. A CPU profile records a convolution's backward with the incoming gradient's
+  /// shape only (no weight, kernel, stride or FLOPs), though it is the costliest op of most CNNs; the paper's
+  /// traces describe a backward op by its forward op's parameters. Ops without a twin keep their own description.
+  /// Read by FeatureSpec::encode_ops and WindowEncoder (encode_op sees one op and no twin). Specs of format 1 and 2
+  /// (models before it) read as false.
+  bool backward_twin = true;
 };
 
 }  // namespace ets

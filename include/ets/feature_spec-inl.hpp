@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -310,21 +311,25 @@ ETS_INLINE FeatureSpec FeatureSpec::fit(const std::vector<ExecutionTrace>& trace
   std::vector<Welford> cont(static_cast<std::size_t>(cf + 3));
   std::array<Welford, kLabelCount> labels{};
 
+  std::vector<std::int32_t> twins;
   for (const auto& t : traces) {
     const bool labelled = has_labels(t);
     const bool batch_known = t.meta.batch_size > 0;
     const double log_batch = batch_known ? std::log1p(static_cast<double>(t.meta.batch_size)) : 0.0;
-    for (const auto& op : t.ops) {
+    if (options.backward_twin) backward_twins(t, twins);
+    for (std::size_t i = 0; i < t.ops.size(); ++i) {
+      const OpRecord& op = t.ops[i];
+      const OpRecord& desc = s.described(t, twins, i);  // the statistics of what encoding will write
       const int r = s.index_.find(op.name)->second;
       for (int h = 0; h < kHyperCount; ++h) {
         const Hyper hh = static_cast<Hyper>(h);
-        if (!op.hyper.has(hh) || !std::isfinite(op.hyper.get(hh))) continue;
-        hyper[static_cast<std::size_t>(r)][static_cast<std::size_t>(h)].add(op.hyper.get(hh));
-        hyper_global[static_cast<std::size_t>(h)].add(op.hyper.get(hh));
+        if (!desc.hyper.has(hh) || !std::isfinite(desc.hyper.get(hh))) continue;
+        hyper[static_cast<std::size_t>(r)][static_cast<std::size_t>(h)].add(desc.hyper.get(hh));
+        hyper_global[static_cast<std::size_t>(h)].add(desc.hyper.get(hh));
       }
-      const int n_in = std::min(slots, static_cast<int>(op.inputs.size()));
+      const int n_in = std::min(slots, static_cast<int>(desc.inputs.size()));
       for (int si = 0; si < n_in; ++si) {
-        const TensorInfo& in = op.inputs[static_cast<std::size_t>(si)];
+        const TensorInfo& in = desc.inputs[static_cast<std::size_t>(si)];
         const int base = si * per_slot;
         const int rank = static_cast<int>(in.dims.size());
         cont[static_cast<std::size_t>(base)].add(detail::fspec::log_numel(in));
@@ -335,8 +340,8 @@ ETS_INLINE FeatureSpec FeatureSpec::fit(const std::vector<ExecutionTrace>& trace
           cont[static_cast<std::size_t>(base + 2 + j)].add(detail::fspec::log1p_dim(in.dims[static_cast<std::size_t>(di)]));
         }
       }
-      if (detail::fspec::usable(op.flops)) cont[static_cast<std::size_t>(cf)].add(std::log1p(op.flops));
-      if (detail::fspec::usable(op.bytes)) cont[static_cast<std::size_t>(cf + 1)].add(std::log1p(op.bytes));
+      if (detail::fspec::usable(desc.flops)) cont[static_cast<std::size_t>(cf)].add(std::log1p(desc.flops));
+      if (detail::fspec::usable(desc.bytes)) cont[static_cast<std::size_t>(cf + 1)].add(std::log1p(desc.bytes));
       if (batch_known) cont[static_cast<std::size_t>(cf + 2)].add(log_batch);
       if (labelled) {
         labels[0].add(std::log1p(std::max(op.time_us, 0.0)));
@@ -439,7 +444,7 @@ ETS_INLINE FeatureSpec::MetaCode FeatureSpec::encode_meta(const TraceMeta& meta)
   return mc;
 }
 
-ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, float* row,
+ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const OpRecord& desc, const MetaCode& mc, float* row,
                                         EncodeStats* stats) const {
   const Layout& l = layout_;
   std::fill(row, row + l.features, 0.f);
@@ -469,7 +474,7 @@ ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, 
   if (phase >= 0 && phase < kPhaseCount) row[l.phase + phase] = 1.f;
 
   int dtype = 0;
-  for (const auto& in : op.inputs)
+  for (const auto& in : desc.inputs)
     if (in.dtype != DType::Unknown) {
       dtype = static_cast<int>(in.dtype);
       break;
@@ -478,9 +483,9 @@ ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, 
   row[l.dtype + dtype] = 1.f;
 
   const int dims = options_.dims_per_input, per_slot = cont_per_slot();
-  const int n_in = std::min(options_.input_slots, static_cast<int>(op.inputs.size()));
+  const int n_in = std::min(options_.input_slots, static_cast<int>(desc.inputs.size()));
   for (int si = 0; si < n_in; ++si) {
-    const TensorInfo& in = op.inputs[static_cast<std::size_t>(si)];
+    const TensorInfo& in = desc.inputs[static_cast<std::size_t>(si)];
     float* out = row + l.inputs + si * l.input_stride;
     const int cbase = si * per_slot;
     const int rank = static_cast<int>(in.dims.size());
@@ -495,21 +500,21 @@ ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, 
   }
 
   const int cf = cont_flops();
-  if (detail::fspec::usable(op.flops)) {
-    row[l.cost] = z(cf, std::log1p(op.flops));
+  if (detail::fspec::usable(desc.flops)) {
+    row[l.cost] = z(cf, std::log1p(desc.flops));
     row[l.cost + 1] = 1.f;
   }
-  if (detail::fspec::usable(op.bytes)) {
-    row[l.cost + 2] = z(cf + 1, std::log1p(op.bytes));
+  if (detail::fspec::usable(desc.bytes)) {
+    row[l.cost + 2] = z(cf + 1, std::log1p(desc.bytes));
     row[l.cost + 3] = 1.f;
   }
 
-  if (op.hyper.present != 0) {
+  if (desc.hyper.present != 0) {
     const double clip = options_.hyper_clip;
     for (int h = 0; h < kHyperCount; ++h) {
       const Hyper hh = static_cast<Hyper>(h);
-      if (!op.hyper.has(hh)) continue;
-      const double v = op.hyper.get(hh);
+      if (!desc.hyper.has(hh)) continue;
+      const double v = desc.hyper.get(hh);
       if (!std::isfinite(v)) continue;
       const Moments* m = &hyper_global_[static_cast<std::size_t>(h)];
       if (r >= 0 && types_[static_cast<std::size_t>(r)].hyper[static_cast<std::size_t>(h)].n > 0)
@@ -531,14 +536,45 @@ ETS_INLINE void FeatureSpec::encode_row(const OpRecord& op, const MetaCode& mc, 
 ETS_INLINE void FeatureSpec::encode_op(const OpRecord& op, const TraceMeta& meta, float* row,
                                        EncodeStats* stats) const {
   detail::fspec::require_fitted(*this);
-  encode_row(op, encode_meta(meta), row, stats);
+  encode_row(op, op, encode_meta(meta), row, stats);
 }
 
 ETS_INLINE void FeatureSpec::encode_ops(const ExecutionTrace& trace, float* rows, EncodeStats* stats) const {
   detail::fspec::require_fitted(*this);
   const MetaCode mc = encode_meta(trace.meta);
   const std::size_t f = static_cast<std::size_t>(layout_.features);
-  for (std::size_t i = 0; i < trace.ops.size(); ++i) encode_row(trace.ops[i], mc, rows + i * f, stats);
+  std::vector<std::int32_t> twins;
+  if (options_.backward_twin) backward_twins(trace, twins);
+  for (std::size_t i = 0; i < trace.ops.size(); ++i)
+    encode_row(trace.ops[i], described(trace, twins, i), mc, rows + i * f, stats);
+}
+
+ETS_INLINE void FeatureSpec::backward_twins(const ExecutionTrace& trace, std::vector<std::int32_t>& twins) {
+  const std::size_t n = trace.ops.size();
+  ETS_CHECK(n <= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()), Errc::invalid_argument,
+            "ets.encoder.10", "trace has too many ops ({})", n);
+  twins.assign(n, -1);
+  std::unordered_multimap<std::int64_t, std::int32_t> forward;  // forward ops by sequence number
+  bool backward = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const OpRecord& op = trace.ops[i];
+    if (op.sequence < 0) continue;
+    if (op.phase == Phase::Forward) forward.emplace(op.sequence, static_cast<std::int32_t>(i));
+    backward = backward || op.phase == Phase::Backward;
+  }
+  if (!backward || forward.empty()) return;
+  for (std::size_t i = 0; i < n; ++i) {
+    const OpRecord& op = trace.ops[i];
+    if (op.phase != Phase::Backward || op.sequence < 0) continue;
+    // A composite op's autograd node can come from a nested op recorded after the top-level op's own number (a
+    // linear's from its addmm, after the transpose of its weight): up to kTwinReach numbers below, nearest first.
+    for (std::int64_t d = 0; d <= kTwinReach && twins[i] < 0 && op.sequence - d >= 0; ++d) {
+      const auto range = forward.equal_range(op.sequence - d);
+      for (auto it = range.first; it != range.second; ++it)
+        if (trace.ops[static_cast<std::size_t>(it->second)].name == op.name && (twins[i] < 0 || it->second < twins[i]))
+          twins[i] = it->second;
+    }
+  }
 }
 
 ETS_INLINE double FeatureSpec::normalize_label(int channel, double us) const {
@@ -572,6 +608,7 @@ ETS_INLINE std::vector<std::uint8_t> FeatureSpec::serialize() const {
   w.i32(options_.dims_per_input);
   w.f64(options_.hyper_clip);
   w.f64(options_.time_share);
+  w.u32(options_.backward_twin ? 1u : 0u);
   w.i32(one_hot_);
   w.i64(total_ops_);
   w.u32(static_cast<std::uint32_t>(types_.size()));
@@ -598,7 +635,7 @@ ETS_INLINE FeatureSpec FeatureSpec::deserialize(const std::uint8_t* data, std::s
             "not a feature spec blob (bad magic)");
   const std::uint32_t version = static_cast<std::uint32_t>(data[4]) | static_cast<std::uint32_t>(data[5]) << 8 |
                                 static_cast<std::uint32_t>(data[6]) << 16 | static_cast<std::uint32_t>(data[7]) << 24;
-  ETS_CHECK(version == 1 || version == kFormatVersion, Errc::version, "ets.encoder.5",
+  ETS_CHECK(version >= 1 && version <= kFormatVersion, Errc::version, "ets.encoder.5",
             "feature spec format version {} is not supported (this build reads 1 to {})", version, kFormatVersion);
   ETS_CHECK(load_u64(data + size - 8) == detail::fnv1a(data, size - 8), Errc::checksum, "ets.encoder.6",
             "feature spec blob is corrupt (checksum mismatch)");
@@ -611,6 +648,13 @@ ETS_INLINE FeatureSpec FeatureSpec::deserialize(const std::uint8_t* data, std::s
   s.options_.dims_per_input = r.i32();
   s.options_.hyper_clip = r.f64();
   s.options_.time_share = version >= 2 ? r.f64() : 0.0;  // version 1 had no time-share columns
+  if (version >= 3) {
+    const std::uint32_t twin = r.u32();
+    ETS_CHECK(twin <= 1, Errc::parse, "ets.encoder.7", "feature spec blob has backward_twin {}, not 0 or 1", twin);
+    s.options_.backward_twin = twin == 1;
+  } else {
+    s.options_.backward_twin = false;  // the models before it described every op by itself
+  }
   const std::string why = options_problem(s.options_);
   ETS_CHECK(why.empty(), Errc::parse, "ets.encoder.7", "feature spec blob holds invalid options: {}", why);
   s.one_hot_ = r.i32();
@@ -673,6 +717,7 @@ ETS_INLINE bool FeatureSpec::operator==(const FeatureSpec& o) const noexcept {
   return options_.coverage == o.options_.coverage && options_.max_one_hot == o.options_.max_one_hot &&
          options_.input_slots == o.options_.input_slots && options_.dims_per_input == o.options_.dims_per_input &&
          options_.hyper_clip == o.options_.hyper_clip && options_.time_share == o.options_.time_share &&
+         options_.backward_twin == o.options_.backward_twin &&
          one_hot_ == o.one_hot_ && promoted_ == o.promoted_ && total_ops_ == o.total_ops_ &&
          std::equal(types_.begin(), types_.end(), o.types_.begin(), o.types_.end(), same_type) &&
          hyper_global_ == o.hyper_global_ && cont_ == o.cont_ && labels_ == o.labels_;

@@ -32,7 +32,7 @@ namespace ets {
 /// z(.) is a z-score with training mean/std; absent values are 0 after scoring and flagged where ambiguous.
 class FeatureSpec {
  public:
-  static constexpr std::uint32_t kFormatVersion = 2;  ///< written; 1 (no time_share) is still read
+  static constexpr std::uint32_t kFormatVersion = 3;  ///< written; 1 (no time_share) and 2 (no backward_twin) are read
   static constexpr int kOptimizerCount = 5;
   static constexpr int kLabelCount = 2;  ///< (time, gap), the order of WindowBatch::y
 
@@ -79,11 +79,21 @@ class FeatureSpec {
   ETS_INLINE int type_rank(std::string_view name) const;
   std::int64_t fitted_ops() const noexcept { return total_ops_; }
 
-  /// Writes feature_count() floats for one op. `meta` supplies batch size and optimizer.
+  /// Writes feature_count() floats for one op, described by itself (no trace: no backward twin, see
+  /// FeatureOptions::backward_twin). `meta` supplies batch size and optimizer.
   ETS_INLINE void encode_op(const OpRecord& op, const TraceMeta& meta, float* row,
                             EncodeStats* stats = nullptr) const;
-  /// Writes ops.size() × feature_count() floats (row-major); per-trace work is done once.
+  /// Writes ops.size() × feature_count() floats (row-major); per-trace work is done once. With
+  /// options().backward_twin a backward op is described by its forward twin (backward_twins()).
   ETS_INLINE void encode_ops(const ExecutionTrace& trace, float* rows, EncodeStats* stats = nullptr) const;
+
+  /// For every op of the trace (one iteration), the index of its forward twin, or -1: a backward op's twin is a
+  /// forward op of the same type name whose autograd sequence number is the backward op's (>= 0) or up to
+  /// kTwinReach below it, the nearest number first and the earliest op of that number (an in-place add_ can share
+  /// a batch_norm's number, hence the type; a linear's backward carries its nested addmm's number, one or two above
+  /// the number the profiler gives the linear). Forward and update ops have none.
+  ETS_INLINE static void backward_twins(const ExecutionTrace& trace, std::vector<std::int32_t>& twins);
+  static constexpr std::int64_t kTwinReach = 2;
 
   /// Whether a trace carries usable per-op labels: at least one op, all times and gaps finite, some positive.
   ETS_INLINE static bool has_labels(const ExecutionTrace& trace) noexcept;
@@ -157,7 +167,14 @@ class FeatureSpec {
   ETS_INLINE void build_layout();
   ETS_INLINE void build_index();
   ETS_INLINE MetaCode encode_meta(const TraceMeta& meta) const;
-  ETS_INLINE void encode_row(const OpRecord& op, const MetaCode& mc, float* row, EncodeStats* stats) const;
+  /// Type and phase from `op`; dtype, inputs, FLOPs, bytes and hyper-parameters from `desc` (op itself or its twin).
+  ETS_INLINE void encode_row(const OpRecord& op, const OpRecord& desc, const MetaCode& mc, float* row,
+                             EncodeStats* stats) const;
+  /// The op that describes ops[i]: its twin when options().backward_twin and twins[i] >= 0, else ops[i].
+  const OpRecord& described(const ExecutionTrace& t, const std::vector<std::int32_t>& twins, std::size_t i) const {
+    const std::int32_t j = options_.backward_twin && i < twins.size() ? twins[i] : -1;
+    return j >= 0 ? t.ops[static_cast<std::size_t>(j)] : t.ops[i];
+  }
   int cont_per_slot() const noexcept { return 2 + options_.dims_per_input; }
   int cont_flops() const noexcept { return options_.input_slots * cont_per_slot(); }
 

@@ -105,12 +105,21 @@ ETS_INLINE void WindowEncoder::encode_span(const ExecutionTrace* const* traces, 
   const std::size_t overlap = w - static_cast<std::size_t>(stride_);
   std::size_t n = 0;  // next window
   std::vector<std::size_t> all_unknown;  // traces none of whose ops has a type the spec was fitted on
+  std::vector<std::int32_t> twins;       // each op's forward twin (FeatureOptions::backward_twin)
   for (std::size_t t = 0; t < count; ++t) {
     const ExecutionTrace& tr = *traces[t];
     const std::size_t len = tr.ops.size();
     if (len == 0) continue;
     const std::int64_t unknown_before = local.unknown_ops;
     const FeatureSpec::MetaCode mc = spec_.encode_meta(tr.meta);
+    // Only a trace whose backward ops carry sequence numbers has twins to look up (that lookup allocates; a reused
+    // batch of other traces stays allocation-free).
+    twins.clear();
+    if (spec_.options().backward_twin &&
+        std::any_of(tr.ops.begin(), tr.ops.end(), [](const OpRecord& op) {
+          return op.phase == Phase::Backward && op.sequence >= 0;
+        }))
+      FeatureSpec::backward_twins(tr, twins);
     const std::int64_t nw = window_count(static_cast<std::int64_t>(len));
     for (std::int64_t k = 0; k < nw; ++k, ++n) {
       const std::size_t start = static_cast<std::size_t>(k) * static_cast<std::size_t>(stride_);
@@ -121,7 +130,8 @@ ETS_INLINE void WindowEncoder::encode_span(const ExecutionTrace* const* traces, 
         reused = std::min(overlap, real);
         std::memcpy(win, win - w * f + static_cast<std::size_t>(stride_) * f, reused * f * sizeof(float));
       }
-      for (std::size_t p = reused; p < real; ++p) spec_.encode_row(tr.ops[start + p], mc, win + p * f, &local);
+      for (std::size_t p = reused; p < real; ++p)
+        spec_.encode_row(tr.ops[start + p], spec_.described(tr, twins, start + p), mc, win + p * f, &local);
       std::fill(win + real * f, win + w * f, 0.f);
       std::uint8_t* mask = b.mask.data() + n * w;
       std::fill(mask, mask + real, std::uint8_t{1});

@@ -47,7 +47,9 @@ class WindowEncoder {
 
   /// Like encode(), but reuses `out`'s buffers: on repeated calls with batches no larger than before, the tensors
   /// are neither allocated nor page-faulted, which for large batches costs more than the encoding itself. (Ops of a
-  /// type the spec was not fitted on are still tallied by name, which allocates.) Every element of `out` is overwritten.
+  /// type the spec was not fitted on are still tallied by name, and a trace whose backward ops carry sequence
+  /// numbers has its forward twins looked up (FeatureOptions::backward_twin): both allocate.) Every element of `out`
+  /// is overwritten.
   ETS_INLINE void encode_into(const std::vector<const ExecutionTrace*>& traces, WindowBatch& out,
                               EncodeStats* stats = nullptr) const;
   ETS_INLINE void encode_into(const ExecutionTrace& trace, WindowBatch& out, EncodeStats* stats = nullptr) const;

@@ -192,7 +192,7 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
       val_chunks.push_back({b, encoder.encode(ptrs)});
     }
     Trainer::Options fopt;  // only the forward pass's threads and chunking matter
-    fopt.threads = topt.threads;
+    fopt.threads = opt.threads;  // Options::threads: the validation's, as documented
     fopt.batch = topt.batch;
     val_forward = std::make_unique<Trainer>(Trainer::init(cfg, 0), fopt);
     val_aggregator = std::make_unique<Aggregator>(encoder.spec());
@@ -266,13 +266,13 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
   p["train_kernels"] = res.training.kernels;
   p["early_stopped"] = res.training.early_stopped ? "1" : "0";
   p["hyper"] = fmt::format("cell={} hidden={} layers={} width={} stride={} batch={} lr={} schedule={} warmup={} clip={} wd={} seed={} "
-                           "max_windows_per_epoch={} ema={} loss_time_power={}",
+                           "max_windows_per_epoch={} ema={} loss_time_power={} backward_twin={}",
                            cfg.cell == RnnCell::gru ? "gru" : "lstm", cfg.hidden, cfg.layers, opt.width, opt.stride,
                            topt.batch, topt.lr,
                            topt.schedule == Trainer::Schedule::Cosine ? "cosine"
                            : topt.schedule == Trainer::Schedule::Step ? "step" : "constant",
                            topt.warmup_steps, topt.clip_norm, topt.weight_decay, topt.seed, topt.max_windows_per_epoch,
-                           topt.ema_decay, opt.loss_time_power);
+                           topt.ema_decay, opt.loss_time_power, spec.options().backward_twin ? 1 : 0);
   for (const auto& [k, v] : opt.provenance) p[k] = v;
   return res;
 }

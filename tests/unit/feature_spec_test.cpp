@@ -362,7 +362,7 @@ TEST_CASE("serialised spec round-trips bit-exactly and encodes identically") {
   const auto blob = s.serialize();
   REQUIRE(blob.size() > 16);
   CHECK(std::memcmp(blob.data(), "ETSF", 4) == 0);
-  CHECK(blob[4] == 2);
+  CHECK(blob[4] == 3);
   CHECK(blob[5] + blob[6] + blob[7] == 0);
 
   const auto back = ets::FeatureSpec::deserialize(blob);
@@ -405,13 +405,13 @@ TEST_CASE("truncated, corrupt or inconsistent blobs throw ets::Error") {
   bad_magic[0] = 'X';
   CHECK(error_id([&] { ets::FeatureSpec::deserialize(bad_magic); }) == "ets.encoder.4");
   auto newer = blob;
-  newer[4] = 3;
+  newer[4] = 4;
   CHECK(error_id([&] { ets::FeatureSpec::deserialize(newer); }) == "ets.encoder.5");
 
-  // Valid checksum, impossible content: one-hot width (offset 44) beyond the vocabulary.
+  // Valid checksum, impossible content: one-hot width (offset 48) beyond the vocabulary.
   auto wide = blob;
-  wide[44] = 0xff;
-  wide[45] = 0xff;
+  wide[48] = 0xff;
+  wide[49] = 0xff;
   reseal(wide);
   CHECK(error_id([&] { ets::FeatureSpec::deserialize(wide); }) == "ets.encoder.7");
   // coverage (offset 8, f64) = 2.0 is not a valid option.
@@ -430,6 +430,10 @@ TEST_CASE("truncated, corrupt or inconsistent blobs throw ets::Error") {
   for (int i = 0; i < 8; ++i) share[36 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(bits >> (8 * i));
   reseal(share);
   CHECK(error_id([&] { ets::FeatureSpec::deserialize(share); }) == "ets.encoder.7");
+  auto twin = blob;  // backward_twin (offset 44, u32) is 0 or 1
+  twin[44] = 2;
+  reseal(twin);
+  CHECK(error_id([&] { ets::FeatureSpec::deserialize(twin); }) == "ets.encoder.7");
 }
 
 // Where the promoted-rank list (u32 n, n x u32) starts: before the global hyper moments, the size statistics and the
@@ -461,13 +465,14 @@ TEST_CASE("time-share columns that contradict the vocabulary are rejected") {
 TEST_CASE("a version-1 blob (before time-share columns) still reads, with the frequency layout") {
   ets::FeatureOptions off;
   off.time_share = 0;
+  off.backward_twin = false;  // version 1 has neither
   const auto s = ets::FeatureSpec::fit({rare_expensive_trace(50.0)}, off);
   REQUIRE(s.type_column(5) == -1);
   auto v1 = s.serialize();
   const std::size_t at_n = promoted_offset(v1, 0);
   REQUIRE(v1[at_n] == 0);
   v1.erase(v1.begin() + static_cast<std::ptrdiff_t>(at_n), v1.begin() + static_cast<std::ptrdiff_t>(at_n + 4));
-  v1.erase(v1.begin() + 36, v1.begin() + 44);  // version 1 had no time_share option
+  v1.erase(v1.begin() + 36, v1.begin() + 48);  // version 1 had no time_share or backward_twin option
   v1[4] = 1;
   reseal(v1);
   const auto back = ets::FeatureSpec::deserialize(v1);
@@ -475,7 +480,7 @@ TEST_CASE("a version-1 blob (before time-share columns) still reads, with the fr
   CHECK(back.options().time_share == 0.0);
   CHECK(back.one_hot_count() == 5);
   CHECK(back.type_column(5) == -1);
-  CHECK(back.serialize() == s.serialize());  // re-written as version 2
+  CHECK(back.serialize() == s.serialize());  // re-written as version 3
 }
 
 TEST_CASE("invalid options, empty training sets and unfitted specs are rejected") {
@@ -670,4 +675,169 @@ TEST_CASE("an unfitted spec refuses the label transform; statistics from a craft
   for (float v : b.x) non_finite += !std::isfinite(v);
   for (float v : b.y) non_finite += !std::isfinite(v);
   CHECK(non_finite == 0);
+}
+
+namespace {
+
+// One iteration with autograd sequence numbers as a CPU profile records them: a convolution whose backward carries
+// only the incoming gradient's shape, an in-place add_ sharing the batch_norm's number, a linear whose backward has
+// another number, and ops without one.
+ets::ExecutionTrace twin_trace() {
+  using ets::Phase;
+  auto op = [](const std::string& name, Phase ph, std::int64_t seq, double us) {
+    OpRecord o = make_op(name, ph, us, 2.0);
+    o.sequence = seq;
+    return o;
+  };
+  ets::ExecutionTrace t;
+  t.meta.batch_size = 32;
+  t.meta.optimizer = "adam";
+  OpRecord conv = op("conv2d", Phase::Forward, 5, 900.0);
+  conv.inputs = {{{32, 3, 16, 16}, ets::DType::Float32}, {{16, 3, 3, 3}, ets::DType::Float32}, {{16}, ets::DType::Float32}};
+  conv.hyper.set(Hyper::KernelH, 3);
+  conv.hyper.set(Hyper::KernelW, 3);
+  conv.hyper.set(Hyper::InChannels, 3);
+  conv.hyper.set(Hyper::OutChannels, 16);
+  conv.flops = 2.0 * 32 * 16 * 16 * 16 * 3 * 9;
+  conv.bytes = 4.0 * (32 * 3 * 16 * 16 + 16 * 27 + 32 * 16 * 16 * 16);
+  t.ops.push_back(conv);                                    // 0
+  OpRecord add = op("add", Phase::Forward, 6, 3.0);         // 1: num_batches_tracked.add_(1)
+  add.inputs = {{{}, ets::DType::Int64}};
+  t.ops.push_back(add);
+  OpRecord bn = op("batch_norm", Phase::Forward, 6, 60.0);  // 2
+  bn.inputs = {{{32, 16, 16, 16}, ets::DType::Float32}};
+  bn.bytes = 4.0 * 2 * 32 * 16 * 16 * 16;
+  t.ops.push_back(bn);
+  OpRecord conv2 = conv;                                    // 3: a later forward op with the same number
+  conv2.hyper.set(Hyper::KernelH, 5);
+  conv2.flops = 7.0;
+  t.ops.push_back(conv2);
+  OpRecord lin = op("linear", Phase::Forward, 8, 40.0);     // 4
+  lin.inputs = {{{32, 4096}, ets::DType::Float32}, {{10, 4096}, ets::DType::Float32}};
+  lin.flops = 2.0 * 32 * 4096 * 10;
+  t.ops.push_back(lin);
+  OpRecord lin_b = op("linear", Phase::Backward, 10, 80.0);  // 5: its number is the nested addmm's, 2 above
+  lin_b.inputs = {{{32, 10}, ets::DType::Float32}};
+  t.ops.push_back(lin_b);
+  OpRecord bn_b = op("batch_norm", Phase::Backward, 6, 120.0);  // 6
+  bn_b.inputs = {{{32, 16, 16, 16}, ets::DType::Float32}};
+  t.ops.push_back(bn_b);
+  OpRecord conv_b = op("conv2d", Phase::Backward, 5, 2000.0);   // 7: the gradient's shape only
+  conv_b.inputs = {{{32, 16, 16, 16}, ets::DType::Float32}};
+  conv_b.bytes = 4.0 * 32 * 16 * 16 * 16;
+  t.ops.push_back(conv_b);
+  OpRecord conv_b2 = conv_b;                                // 8: no sequence number
+  conv_b2.sequence = -1;
+  t.ops.push_back(conv_b2);
+  t.ops.push_back(op("add", Phase::Update, 6, 5.0));        // 9: an update op never has a twin
+  OpRecord lin_far = lin_b;                                 // 10: 3 above the linear: out of reach
+  lin_far.sequence = 11;
+  t.ops.push_back(lin_far);
+  return t;
+}
+
+std::vector<float> rows_of(const ets::FeatureSpec& s, const ets::ExecutionTrace& t) {
+  std::vector<float> r(t.ops.size() * static_cast<std::size_t>(s.feature_count()));
+  s.encode_ops(t, r.data());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a backward op's forward twin: the same sequence number and type, the earliest") {
+  const auto t = twin_trace();
+  std::vector<std::int32_t> twins{42};  // overwritten, not appended to
+  ets::FeatureSpec::backward_twins(t, twins);
+  CHECK(twins == std::vector<std::int32_t>{-1, -1, -1, -1, -1, 4, 2, 0, -1, -1, -1});
+  ets::ExecutionTrace no_seq = t;
+  for (auto& op : no_seq.ops) op.sequence = -1;
+  ets::FeatureSpec::backward_twins(no_seq, twins);
+  CHECK(twins == std::vector<std::int32_t>(t.ops.size(), -1));
+  ets::FeatureSpec::backward_twins(ets::ExecutionTrace{}, twins);
+  CHECK(twins.empty());
+
+  // The nearest number below wins over a farther one, and the same number over both.
+  ets::ExecutionTrace chain;
+  for (auto [ph, seq] : {std::pair{ets::Phase::Forward, 7}, {ets::Phase::Forward, 8}, {ets::Phase::Backward, 9},
+                         {ets::Phase::Backward, 7}, {ets::Phase::Backward, 0}}) {
+    OpRecord o = make_op("linear", ph);
+    o.sequence = seq;
+    chain.ops.push_back(o);
+  }
+  ets::FeatureSpec::backward_twins(chain, twins);
+  CHECK(twins == std::vector<std::int32_t>{-1, -1, 1, 0, -1});
+}
+
+TEST_CASE("a backward op is encoded with its forward twin's description, its own type and phase") {
+  const auto t = twin_trace();
+  const auto on = ets::FeatureSpec::fit({t});
+  REQUIRE(on.options().backward_twin);
+  const std::size_t f = static_cast<std::size_t>(on.feature_count());
+  const auto r = rows_of(on, t);
+  const auto at_op = [&](std::size_t i, const std::string& name) { return r[i * f + static_cast<std::size_t>(col(on, name))]; };
+  const std::size_t phase = static_cast<std::size_t>(on.layout().phase);
+  for (std::size_t c = 0; c < f; ++c) {
+    INFO("column " << on.feature_names()[c]);
+    if (c >= phase && c < phase + 3) continue;
+    CHECK(r[7 * f + c] == r[0 * f + c]);  // conv2d backward described as its forward
+    CHECK(r[6 * f + c] == r[2 * f + c]);  // batch_norm backward as the batch_norm, not the add_ of its number
+  }
+  CHECK(at_op(7, "phase.backward") == 1.f);
+  CHECK(at_op(7, "phase.forward") == 0.f);
+  CHECK(at_op(7, "hyper.kernel_h") == at_op(0, "hyper.kernel_h"));
+  CHECK(at_op(7, "cost.flops_known") == 1.f);  // the gradient-only record had no FLOPs
+  CHECK(at_op(5, "in1.present") == 1.f);  // the linear backward got its forward's weight as a second input
+  // no twin: described by itself, exactly as encode_op writes it
+  for (std::size_t i : {std::size_t{8}, std::size_t{9}, std::size_t{10}}) {
+    INFO("op " << i);
+    const auto own = row(on, t.ops[i], t.meta);
+    CHECK(std::memcmp(r.data() + i * f, own.data(), f * sizeof(float)) == 0);
+  }
+  CHECK(at_op(8, "cost.flops_known") == 0.f);
+
+  // The statistics are those of what is encoded: conv2d's kernel_h is fitted over 3 (forward), 5 (the later forward)
+  // and 3 (the backward's twin), so the twin's z is that of 3 among {3, 5, 3}.
+  const MeanStd k = mean_std({3, 5, 3});
+  CHECK(at_op(7, "hyper.kernel_h") == Approx((3 - k.mean) / k.sd).epsilon(1e-6));
+
+  // The window encoder writes the same rows.
+  const ets::WindowBatch b = ets::WindowEncoder(on, 4, 2).encode(t);
+  for (std::size_t p = 0; p < b.positions(); ++p) {
+    if (!b.mask[p]) continue;
+    const std::size_t i = static_cast<std::size_t>(b.op_index[p]);
+    INFO("position " << p << " op " << i);
+    CHECK(std::memcmp(b.x.data() + p * f, r.data() + i * f, f * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("without backward_twin every op is described by itself, and the option survives serialisation") {
+  const auto t = twin_trace();
+  ets::FeatureOptions o;
+  o.backward_twin = false;
+  const auto off = ets::FeatureSpec::fit({t}, o);
+  const auto on = ets::FeatureSpec::fit({t});
+  CHECK_FALSE(off == on);
+  const std::size_t f = static_cast<std::size_t>(off.feature_count());
+  const auto r = rows_of(off, t);
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    INFO("op " << i);
+    const auto own = row(off, t.ops[i], t.meta);
+    CHECK(std::memcmp(r.data() + i * f, own.data(), f * sizeof(float)) == 0);
+  }
+  CHECK(r[7 * f + static_cast<std::size_t>(col(off, "cost.flops_known"))] == 0.f);
+
+  for (const ets::FeatureSpec* s : {&off, &on}) {
+    const auto back = ets::FeatureSpec::deserialize(s->serialize());
+    CHECK(back == *s);
+    CHECK(back.options().backward_twin == s->options().backward_twin);
+  }
+  // A version-2 blob (the models before the option) reads as backward_twin false.
+  auto v2 = off.serialize();
+  v2.erase(v2.begin() + 44, v2.begin() + 48);
+  v2[4] = 2;
+  reseal(v2);
+  const auto back = ets::FeatureSpec::deserialize(v2);
+  CHECK_FALSE(back.options().backward_twin);
+  CHECK(back == off);
+  CHECK(back.serialize() == off.serialize());
 }
