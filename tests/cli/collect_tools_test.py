@@ -1222,4 +1222,41 @@ try:
 finally:
     C.subprocess.Popen = real_popen
 
+# recompress.py: every label smaller (level 1 -> 9, then zopfli while over the budget where pigz exists), the same
+# bytes when decompressed, the dataset counted as the dataset_size test counts it (files beside the labels too).
+RECOMPRESS = os.path.join(ROOT, "tools", "collect", "recompress.py")
+rc_data = os.path.join(work, "recompress")
+raws = {}
+for i in range(3):
+    body = "".join(json.dumps({"n": "conv2d", "i": [[[8, 16 + i, 32, 32], "float32"]], "t": 10.5 + k, "g": k % 7})
+                   + "\n" for k in range(400 * (i + 1))).encode()
+    path = os.path.join(rc_data, "traces", "train", f"mlp-{i:04d}.etst.gz")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(gzip.compress(body, 1))
+    raws[path] = body
+with open(os.path.join(rc_data, "manifest.json"), "w") as fh:
+    fh.write("{}" + " " * 5000)
+sizes = lambda: {p: os.path.getsize(p) for p in raws}
+before = sizes()
+side = 5002  # the manifest counts; a budget between it and the labels' sum forces zopfli
+p = subprocess.run([sys.executable, RECOMPRESS, "--data", rc_data, "--dry-run", "--budget", "1e9"],
+                   capture_output=True, text=True)
+check(p.returncode == 0 and f"{sum(before.values()) + side:,}" in p.stdout and sizes() == before,
+      f"recompress --dry-run counts labels and manifest, changes nothing: {p.returncode} {p.stdout}")
+p = subprocess.run([sys.executable, RECOMPRESS, "--data", rc_data, "--budget", "1e9"], capture_output=True, text=True)
+level9 = sizes()
+check(p.returncode == 0 and all(level9[q] < before[q] for q in raws), f"recompress: level 9 smaller: {p.stdout}")
+check(all(gzip.decompress(open(q, "rb").read()) == raws[q] for q in raws), "recompress: bytes kept at level 9")
+if shutil.which("pigz"):
+    p = subprocess.run([sys.executable, RECOMPRESS, "--data", rc_data, "--budget", "5003"], capture_output=True,
+                       text=True)
+    check(p.returncode == 1 and "OVER" in p.stdout and all(sizes()[q] < level9[q] for q in raws)
+          and all(gzip.decompress(open(q, "rb").read()) == raws[q] for q in raws),
+          f"recompress: zopfli on every label while over, bytes kept, exit 1 still over: {p.returncode} {p.stdout}")
+p = subprocess.run([sys.executable, RECOMPRESS, "--data", os.path.join(work, "no-such")], capture_output=True,
+                   text=True)
+check(p.returncode == 2 and "no labels" in p.stderr, f"recompress: no labels refused: {p.returncode} {p.stderr}")
+check(not any(n.endswith(".part") for n in os.listdir(os.path.dirname(next(iter(raws))))), "recompress: no .part left")
+
 finish("collect tools: invalidate and retest bookkeeping, card safeguards and collect refusals hold")
