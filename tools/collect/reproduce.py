@@ -29,7 +29,7 @@ if ROOT not in sys.path:
 from tools.collect import configs as C  # noqa: E402
 from tools.collect.card import read_label  # noqa: E402
 
-DEFAULT = "resnet-0048,transformer_lm-0003,randwire_er-0159"
+DEFAULT = "resnet-0048,transformer_lm-0002,randwire_er-0159"  # each labelled in data/
 
 
 def label_path(data: str, cid: str) -> str:
