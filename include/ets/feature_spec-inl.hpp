@@ -554,15 +554,13 @@ ETS_INLINE void FeatureSpec::backward_twins(const ExecutionTrace& trace, std::ve
   ETS_CHECK(n <= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()), Errc::invalid_argument,
             "ets.encoder.10", "trace has too many ops ({})", n);
   twins.assign(n, -1);
+  if (!has_backward_sequences(trace)) return;
   std::unordered_multimap<std::int64_t, std::int32_t> forward;  // forward ops by sequence number
-  bool backward = false;
   for (std::size_t i = 0; i < n; ++i) {
     const OpRecord& op = trace.ops[i];
-    if (op.sequence < 0) continue;
-    if (op.phase == Phase::Forward) forward.emplace(op.sequence, static_cast<std::int32_t>(i));
-    backward = backward || op.phase == Phase::Backward;
+    if (op.sequence >= 0 && op.phase == Phase::Forward) forward.emplace(op.sequence, static_cast<std::int32_t>(i));
   }
-  if (!backward || forward.empty()) return;
+  if (forward.empty()) return;
   for (std::size_t i = 0; i < n; ++i) {
     const OpRecord& op = trace.ops[i];
     if (op.phase != Phase::Backward || op.sequence < 0) continue;
@@ -575,6 +573,11 @@ ETS_INLINE void FeatureSpec::backward_twins(const ExecutionTrace& trace, std::ve
           twins[i] = it->second;
     }
   }
+}
+
+ETS_INLINE bool FeatureSpec::has_backward_sequences(const ExecutionTrace& trace) noexcept {
+  return std::any_of(trace.ops.begin(), trace.ops.end(),
+                     [](const OpRecord& op) { return op.phase == Phase::Backward && op.sequence >= 0; });
 }
 
 ETS_INLINE double FeatureSpec::normalize_label(int channel, double us) const {

@@ -93,6 +93,9 @@ class FeatureSpec {
   /// a batch_norm's number, hence the type; a linear's backward carries its nested addmm's number, one or two above
   /// the number the profiler gives the linear). Forward and update ops have none.
   ETS_INLINE static void backward_twins(const ExecutionTrace& trace, std::vector<std::int32_t>& twins);
+  /// Whether backward_twins() can find any twin: some backward op carries a sequence number (>= 0). Without one
+  /// every twin is -1, so a caller may skip the lookup (which allocates) and treat an empty list as all -1.
+  ETS_INLINE static bool has_backward_sequences(const ExecutionTrace& trace) noexcept;
   static constexpr std::int64_t kTwinReach = 2;
 
   /// Whether a trace carries usable per-op labels: at least one op, all times and gaps finite, some positive.

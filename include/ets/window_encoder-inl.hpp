@@ -113,12 +113,9 @@ ETS_INLINE void WindowEncoder::encode_span(const ExecutionTrace* const* traces, 
     const std::int64_t unknown_before = local.unknown_ops;
     const FeatureSpec::MetaCode mc = spec_.encode_meta(tr.meta);
     // Only a trace whose backward ops carry sequence numbers has twins to look up (that lookup allocates; a reused
-    // batch of other traces stays allocation-free).
+    // batch of other traces stays allocation-free, its empty list read as no twins by described()).
     twins.clear();
-    if (spec_.options().backward_twin &&
-        std::any_of(tr.ops.begin(), tr.ops.end(), [](const OpRecord& op) {
-          return op.phase == Phase::Backward && op.sequence >= 0;
-        }))
+    if (spec_.options().backward_twin && FeatureSpec::has_backward_sequences(tr))
       FeatureSpec::backward_twins(tr, twins);
     const std::int64_t nw = window_count(static_cast<std::int64_t>(len));
     for (std::int64_t k = 0; k < nw; ++k, ++n) {

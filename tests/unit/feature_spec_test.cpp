@@ -749,12 +749,22 @@ TEST_CASE("a backward op's forward twin: the same sequence number and type, the 
   std::vector<std::int32_t> twins{42};  // overwritten, not appended to
   ets::FeatureSpec::backward_twins(t, twins);
   CHECK(twins == std::vector<std::int32_t>{-1, -1, -1, -1, -1, 4, 2, 0, -1, -1, -1});
+  CHECK(ets::FeatureSpec::has_backward_sequences(t));
   ets::ExecutionTrace no_seq = t;
   for (auto& op : no_seq.ops) op.sequence = -1;
   ets::FeatureSpec::backward_twins(no_seq, twins);
   CHECK(twins == std::vector<std::int32_t>(t.ops.size(), -1));
+  CHECK_FALSE(ets::FeatureSpec::has_backward_sequences(no_seq));
+  // Forward ops with numbers but no numbered backward op: nothing to look up.
+  ets::ExecutionTrace fwd_only = t;
+  for (auto& op : fwd_only.ops)
+    if (op.phase == ets::Phase::Backward) op.sequence = -1;
+  CHECK_FALSE(ets::FeatureSpec::has_backward_sequences(fwd_only));
+  ets::FeatureSpec::backward_twins(fwd_only, twins);
+  CHECK(twins == std::vector<std::int32_t>(t.ops.size(), -1));
   ets::FeatureSpec::backward_twins(ets::ExecutionTrace{}, twins);
   CHECK(twins.empty());
+  CHECK_FALSE(ets::FeatureSpec::has_backward_sequences(ets::ExecutionTrace{}));
 
   // The nearest number below wins over a farther one, and the same number over both.
   ets::ExecutionTrace chain;
