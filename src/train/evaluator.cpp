@@ -24,6 +24,7 @@
 #include "import/importers.hpp"
 #include "import/json_cpu_check.hpp"
 #include "train/parallel.hpp"
+#include "train/trace_chunks.hpp"
 
 namespace ets {
 
@@ -91,15 +92,14 @@ std::vector<Prediction> Evaluator::predict(const LstmWeights& weights, const Win
   std::vector<Prediction> out(traces.size());
   const int t = std::max(1, std::min<int>(train::resolve_threads(threads), static_cast<int>(traces.size())));
   train::run_on_threads(t, [&](int s) {
-    // contiguous chunks of ~64 traces: one batched forward each, bounded memory
-    for (std::size_t b = static_cast<std::size_t>(s) * 64; b < traces.size(); b += static_cast<std::size_t>(t) * 64) {
-      const std::size_t e = std::min(traces.size(), b + 64);
-      std::vector<const ExecutionTrace*> ptrs;
-      for (std::size_t i = b; i < e; ++i) ptrs.push_back(&traces[i]);
+    // contiguous chunks of traces, shared round-robin: one batched forward each, bounded memory
+    const std::size_t step = static_cast<std::size_t>(t) * train::kChunkTraces;
+    for (std::size_t b = static_cast<std::size_t>(s) * train::kChunkTraces; b < traces.size(); b += step) {
+      const std::vector<const ExecutionTrace*> ptrs = train::trace_chunk(traces, b);
       const WindowBatch batch = encoder.encode(ptrs);
       const std::vector<float> y = predictor.predict(batch);
       auto preds = aggregator.aggregate_all(batch, y, static_cast<int>(ptrs.size()));
-      for (std::size_t i = b; i < e; ++i) out[i] = std::move(preds[i - b]);
+      for (std::size_t i = 0; i < ptrs.size(); ++i) out[b + i] = std::move(preds[i]);
     }
   });
   return out;

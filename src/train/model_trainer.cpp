@@ -22,6 +22,7 @@
 #include "ets/feature_spec.hpp"
 #include "ets/version.hpp"
 #include "ets/window_encoder.hpp"
+#include "train/trace_chunks.hpp"
 
 namespace ets {
 
@@ -42,9 +43,6 @@ void label_norm(const FeatureSpec& spec, int ch, double& mean, double& scale) {
   mean = m.mean;
   scale = m.stdev;
 }
-
-// Validation traces encoded per batch: bounded pieces, as Evaluator::predict makes them.
-constexpr std::size_t kValChunkTraces = 64;
 
 // ets.train.8 unless 0 <= power <= 2 (NaN included): checked by train() before any fitting, and by loss_weights().
 void check_loss_time_power(double power) {
@@ -174,22 +172,22 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
     // weighted labels are other labels: a checkpoint of an unweighted run must not resume into this one
     topt.run_tag = detail::fnv1a(&opt.loss_time_power, sizeof opt.loss_time_power, topt.run_tag);
   }
-  // Validation scores the weights with the trainer's own forward pass on windows encoded once, in chunks of 64
-  // traces (as Evaluator::predict batches them). Its kernels use the widest instruction set the CPU runs, picked at
+  // Validation scores the weights with the trainer's own forward pass on windows encoded once, in the chunks of
+  // traces Evaluator::predict batches (train::trace_chunk). Its kernels use the widest instruction set the CPU runs, picked at
   // run time; BiLstmPredictor's follow the build's flags, SSE2 in a portable x86-64 build, which made a validation of
   // the shipped recipe take a quarter of its 15-minute budget. The two agree to float rounding.
   struct ValChunk {
     std::size_t first = 0;
     WindowBatch batch;
+    std::size_t traces = 0;
   };
   std::vector<ValChunk> val_chunks;
   std::unique_ptr<Trainer> val_forward;
   std::unique_ptr<Aggregator> val_aggregator;
   if (own_validation) {
-    for (std::size_t b = 0; b < val.size(); b += kValChunkTraces) {
-      std::vector<const ExecutionTrace*> ptrs;
-      for (std::size_t i = b; i < std::min(val.size(), b + kValChunkTraces); ++i) ptrs.push_back(&val[i]);
-      val_chunks.push_back({b, encoder.encode(ptrs)});
+    for (std::size_t b = 0; b < val.size(); b += train::kChunkTraces) {
+      const std::vector<const ExecutionTrace*> ptrs = train::trace_chunk(val, b);
+      val_chunks.push_back({b, encoder.encode(ptrs), ptrs.size()});
     }
     Trainer::Options fopt;  // only the forward pass's threads and chunking matter
     fopt.threads = opt.threads;  // Options::threads: the validation's, as documented
@@ -201,9 +199,8 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
         std::vector<double> predicted(val.size()), truth(val.size());
         for (const auto& c : val_chunks) {
           const std::vector<float> y = val_forward->forward(w, c.batch);
-          const std::size_t n = std::min(val.size() - c.first, kValChunkTraces);
-          const auto preds = val_aggregator->aggregate_all(c.batch, y, static_cast<int>(n));
-          for (std::size_t i = 0; i < n; ++i) {
+          const auto preds = val_aggregator->aggregate_all(c.batch, y, static_cast<int>(c.traces));
+          for (std::size_t i = 0; i < c.traces; ++i) {
             predicted[c.first + i] = preds[i].iteration_us;
             truth[c.first + i] = Evaluator::truth_us(val[c.first + i]);
           }

@@ -142,6 +142,23 @@ TEST_CASE("ModelTrainer leaves out unlabelled traces and honours its time budget
   CHECK_THROWS_WITH(ets::ModelTrainer::train(none, val, o), Catch::Contains("ets.train.18"));
 }
 
+TEST_CASE("the trainer's validation MRE is the evaluator's over several chunks of traces", "[train][pipeline]") {
+  // 150 validation traces: chunks of 64, 64 and 22 (train::kChunkTraces), each encoded once and aggregated alone
+  const auto train = ets_test::learnable_set(6, 20, "famA");
+  const auto val = ets_test::learnable_set(7, 150, "famB");
+  ets::ModelTrainer::Options o = tiny_options(2);
+  o.train.threads = 2;
+  const auto res = ets::ModelTrainer::train(train, val, o);
+  REQUIRE(res.val_traces == 150);
+  const ets::WindowEncoder encoder(ets::FeatureSpec::deserialize(res.model.encoder_state), res.model.window_width,
+                                   res.model.window_stride);
+  const double evaluated = ets::Evaluator::mre(res.model.weights, encoder, val, 2);
+  CHECK(evaluated > 0);
+  CHECK(res.val_mre == Approx(evaluated).epsilon(1e-4));
+  // one threads count or another: the same chunks, the same figure
+  CHECK(ets::Evaluator::mre(res.model.weights, encoder, val, 1) == Approx(evaluated).epsilon(1e-6));
+}
+
 TEST_CASE("ModelTrainer refuses, before training, an environment id that Predictor::add_model would refuse", "[train]") {
   auto train = ets_test::learnable_set(7, 6, "famA");
   ets::ModelTrainer::Options o = tiny_options(1);
