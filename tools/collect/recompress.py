@@ -25,12 +25,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-# The dataset_size test's globs (tests/CMakeLists.txt), relative to the dataset folder.
-SIZE_GLOBS = ("traces/*/*.etst.gz", "*.json", "*.txt", "*.md", "pilot-noisy/*", "pilot-noisy/traces/*/*")
+# The dataset_size test's globs, relative to the dataset folder: one list for both (tests/CMakeLists.txt reads it too).
+GLOBS_FILE = os.path.join(ROOT, "tests", "cmake", "dataset_size_globs.txt")
+
+
+def size_globs() -> list[str]:
+    with open(GLOBS_FILE, encoding="utf-8") as fh:
+        return [ln.strip() for ln in fh if ln.strip() and not ln.startswith("#")]
 
 
 def dataset_bytes(data: str) -> int:
-    files = {f for g in SIZE_GLOBS for f in glob.glob(os.path.join(data, g)) if os.path.isfile(f)}
+    files = {f for g in size_globs() for f in glob.glob(os.path.join(data, g)) if os.path.isfile(f)}
     return sum(os.path.getsize(f) for f in files)
 
 
