@@ -173,9 +173,9 @@ ModelTrainer::Result ModelTrainer::train(const std::vector<ExecutionTrace>& trai
     topt.run_tag = detail::fnv1a(&opt.loss_time_power, sizeof opt.loss_time_power, topt.run_tag);
   }
   // Validation scores the weights with the trainer's own forward pass on windows encoded once, in the chunks of
-  // traces Evaluator::predict batches (train::trace_chunk). Its kernels use the widest instruction set the CPU runs, picked at
-  // run time; BiLstmPredictor's follow the build's flags, SSE2 in a portable x86-64 build, which made a validation of
-  // the shipped recipe take a quarter of its 15-minute budget. The two agree to float rounding.
+  // traces Evaluator::predict batches (train::trace_chunk). Its kernels use the widest instruction set the CPU runs,
+  // picked at run time; BiLstmPredictor's follow the build's flags, SSE2 in a portable x86-64 build, which made a
+  // validation of the shipped recipe take a quarter of its 15-minute budget. The two agree to float rounding.
   struct ValChunk {
     std::size_t first = 0;
     WindowBatch batch;
